@@ -1,0 +1,23 @@
+"""pte-webgpu: run ExecuTorch Vulkan-delegated programs on WebGPU from Python."""
+
+from .errors import (
+    DataTooSmallError,
+    DeviceLostError,
+    FormatError,
+    GpuError,
+    GpuLimitError,
+    GpuValidationError,
+    InputError,
+    MissingDataError,
+    PteError,
+    ShaderCompileError,
+    UnsupportedError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DataTooSmallError", "DeviceLostError", "FormatError", "GpuError", "GpuLimitError",
+    "GpuValidationError", "InputError", "MissingDataError", "PteError", "ShaderCompileError",
+    "UnsupportedError", "__version__",
+]

@@ -1,0 +1,52 @@
+"""Element types: one table for names, sizes and the codes each format uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str  # numpy-style name, e.g. "float32"
+    itemsize: int
+    struct_code: str  # for the struct/array modules ("" when Python has none)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+BOOL = DType("bool", 1, "?")
+UINT8 = DType("uint8", 1, "B")
+INT8 = DType("int8", 1, "b")
+INT16 = DType("int16", 2, "h")
+INT32 = DType("int32", 4, "i")
+INT64 = DType("int64", 8, "q")
+FLOAT16 = DType("float16", 2, "e")
+FLOAT32 = DType("float32", 4, "f")
+FLOAT64 = DType("float64", 8, "d")
+BFLOAT16 = DType("bfloat16", 2, "")
+UINT16 = DType("uint16", 2, "H")
+UINT32 = DType("uint32", 4, "I")
+UINT64 = DType("uint64", 8, "Q")
+
+BY_NAME = {d.name: d for d in (BOOL, UINT8, INT8, INT16, INT32, INT64, FLOAT16, FLOAT32,
+                               FLOAT64, BFLOAT16, UINT16, UINT32, UINT64)}
+
+# ExecuTorch ScalarType codes (program.fbs / flat_tensor.fbs).
+FROM_SCALAR_TYPE = {
+    0: UINT8, 1: INT8, 2: INT16, 3: INT32, 4: INT64, 5: FLOAT16, 6: FLOAT32, 7: FLOAT64,
+    11: BOOL, 15: BFLOAT16, 27: UINT16, 28: UINT32, 29: UINT64,
+}
+
+# Vulkan VkDataType codes (vkgraph.fbs). 127 (UNSET) maps to None.
+FROM_VK_DATATYPE = {
+    0: BOOL, 1: UINT8, 2: INT8, 3: INT32, 4: FLOAT16, 5: FLOAT32, 6: FLOAT64, 7: INT64,
+}
+VK_UNSET = 127
+
+
+def numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

@@ -1,0 +1,62 @@
+"""Checked little-endian reads and slices of an untrusted byte buffer."""
+
+from __future__ import annotations
+
+import struct
+
+from ..errors import FormatError
+
+_FORMATS = {2: struct.Struct("<H"), 4: struct.Struct("<I"), 8: struct.Struct("<Q")}
+
+
+def as_view(data) -> memoryview:
+    """A flat, read-only byte view of bytes/bytearray/memoryview/array without copying."""
+    view = memoryview(data)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    return view.toreadonly()
+
+
+def uint(buf, offset: int, size: int, what: str) -> int:
+    """Unsigned little-endian integer of ``size`` bytes at ``offset``."""
+    check_span(buf, offset, size, what)
+    return _FORMATS[size].unpack_from(buf, offset)[0]
+
+
+def check_span(buf, offset: int, size: int, what: str) -> None:
+    if offset < 0 or size < 0 or offset + size > len(buf):
+        raise FormatError(
+            f"{what}: {size} bytes at offset {offset} do not fit in the {len(buf)}-byte buffer",
+            offset=offset,
+        )
+
+
+def span(buf: memoryview, offset: int, size: int, what: str) -> memoryview:
+    """Zero-copy slice, after checking it lies inside ``buf``."""
+    check_span(buf, offset, size, what)
+    return buf[offset:offset + size]
+
+
+def text(raw: bytes | None, what: str) -> str:
+    """Decode a FlatBuffer string field, naming the field when it is not UTF-8."""
+    if raw is None:
+        return ""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"{what}: string is not valid UTF-8 ({e.reason})", field=what) from None
+
+
+def byte_vector(table, vtable_slot_offset: int) -> memoryview:
+    """A [ubyte] field as a zero-copy view (generated code only offers per-byte reads)."""
+    tab = table._tab
+    o = tab.Offset(vtable_slot_offset)
+    if o == 0:
+        return memoryview(b"")
+    start = tab.Vector(o)
+    return memoryview(tab.Bytes)[start:start + tab.VectorLen(o)]
+
+
+def scalar_vector(count: int, get) -> tuple:
+    """All items of a verified scalar vector through its generated accessor."""
+    return tuple(get(i) for i in range(count))

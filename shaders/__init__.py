@@ -1,0 +1,1 @@
+"""WGSL compute shaders, one file per kernel family; shipped inside the wheel."""

@@ -1,0 +1,146 @@
+"""Headless Chromium running Pyodide, driven from host Python through Playwright.
+
+    with StaticServer({"/": "web", "/pyodide/": ensure_dist()}) as server, \\
+            BrowserSession(server.url) as session:
+        session.run_python("import pte_webgpu; pte_webgpu.__version__")  # -> "0.1.0"
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from . import config
+
+# Defined once in the page: turns run_python's result into JSON text inside Python,
+# where every value type is known (JS objects arrive as JsProxy).
+_TO_JSON_HELPER = r'''
+def _pte_host_to_json(value):
+    import json
+
+    def fallback(obj):
+        if isinstance(obj, (bytes, bytearray, memoryview)):
+            return list(bytes(obj))
+        if isinstance(obj, (set, frozenset)):
+            return list(obj)
+        if hasattr(obj, "to_py"):  # JsProxy: JS arrays and plain objects convert
+            converted = obj.to_py()
+            if converted is not obj:
+                return converted
+        return repr(obj)
+
+    return json.dumps(value, default=fallback)
+'''
+
+_RUN_PYTHON_JS = """async (code) => {
+  const py = await window.pyodideReady;
+  let value;
+  try {
+    value = await py.runPythonAsync(code);
+  } catch (error) {
+    if (error?.constructor?.name !== "PythonError") throw error;
+    return { error: error.message, type: error.type };
+  }
+  const toJson = py.globals.get("_pte_host_to_json");
+  try {
+    return { json: toJson(value) };
+  } finally {
+    toJson.destroy();
+    if (value instanceof py.ffi.PyProxy) value.destroy();
+  }
+}"""
+
+
+class BrowserPythonError(Exception):
+    """A Python exception raised inside Pyodide; `traceback` is its text from the page."""
+
+    def __init__(self, type_name: str, traceback: str):
+        super().__init__(traceback)
+        self.type_name = type_name
+        self.traceback = traceback
+
+
+@dataclass
+class ConsoleMessage:
+    type: str  # "log", "warning", "error", ...
+    text: str
+
+    def __str__(self) -> str:
+        return f"[{self.type}] {self.text}"
+
+
+class BrowserSession:
+    """Playwright + Chromium + one page on `harness` with Pyodide and pte-webgpu loaded.
+
+    base_url: server root that serves web/ at "/" and the dist at `index_url`.
+    """
+
+    def __init__(self, base_url: str, *, harness: str = "harness.html", index_url: str = "/pyodide/",
+                 launch_options: dict | None = None, timeout_ms: int | None = None):
+        self.url = f"{base_url.rstrip('/')}/{harness}?indexURL={index_url}"
+        self._launch_options = launch_options or config.launch_options()
+        self._timeout_ms = timeout_ms or config.default_timeout_ms()
+        self.console_messages: list[ConsoleMessage] = []
+        self.page_errors: list[str] = []
+        self.launch_seconds = 0.0  # Playwright start + Chromium launch + new page
+        self.boot_seconds = 0.0  # page load until Pyodide and pte-webgpu are ready
+        self.boot_stages: list[dict] = []  # [{stage, ms, ...}] reported by web/boot.js
+        self._playwright = self._browser = self.page = None
+
+    def start(self) -> "BrowserSession":
+        from playwright.sync_api import sync_playwright  # host-only dependency
+
+        started = time.perf_counter()
+        self._playwright = sync_playwright().start()
+        try:
+            self._browser = self._playwright.chromium.launch(**self._launch_options)
+            self.page = self._browser.new_page()
+            self.page.set_default_timeout(self._timeout_ms)
+            self.page.on("console", lambda m: self.console_messages.append(ConsoleMessage(m.type, m.text)))
+            self.page.on("pageerror", lambda e: self.page_errors.append(str(e.stack or e)))
+            self.launch_seconds = time.perf_counter() - started
+            self._boot()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _boot(self) -> None:
+        started = time.perf_counter()
+        self.page.goto(self.url)
+        try:
+            self.page.wait_for_function("window.pyodideReady !== undefined")
+            self.page.evaluate("window.pyodideReady.then(() => true)")
+        except Exception as error:
+            raise RuntimeError(f"Pyodide failed to boot: {error}\n{self.log_text()}") from error
+        self.boot_seconds = time.perf_counter() - started
+        self.boot_stages = self.page.evaluate("window.bootStages")
+        self.page.evaluate("(code) => window.pyodide.runPython(code)", _TO_JSON_HELPER)
+
+    def run_python(self, code: str) -> object:
+        """Run `code` with pyodide.runPythonAsync (top-level await allowed) in the page's
+        __main__ namespace; returns its last expression converted to JSON data.
+        Raises BrowserPythonError with the Python traceback text."""
+        outcome = self.page.evaluate(_RUN_PYTHON_JS, code)
+        if "error" in outcome:
+            raise BrowserPythonError(outcome["type"], outcome["error"])
+        return json.loads(outcome["json"])
+
+    def log_text(self) -> str:
+        """Console messages and page errors, one per line, for failure reports."""
+        lines = [str(m) for m in self.console_messages] + [f"[pageerror] {e}" for e in self.page_errors]
+        return "\n".join(lines) or "(no console output)"
+
+    def close(self) -> None:
+        if self._browser:
+            self._browser.close()
+        if self._playwright:
+            self._playwright.stop()
+        self._playwright = self._browser = self.page = None
+
+    def __enter__(self) -> "BrowserSession":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()

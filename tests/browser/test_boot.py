@@ -1,0 +1,39 @@
+"""Pyodide boots offline in headless Chromium, loads pte-webgpu, and WebGPU works."""
+
+import time
+
+import pytest
+
+import pte_webgpu
+
+pytestmark = pytest.mark.browser
+
+
+def test_package_version_matches_host(browser_session):
+    in_browser = browser_session.run_python("import pte_webgpu\npte_webgpu.__version__")
+    assert in_browser == pte_webgpu.__version__
+
+
+def test_python_exception_comes_back_with_traceback(browser_session):
+    from pte_webgpu.chromium.session import BrowserPythonError
+
+    with pytest.raises(BrowserPythonError) as caught:
+        browser_session.run_python("def boom():\n    raise ValueError('from the page')\nboom()")
+    assert caught.value.type_name == "ValueError"
+    assert "from the page" in caught.value.traceback and "boom" in caught.value.traceback
+
+
+def test_webgpu_adapter_from_python(browser_session):
+    started = time.perf_counter()
+    info = browser_session.run_python(
+        "import js\n"
+        "adapter = await js.navigator.gpu.requestAdapter()\n"
+        "info = adapter.info\n"
+        "{'vendor': info.vendor, 'architecture': info.architecture,\n"
+        " 'is_fallback': bool(getattr(info, 'isFallbackAdapter', False)),\n"
+        " 'features': sorted(adapter.features.values()),\n"
+        " 'max_invocations': adapter.limits.maxComputeInvocationsPerWorkgroup}"
+    )
+    print(f"WebGPU adapter in {time.perf_counter() - started:.3f} s: {info}")
+    assert info["vendor"] and info["architecture"]
+    assert info["max_invocations"] >= 64

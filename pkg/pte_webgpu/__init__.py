@@ -14,9 +14,12 @@ from .errors import (
     UnsupportedError,
 )
 
+from .runtime import Method, Program, Runtime, Tensor
+
 __version__ = "0.1.0"
 
 __all__ = [
+    "Method", "Program", "Runtime", "Tensor",
     "DataTooSmallError", "DeviceLostError", "FormatError", "GpuError", "GpuLimitError",
     "GpuValidationError", "InputError", "MissingDataError", "PteError", "ShaderCompileError",
     "UnsupportedError", "__version__",

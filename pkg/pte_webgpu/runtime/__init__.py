@@ -1,0 +1,8 @@
+"""Runtime: Runtime → Program → Method, as in ExecuTorch's Python API."""
+
+from .method import Method
+from .program import Program
+from .runtime import Runtime
+from .tensor import Tensor
+
+__all__ = ["Method", "Program", "Runtime", "Tensor"]

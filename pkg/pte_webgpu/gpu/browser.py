@@ -1,0 +1,163 @@
+"""WebGPU in the browser: ``navigator.gpu`` driven from Pyodide through ``pyodide.ffi``.
+
+Conversions happen here and only here: Python dicts become JS objects once, at
+load; the execute path touches only prebuilt JS handles.
+"""
+
+from __future__ import annotations
+
+from ..errors import (DeviceLostError, GpuError, GpuValidationError, ShaderCompileError)
+from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, Copy, GpuDevice, Recording
+
+
+def _js():
+    import js
+    from pyodide.ffi import create_proxy, to_js
+
+    return js, create_proxy, to_js
+
+
+class BrowserDevice(GpuDevice):
+    @classmethod
+    async def create(cls, power_preference: str = "high-performance") -> "BrowserDevice":
+        js, create_proxy, to_js = _js()
+        gpu = getattr(js.navigator, "gpu", None)
+        if gpu is None:
+            raise GpuError("this browser has no WebGPU (navigator.gpu is undefined); "
+                           "headless Chromium needs --enable-unsafe-webgpu")
+        obj = lambda d: to_js(d, dict_converter=js.Object.fromEntries)  # noqa: E731
+        adapter = await gpu.requestAdapter(obj({"powerPreference": power_preference}))
+        if adapter is None:
+            raise GpuError("navigator.gpu.requestAdapter() returned no adapter")
+        # Software adapters default storage limits low: ask for the adapter's own.
+        limits = {n: int(getattr(adapter.limits, n)) for n in LIMIT_NAMES
+                  if getattr(adapter.limits, n, None) is not None}
+        features = [f for f in WANTED_FEATURES if adapter.features.has(f)]
+        device = await adapter.requestDevice(obj({"requiredLimits": limits,
+                                                  "requiredFeatures": features}))
+        info = adapter.info
+        adapter_info = AdapterInfo(
+            "browser", str(info.vendor or ""), str(info.architecture or ""),
+            str(info.description or info.device or ""),
+            bool(getattr(info, "isFallbackAdapter", False) or
+                 getattr(adapter, "isFallbackAdapter", False)),
+            frozenset(features), limits)
+        return cls(device, adapter_info)
+
+    def __init__(self, device, info: AdapterInfo):
+        super().__init__(info)
+        js, create_proxy, to_js = _js()
+        self.js, self.to_js = js, to_js
+        self.device, self.queue = device, device.queue
+        self.lost_reason: str | None = None
+        self.uncaptured: list[str] = []
+        self._proxies = [create_proxy(self._on_lost), create_proxy(self._on_error)]
+        device.lost.then(self._proxies[0])
+        device.addEventListener("uncapturederror", self._proxies[1])
+        usage = js.GPUBufferUsage
+        self._usage = {"storage": usage.STORAGE, "uniform": usage.UNIFORM,
+                       "copy_src": usage.COPY_SRC, "copy_dst": usage.COPY_DST,
+                       "map_read": usage.MAP_READ}
+
+    def _on_lost(self, info):
+        self.lost_reason = f"{info.reason}: {info.message}"
+
+    def _on_error(self, event):
+        self.uncaptured.append(str(event.error.message))
+
+    def _obj(self, d):
+        return self.to_js(d, dict_converter=self.js.Object.fromEntries)
+
+    def _check_alive(self):
+        if self.lost_reason is not None:
+            raise DeviceLostError(f"the WebGPU device was lost ({self.lost_reason}); "
+                                  "create a new Runtime")
+
+    def _create_buffer(self, size, usage, label):
+        self._check_alive()
+        flags = 0
+        for u in usage:
+            flags |= self._usage[u]
+        return self.device.createBuffer(self._obj({"size": size, "usage": flags,
+                                                   "label": label}))
+
+    def _destroy_buffer(self, handle):
+        handle.destroy()
+
+    def write_buffer(self, buf, data, offset=0):
+        view = memoryview(data).cast("B")
+        self.queue.writeBuffer(buf.handle, offset, self.to_js(view))
+
+    async def create_pipeline(self, wgsl, entry, constants, label):
+        self._check_alive()
+        module = self.device.createShaderModule(self._obj({"code": wgsl, "label": label}))
+        info = await module.getCompilationInfo()
+        errors = [f"line {m.lineNum}:{m.linePos}: {m.message}" for m in info.messages
+                  if m.type == "error"]
+        if errors:
+            raise ShaderCompileError(f"WGSL of {label!r} failed to compile: " +
+                                     "; ".join(errors))
+        desc = {"label": label, "layout": "auto",
+                "compute": {"module": module, "entryPoint": entry, "constants": constants}}
+        try:
+            return await self.device.createComputePipelineAsync(self._obj(desc))
+        except Exception as e:  # a JsException carrying GPUPipelineError
+            raise GpuValidationError(f"pipeline {label!r}: {e}") from None
+
+    def bind_group(self, pipeline, entries, label):
+        desc = {"label": label, "layout": pipeline.getBindGroupLayout(0),
+                "entries": [{"binding": b, "resource": {"buffer": buf.handle, "offset": 0,
+                                                        "size": size}}
+                            for b, buf, size in entries]}
+        return self.device.createBindGroup(self._obj(desc))
+
+    async def push_error_scopes(self):
+        self.device.pushErrorScope("out-of-memory")
+        self.device.pushErrorScope("validation")
+
+    async def pop_error_scopes(self, what):
+        validation = await self.device.popErrorScope()
+        memory = await self.device.popErrorScope()
+        for err in (validation, memory):
+            if err is not None:
+                raise GpuValidationError(f"{what}: {err.message}")
+        self._check_alive()
+
+    async def run(self, recording: Recording, reads, timestamps=None):
+        self._check_alive()
+        encoder = self.device.createCommandEncoder()
+        compute = None
+        for step in recording.steps:
+            if isinstance(step, Copy):
+                if compute is not None:
+                    compute.end()
+                    compute = None
+                encoder.copyBufferToBuffer(step.src.handle, 0, step.dst.handle, 0, step.size)
+                continue
+            if compute is None:
+                compute = encoder.beginComputePass()
+            compute.setPipeline(step.pipeline)
+            compute.setBindGroup(0, step.bind_group)
+            x, y, z = step.grid
+            compute.dispatchWorkgroups(x, y, z)
+        if compute is not None:
+            compute.end()
+        for src, staging, size in reads:
+            encoder.copyBufferToBuffer(src.handle, 0, staging.handle, 0, size)
+        self.queue.submit(self.to_js([encoder.finish()]))
+        mode = self.js.GPUMapMode.READ
+        out = []
+        for _, staging, size in reads:
+            await staging.handle.mapAsync(mode, 0, size)
+            out.append(self.js.Uint8Array.new(staging.handle.getMappedRange(0, size)).to_bytes())
+            staging.handle.unmap()
+        if self.uncaptured:
+            errors, self.uncaptured = self.uncaptured, []
+            raise GpuValidationError("WebGPU reported: " + "; ".join(errors))
+        self._check_alive()
+        return out
+
+    def close(self):
+        super().close()
+        # The two callback proxies stay alive: device.lost may still fire after this.
+        self.device.destroy()

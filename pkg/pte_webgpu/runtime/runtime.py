@@ -1,0 +1,54 @@
+"""Entry point modelled on ExecuTorch's Python runtime.
+
+    rt = await Runtime.create()
+    program = await rt.load_program(pte_bytes, data_files=[ptd_bytes])
+    method = await program.load_method("forward")
+    outputs = await method.execute([x])
+    program.close()
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .. import formats
+from .program import Program
+
+
+def _in_browser() -> bool:
+    return sys.platform == "emscripten"
+
+
+class Runtime:
+    def __init__(self, device):
+        self.device = device
+        self.programs: list[Program] = []
+
+    @classmethod
+    async def create(cls, backend: str = "auto") -> "Runtime":
+        """``backend``: "browser" (navigator.gpu), "native" (wgpu) or "auto"."""
+        if backend == "auto":
+            backend = "browser" if _in_browser() else "native"
+        if backend == "browser":
+            from ..gpu.browser import BrowserDevice as Device
+        elif backend == "native":
+            from ..gpu.native import NativeDevice as Device
+        else:
+            raise ValueError(f"unknown backend {backend!r}; use browser, native or auto")
+        return cls(await Device.create())
+
+    @property
+    def adapter(self):
+        return self.device.info
+
+    async def load_program(self, pte, data_files=()) -> Program:
+        """Parse ``pte`` (bytes-like) with external ``.ptd`` files (bytes or (name, bytes))."""
+        program = Program(self, formats.open_program(pte, data_files))
+        self.programs.append(program)
+        return program
+
+    def close(self) -> None:
+        for p in self.programs:
+            p.close()
+        self.programs.clear()
+        self.device.close()

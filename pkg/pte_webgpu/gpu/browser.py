@@ -17,6 +17,11 @@ def _js():
     return js, create_proxy, to_js
 
 
+def _absent(value) -> bool:
+    """JS null and undefined (Pyodide turns null into ``jsnull``, not None)."""
+    return value is None or type(value).__name__ == "JsNull"
+
+
 class BrowserDevice(GpuDevice):
     @classmethod
     async def create(cls, power_preference: str = "high-performance") -> "BrowserDevice":
@@ -27,7 +32,7 @@ class BrowserDevice(GpuDevice):
                            "headless Chromium needs --enable-unsafe-webgpu")
         obj = lambda d: to_js(d, dict_converter=js.Object.fromEntries)  # noqa: E731
         adapter = await gpu.requestAdapter(obj({"powerPreference": power_preference}))
-        if adapter is None:
+        if _absent(adapter):
             raise GpuError("navigator.gpu.requestAdapter() returned no adapter")
         # Software adapters default storage limits low: ask for the adapter's own.
         limits = {n: int(getattr(adapter.limits, n)) for n in LIMIT_NAMES
@@ -119,7 +124,7 @@ class BrowserDevice(GpuDevice):
         validation = await self.device.popErrorScope()
         memory = await self.device.popErrorScope()
         for err in (validation, memory):
-            if err is not None:
+            if not _absent(err):
                 raise GpuValidationError(f"{what}: {err.message}")
         self._check_alive()
 

@@ -1,0 +1,71 @@
+# Python run inside the page (sent by the tests through BrowserSession.run_python).
+# Fetches a fixture from the static server, runs it on WebGPU, compares with torch.
+import struct
+
+from pyodide.http import pyfetch
+
+import pte_webgpu
+from pte_webgpu.formats import npy
+
+_runtime = None
+
+
+async def runtime():
+    global _runtime
+    if _runtime is None:
+        _runtime = await pte_webgpu.Runtime.create()
+    return _runtime
+
+
+async def fetch_bytes(url):
+    response = await pyfetch(url)
+    if not response.ok:
+        raise FileNotFoundError(url)
+    return await response.bytes()
+
+
+def floats(t):
+    return struct.unpack(f"<{len(t.tobytes()) // 4}f", t.tobytes())
+
+
+def max_errors(got, want):
+    a, b = floats(got), floats(want)
+    assert len(a) == len(b), (len(a), len(b))
+    abs_err = max((abs(x - y) for x, y in zip(a, b)), default=0.0)
+    rel_err = max((abs(x - y) / max(abs(y), 1e-6) for x, y in zip(a, b)), default=0.0)
+    return abs_err, rel_err
+
+
+async def run_fixture(name, ptd_files=(), repeat=1):
+    rt = await runtime()
+    pte = await fetch_bytes(f"/fixtures/{name}.pte")
+    data = [(p.split("/")[-1], await fetch_bytes(f"/fixtures/{p}")) for p in ptd_files]
+    arrays = npy.read_npz(await fetch_bytes(f"/fixtures/{name}.npz"))
+    inputs = [arrays[k] for k in sorted(arrays) if k.startswith("in")]
+    wants = [arrays[k] for k in sorted(arrays) if k.startswith("out")]
+    program = await rt.load_program(pte, data)
+    try:
+        method = await program.load_method("forward")
+        for _ in range(repeat):
+            outs = await method.execute(inputs)
+        return {
+            "shapes": [list(o.shape) for o in outs],
+            "want_shapes": [list(w.shape) for w in wants],
+            "errors": [max_errors(o, w) for o, w in zip(outs, wants)],
+            "live_buffers_loaded": rt.device.live_buffer_count,
+        }
+    finally:
+        program.close()
+
+
+async def load_error(pte, data=()):
+    """Load a program and method; return (error type, message, live buffers after)."""
+    rt = await runtime()
+    before = rt.device.live_buffer_count
+    try:
+        program = await rt.load_program(pte, data)
+        await program.load_method("forward")
+    except pte_webgpu.PteError as e:
+        return type(e).__name__, str(e), rt.device.live_buffer_count - before
+    program.close()
+    return None, "", rt.device.live_buffer_count - before

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from .errors import PteError
@@ -37,6 +38,47 @@ def cmd_inspect(args) -> int:
     return 0
 
 
+def _print_run(result: dict, repeat: int) -> None:
+    times = result["execute_ms"]
+    print(f"adapter: {result['adapter']}")
+    print(f"load: {result['load_ms']:.1f} ms")
+    print(f"execute: first {times[0]:.2f} ms" + (
+        f", median {result['median_execute_ms']:.2f} ms, min {min(times):.2f} ms over {repeat}"
+        if repeat > 1 else ""))
+    for out in result["outputs"]:
+        print(f"{out['name']}: {out['dtype']}{out['shape']}")
+
+
+def cmd_run(args) -> int:
+    import asyncio
+    import base64
+
+    pte = _read(args.file)
+    data = [(os.path.basename(p), _read(p)) for p in args.data]
+    inputs = _read(args.inputs) if args.inputs else None
+    if args.backend == "native":
+        from .jobs import run_job
+
+        result = asyncio.run(run_job(pte, data, inputs, args.repeat, backend="native"))
+    else:
+        from .chromium.remote import run_in_browser
+
+        result = run_in_browser(pte, data, inputs, args.repeat)
+    _print_run(result, args.repeat)
+    if args.output:
+        with open(args.output, "wb") as f:
+            f.write(base64.b64decode(result["outputs_npz_b64"]))
+        print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_serve(args) -> int:
+    from .chromium.remote import serve_forever
+
+    serve_forever(args.port)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pte-webgpu", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -46,6 +88,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="external data file (repeatable); consulted before the .pte")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_inspect)
+    p = sub.add_parser("run", help="run a program on WebGPU (headless Chromium, or native)")
+    p.add_argument("file")
+    p.add_argument("--inputs", metavar="in.npz", help="inputs in0, in1, ... (.npz)")
+    p.add_argument("--data", action="append", default=[], metavar="F.ptd")
+    p.add_argument("--output", metavar="out.npz", help="write outputs out0, out1, ...")
+    p.add_argument("--repeat", type=int, default=1, help="execute N times (timing)")
+    p.add_argument("--backend", choices=("browser", "native"), default="browser")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("serve", help="serve the demo page and console on 127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.set_defaults(func=cmd_serve)
     return parser
 
 

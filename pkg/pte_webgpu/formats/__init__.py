@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from ..errors import PteError
 from .constants import NamedData, ResolvedConstant, resolve
 from .flat_tensor import FlatTensorFile, read_flat_tensor
 from .pte import ProgramFile, read_program
@@ -38,8 +39,12 @@ def _named_files(data_files):
         if isinstance(item, tuple):
             yield item
         elif isinstance(item, (str, os.PathLike)):
-            with open(item, "rb") as f:
-                yield os.path.basename(item), f.read()
+            try:
+                with open(item, "rb") as f:
+                    data = f.read()
+            except OSError as e:
+                raise PteError(f"cannot read data file {os.fspath(item)!r}: {e.strerror}") from None
+            yield os.path.basename(item), data
         else:
             yield f"data file {i}", item
 

@@ -1,0 +1,48 @@
+"""One "run this program on these inputs" job, the same in the page and natively.
+
+The CLI sends the file bytes to wherever the GPU is (Pyodide in Chromium, or
+CPython with wgpu) and calls ``run_job`` there; it returns JSON-able results
+with the outputs as an ``.npz`` (base64), named out0.. like the fixtures.
+"""
+
+from __future__ import annotations
+
+import base64
+import statistics
+import time
+
+from .formats import npy
+from .runtime import Runtime
+
+
+async def run_job(pte: bytes, data_files=(), inputs_npz: bytes | None = None, repeat: int = 1,
+                  backend: str = "auto", runtime: Runtime | None = None) -> dict:
+    rt = runtime or await Runtime.create(backend)
+    started = time.perf_counter()
+    program = await rt.load_program(pte, data_files)
+    try:
+        method = await program.load_method("forward")
+        load_s = time.perf_counter() - started
+        arrays = npy.read_npz(inputs_npz, "inputs") if inputs_npz is not None else {}
+        names = sorted((k for k in arrays if k.startswith("in")), key=lambda k: int(k[2:] or 0))
+        inputs = [arrays[k] for k in names]
+        times, outputs = [], []
+        for _ in range(max(1, repeat)):
+            t0 = time.perf_counter()
+            outputs = await method.execute(inputs, as_numpy=False)
+            times.append(time.perf_counter() - t0)
+        named = {f"out{i}": t for i, t in enumerate(outputs)}
+        return {
+            "adapter": rt.adapter.summary(),
+            "load_ms": load_s * 1e3,
+            "execute_ms": [t * 1e3 for t in times],
+            "median_execute_ms": statistics.median(times) * 1e3,
+            "outputs": [{"name": k, "shape": list(t.shape), "dtype": t.dtype.name}
+                        for k, t in named.items()],
+            "outputs_npz_b64": base64.b64encode(npy.write_npz(named)).decode("ascii"),
+            "kernels": method.kernels,
+        }
+    finally:
+        program.close()
+        if runtime is None:
+            rt.close()

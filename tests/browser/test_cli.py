@@ -1,0 +1,56 @@
+"""``pte-webgpu run`` end to end: headless Chromium, outputs written like the fixtures."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.browser
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "pte_webgpu", *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_run_writes_outputs_matching_torch(tmp_path, pyodide_dist):
+    name = "add_rmsnorm_2out_4x128"
+    out = tmp_path / "out.npz"
+    done = _cli("run", FIXTURES / f"{name}.pte", "--inputs", FIXTURES / f"{name}.npz",
+                "--output", out, "--repeat", "3")
+    assert done.returncode == 0, done.stderr
+    assert "adapter: browser:" in done.stdout and "execute: first" in done.stdout
+    got, want = np.load(out), np.load(FIXTURES / f"{name}.npz")
+    assert sorted(got.files) == ["out0", "out1"]
+    for key in got.files:
+        np.testing.assert_allclose(got[key], want[key], atol=1e-5, rtol=1e-5)
+
+
+def test_run_with_ptd_file(tmp_path, pyodide_dist):
+    name = "rmsnorm_extdata_1x8x64"
+    ptd = next((FIXTURES / name).glob("*.ptd"))
+    out = tmp_path / "out.npz"
+    done = _cli("run", FIXTURES / f"{name}.pte", "--inputs", FIXTURES / f"{name}.npz",
+                "--data", ptd, "--output", out)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_allclose(np.load(out)["out0"], np.load(FIXTURES / f"{name}.npz")["out0"],
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_run_bad_input_is_one_line_exit_2(tmp_path, pyodide_dist):
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes(b"\x00" * 64)
+    done = _cli("run", bad, "--inputs", FIXTURES / "add_2x3x4.npz")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "ET12" in done.stderr
+
+
+def test_run_missing_ptd_names_the_key(pyodide_dist):
+    name = "rmsnorm_extdata_1x8x64"
+    done = _cli("run", FIXTURES / f"{name}.pte", "--inputs", FIXTURES / f"{name}.npz")
+    assert done.returncode == 2 and "MissingDataError" in done.stderr
+    assert "named data key" in done.stderr

@@ -1,0 +1,1 @@
+"""Mutation fuzzing of the readers over the real fixtures (see run.py, test_fuzz_short.py)."""

@@ -1,0 +1,43 @@
+"""Pure functions that pick workgroup sizes, grids and broadcast strides."""
+
+import pytest
+
+from pte_webgpu.errors import FormatError, GpuLimitError
+from pte_webgpu.gpu.interface import fold_grid
+from pte_webgpu.ops.binary import broadcast_strides
+from pte_webgpu.ops.rms_norm import workgroup_size
+
+
+@pytest.mark.parametrize("groups", [1, 65535, 65536, 70000, 10**6, 65535 * 65535])
+def test_fold_grid_covers_every_workgroup_within_limits(groups):
+    x, y, z = fold_grid(groups, 65535)
+    assert z == 1 and x <= 65535 and y <= 65535
+    assert x * y >= groups
+    assert x * y - groups < x  # at most one partial row wasted
+
+
+def test_fold_grid_refuses_more_than_two_dimensions_hold():
+    with pytest.raises(GpuLimitError):
+        fold_grid(65535 * 65535 + 1, 65535)
+
+
+@pytest.mark.parametrize("limit,expected", [(1024, 64), (256, 64), (128, 64), (48, 32), (1, 1)])
+def test_rms_norm_workgroup_is_a_power_of_two_within_the_limit(limit, expected):
+    assert workgroup_size(limit) == expected
+
+
+@pytest.mark.parametrize("shape,out,strides", [
+    ((2, 3, 4), (2, 3, 4), [12, 4, 1]),
+    ((1, 3, 1), (2, 3, 4), [0, 1, 0]),
+    ((4, 1), (4, 4), [1, 0]),
+    ((4,), (3, 4), [0, 1]),
+    ((), (2, 2), [0, 0]),
+    ((1,), (2, 3, 4, 5), [0, 0, 0, 0]),
+])
+def test_broadcast_strides(shape, out, strides):
+    assert broadcast_strides(shape, out, "add") == strides
+
+
+def test_broadcast_mismatch_is_a_format_error():
+    with pytest.raises(FormatError, match="does not broadcast"):
+        broadcast_strides((3,), (2, 4), "aten.add.Tensor")

@@ -7,11 +7,12 @@ PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup dist test fuzz bench
+.PHONY: setup dist test fuzz bench demo
 
 setup:
-	command -v chromium >/dev/null || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
-	$(PYTHON) -m pip install -e '.[test]'
+	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
+	dpkg -s chromium libvulkan1 mesa-vulkan-drivers >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium libvulkan1 mesa-vulkan-drivers; }
+	$(PYTHON) -m pip install -e '.[test,native]'
 	$(MAKE) dist
 
 dist:
@@ -26,3 +27,12 @@ fuzz:
 
 bench:
 	PYTHONPATH=pkg $(PYTHON) bench/bench_parse.py
+
+# The main job on a bundled example: run it in headless Chromium, compare with torch.
+DEMO ?= add_rmsnorm_2out_4x128
+demo: setup
+	$(PYTHON) -m pte_webgpu run tests/fixtures/$(DEMO).pte --inputs tests/fixtures/$(DEMO).npz \
+		--output build/$(DEMO).out.npz --repeat 20
+	$(PYTHON) -c "import numpy as np; a = np.load('build/$(DEMO).out.npz'); \
+		b = np.load('tests/fixtures/$(DEMO).npz'); \
+		[print(k, 'max abs error vs torch:', float(np.abs(a[k] - b[k]).max())) for k in a.files]"

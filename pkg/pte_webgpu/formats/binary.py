@@ -60,3 +60,12 @@ def byte_vector(table, vtable_slot_offset: int) -> memoryview:
 def scalar_vector(count: int, get) -> tuple:
     """All items of a verified scalar vector through its generated accessor."""
     return tuple(get(i) for i in range(count))
+
+
+def check_ids(ids, n_values: int, where: str, owner: str = "plan") -> list[int]:
+    """Value ids must index the ``n_values`` values of their plan or graph."""
+    for i, v in enumerate(ids):
+        if not 0 <= v < n_values:
+            raise FormatError(f"value id {v} is out of range (the {owner} has {n_values} values)",
+                              field=f"{where}[{i}]")
+    return list(ids)

@@ -14,7 +14,7 @@ from ..errors import FormatError
 from ..graph import ListValue, Null, Scalar
 from . import fbs_schema, verify
 from ._generated import program_generated as fb
-from .binary import as_view, byte_vector, scalar_vector, span, text, uint
+from .binary import as_view, byte_vector, check_ids, scalar_vector, text, uint
 
 EXTENDED_MAGIC = b"eh00"
 
@@ -197,8 +197,8 @@ def _plan(root, p, index: int, program: ProgramFile) -> ExecutionPlan:
     name = text(p.Name(), where + ".name")
     values = [_evalue(p.Values(i), f"{where}.values[{i}]") for i in range(p.ValuesLength())]
     n_values = len(values)
-    inputs = _ids(scalar_vector(p.InputsLength(), p.Inputs), n_values, where + ".inputs")
-    outputs = _ids(scalar_vector(p.OutputsLength(), p.Outputs), n_values, where + ".outputs")
+    inputs = check_ids(scalar_vector(p.InputsLength(), p.Inputs), n_values, where + ".inputs")
+    outputs = check_ids(scalar_vector(p.OutputsLength(), p.Outputs), n_values, where + ".outputs")
     operators = []
     for i in range(p.OperatorsLength()):
         op = p.Operators(i)
@@ -219,20 +219,12 @@ def _plan(root, p, index: int, program: ProgramFile) -> ExecutionPlan:
     return plan
 
 
-def _ids(ids, n_values: int, where: str) -> list[int]:
-    for i, v in enumerate(ids):
-        if not 0 <= v < n_values:
-            raise FormatError(f"value id {v} is out of range (the plan has {n_values} values)",
-                              field=f"{where}[{i}]")
-    return list(ids)
-
-
 def _check_instructions(plan: ExecutionPlan, where: str) -> None:
     n = len(plan.values)
     for i, ins in enumerate(plan.instructions):
         w = f"{where} instruction {i} ({ins.kind})"
         if isinstance(ins, (KernelCall, DelegateCall)):
-            _ids(ins.args, n, w + " args")
+            check_ids(ins.args, n, w + " args")
         if isinstance(ins, KernelCall) and not 0 <= ins.op_index < len(plan.operators):
             raise FormatError(f"op_index {ins.op_index} out of range "
                               f"({len(plan.operators)} operators)", field=w)
@@ -240,11 +232,11 @@ def _check_instructions(plan: ExecutionPlan, where: str) -> None:
             raise FormatError(f"delegate_index {ins.delegate_index} out of range "
                               f"({len(plan.delegates)} delegates)", field=w)
         if isinstance(ins, MoveCall):
-            _ids((ins.move_from, ins.move_to), n, w)
+            check_ids((ins.move_from, ins.move_to), n, w)
         if isinstance(ins, FreeCall):
-            _ids((ins.value_index,), n, w)
+            check_ids((ins.value_index,), n, w)
         if isinstance(ins, JumpFalseCall):
-            _ids((ins.cond_value_index,), n, w)
+            check_ids((ins.cond_value_index,), n, w)
             if not 0 <= ins.destination_instruction <= len(plan.instructions):
                 raise FormatError(f"jump destination {ins.destination_instruction} out of range "
                                   f"({len(plan.instructions)} instructions)", field=w)

@@ -9,7 +9,7 @@ from ..errors import FormatError
 from ..graph import ConstantRef, Graph, ListValue, Null, OpCall, Scalar, TensorValue
 from . import fbs_schema, verify
 from ._generated import vkgraph_generated as fb
-from .binary import as_view, scalar_vector, span, text, uint
+from .binary import as_view, check_ids, scalar_vector, span, text, uint
 
 HEADER_MAGIC = b"VH00"
 HEADER_SIZE = 30
@@ -94,15 +94,15 @@ def _graph(g) -> Graph:
         where = f"VkGraph.chain[{i}]"
         name = text(op.Name(), where + ".name")
         args = scalar_vector(op.ArgsLength(), op.Args)
-        _check_ids(args, n, f"{where} ({name}) args")
+        check_ids(args, n, f"{where} ({name}) args", "graph")
         ops.append(OpCall(name, args, op.NodeId()))
     inputs = list(scalar_vector(g.InputIdsLength(), g.InputIds))
     outputs = list(scalar_vector(g.OutputIdsLength(), g.OutputIds))
-    _check_ids(inputs, n, "VkGraph.input_ids")
-    _check_ids(outputs, n, "VkGraph.output_ids")
+    check_ids(inputs, n, "VkGraph.input_ids", "graph")
+    check_ids(outputs, n, "VkGraph.output_ids", "graph")
     for i, v in enumerate(values):
         if isinstance(v, ListValue) and v.kind == "value_list":
-            _check_ids(v.items, n, f"VkGraph.values[{i}].items")
+            check_ids(v.items, n, f"VkGraph.values[{i}].items", "graph")
         if isinstance(v, TensorValue) and v.constant_id >= len(constants):
             raise FormatError(f"tensor refers to constant {v.constant_id}, but the graph has "
                               f"{len(constants)}", field=f"VkGraph.values[{i}].constant_id")
@@ -112,13 +112,6 @@ def _graph(g) -> Graph:
                 raise FormatError(f"value {vid} is a {values[vid].kind}, not a tensor",
                                   field=f"VkGraph.{where}")
     return Graph(values, ops, inputs, outputs, constants, text(g.Version(), "VkGraph.version"))
-
-
-def _check_ids(ids, n: int, where: str) -> None:
-    for i, v in enumerate(ids):
-        if not 0 <= v < n:
-            raise FormatError(f"value id {v} is out of range (the graph has {n} values)",
-                              field=f"{where}[{i}]")
 
 
 _T = fb.GraphTypes

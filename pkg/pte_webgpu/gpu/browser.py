@@ -7,7 +7,8 @@ load; the execute path touches only prebuilt JS handles.
 from __future__ import annotations
 
 from ..errors import (DeviceLostError, GpuError, GpuValidationError, ShaderCompileError)
-from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, Copy, GpuDevice, Recording
+from .interface import (LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice, Recording,
+                        encode_steps)
 
 
 def _js():
@@ -131,22 +132,15 @@ class BrowserDevice(GpuDevice):
     async def run(self, recording: Recording, reads, timestamps=None):
         self._check_alive()
         encoder = self.device.createCommandEncoder()
-        compute = None
-        for step in recording.steps:
-            if isinstance(step, Copy):
-                if compute is not None:
-                    compute.end()
-                    compute = None
-                encoder.copyBufferToBuffer(step.src.handle, 0, step.dst.handle, 0, step.size)
-                continue
-            if compute is None:
-                compute = encoder.beginComputePass()
+
+        def dispatch(compute, step):
             compute.setPipeline(step.pipeline)
             compute.setBindGroup(0, step.bind_group)
-            x, y, z = step.grid
-            compute.dispatchWorkgroups(x, y, z)
-        if compute is not None:
-            compute.end()
+            compute.dispatchWorkgroups(*step.grid)
+
+        encode_steps(recording.steps, encoder.beginComputePass, dispatch,
+                     lambda c: encoder.copyBufferToBuffer(c.src.handle, 0, c.dst.handle, 0,
+                                                          c.size))
         for src, staging, size in reads:
             encoder.copyBufferToBuffer(src.handle, 0, staging.handle, 0, size)
         self.queue.submit(self.to_js([encoder.finish()]))

@@ -71,6 +71,24 @@ class Recording:
     steps: list = field(default_factory=list)  # Dispatch | Copy, in order
 
 
+def encode_steps(steps, begin_pass, dispatch, copy) -> None:
+    """Walk recorded steps: consecutive dispatches share one compute pass (WebGPU orders
+    dispatches within a pass); a buffer copy has to end the pass first."""
+    compute = None
+    for step in steps:
+        if isinstance(step, Copy):
+            if compute is not None:
+                compute.end()
+                compute = None
+            copy(step)
+            continue
+        if compute is None:
+            compute = begin_pass()
+        dispatch(compute, step)
+    if compute is not None:
+        compute.end()
+
+
 def align4(n: int) -> int:
     return max(4, (n + 3) & ~3)
 

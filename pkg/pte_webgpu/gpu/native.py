@@ -7,7 +7,8 @@ Optional: ``pip install pte-webgpu[native]``. Needs a Vulkan/Metal/D3D adapter
 from __future__ import annotations
 
 from ..errors import GpuError, GpuValidationError, ShaderCompileError, UnsupportedError
-from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, Copy, GpuDevice, Recording
+from .interface import (LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice, Recording,
+                        encode_steps)
 
 
 def _kebab(name: str) -> str:
@@ -82,21 +83,15 @@ class NativeDevice(GpuDevice):
 
     async def run(self, recording: Recording, reads, timestamps=None):
         encoder = self.device.create_command_encoder()
-        compute = None
-        for step in recording.steps:
-            if isinstance(step, Copy):
-                if compute is not None:
-                    compute.end()
-                    compute = None
-                encoder.copy_buffer_to_buffer(step.src.handle, 0, step.dst.handle, 0, step.size)
-                continue
-            if compute is None:
-                compute = encoder.begin_compute_pass()
+
+        def dispatch(compute, step):
             compute.set_pipeline(step.pipeline)
             compute.set_bind_group(0, step.bind_group)
             compute.dispatch_workgroups(*step.grid)
-        if compute is not None:
-            compute.end()
+
+        encode_steps(recording.steps, encoder.begin_compute_pass, dispatch,
+                     lambda c: encoder.copy_buffer_to_buffer(c.src.handle, 0, c.dst.handle, 0,
+                                                             c.size))
         for src, staging, size in reads:
             encoder.copy_buffer_to_buffer(src.handle, 0, staging.handle, 0, size)
         self.device.queue.submit([encoder.finish()])

@@ -8,7 +8,7 @@ struct Params {
   num_rows: u32,
   width: u32,
   eps: f32,
-  inv_width: f32,
+  _pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -27,12 +27,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     return;  // uniform for the whole workgroup
   }
   let base = row * params.width;
-  // Each square is scaled by 1/width before summing, so a row whose squares fit
-  // in f32 cannot overflow the sum (the mean is what we need anyway).
+  // Sum the squares in f32 as torch does: a row whose sum overflows gives inf,
+  // rstd 0 and zeros, like the reference (tests/fixtures/extra/rmsnorm_overflow_*).
   var sum = 0.0;
   for (var j = lane; j < params.width; j += wg_size) {
     let v = x[base + j];
-    sum += v * v * params.inv_width;
+    sum += v * v;
   }
   partial[lane] = sum;
   workgroupBarrier();
@@ -42,7 +42,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     }
     workgroupBarrier();
   }
-  let rstd = inverseSqrt(partial[0] + params.eps);
+  let rstd = inverseSqrt(partial[0] / f32(params.width) + params.eps);
   for (var j = lane; j < params.width; j += wg_size) {
     y[base + j] = x[base + j] * rstd * weight[j];
   }

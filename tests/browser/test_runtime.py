@@ -10,7 +10,10 @@ from pte_webgpu.ops.registry import supported_ops
 pytestmark = pytest.mark.browser
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-INDEX = json.loads((FIXTURES / "index.json").read_text())
+# Shared fixtures plus our own exports (tests/fixtures/extra, made by make_extra.py).
+INDEX = json.loads((FIXTURES / "index.json").read_text()) + [
+    dict(e, name="extra/" + e["name"])
+    for e in json.loads((FIXTURES / "extra" / "index.json").read_text())]
 SUPPORT = (Path(__file__).parent / "page_support.py").read_text()
 
 

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,19 @@ from pte_webgpu.ops.registry import supported_ops
 
 wgpu = pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-INDEX = json.loads((FIXTURES / "index.json").read_text())
+# Shared fixtures plus our own exports (tests/fixtures/extra, made by make_extra.py).
+INDEX = json.loads((FIXTURES / "index.json").read_text()) + [
+    dict(e, name="extra/" + e["name"])
+    for e in json.loads((FIXTURES / "extra" / "index.json").read_text())]
+
+
+# One thread with its own event loops: the browser tests' sync Playwright keeps an
+# asyncio loop running on the main thread, where asyncio.run() would refuse.
+_GPU_THREAD = ThreadPoolExecutor(max_workers=1)
+
+
+def run_sync(coro):
+    return _GPU_THREAD.submit(asyncio.run, coro).result()
 
 
 def _runnable(entry) -> bool:
@@ -24,7 +37,7 @@ def _runnable(entry) -> bool:
 @pytest.fixture(scope="module")
 def runtime():
     try:
-        rt = asyncio.run(pte_webgpu.Runtime.create("native"))
+        rt = run_sync(pte_webgpu.Runtime.create("native"))
     except pte_webgpu.GpuError as e:
         pytest.skip(f"no native adapter: {e}")
     yield rt
@@ -44,7 +57,7 @@ def _run(rt, name, ptd_files=()):
             return outs, [ref[k] for k in sorted(ref.files) if k.startswith("out")]
         finally:
             program.close()
-    return asyncio.run(go())
+    return run_sync(go())
 
 
 @pytest.mark.parametrize("entry", [e for e in INDEX if _runnable(e)], ids=lambda e: e["name"])

@@ -34,6 +34,6 @@ async def build(ctx, op):
     eps = ctx.float_scalar(eps_id, F32_EPS)
     wg = workgroup_size(ctx.limit("maxComputeInvocationsPerWorkgroup", 256))
     pipeline = await ctx.pipeline("rms_norm", {"wg_size": wg})
-    params = ctx.uniform(struct.pack("<IIff", rows, width, eps, 1.0 / width), "rms_norm params")
+    params = ctx.uniform(struct.pack("<IIfI", rows, width, eps, 0), "rms_norm params")
     ctx.dispatch(op, pipeline, [(0, x_id), (1, w_id), (2, out_id), (3, params)],
                  ctx.grid(rows))

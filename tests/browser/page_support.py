@@ -25,7 +25,8 @@ async def fetch_bytes(url):
 
 
 def floats(t):
-    return struct.unpack(f"<{len(t.tobytes()) // 4}f", t.tobytes())
+    data = t.tobytes()
+    return struct.unpack(f"<{len(data) // t.dtype.itemsize}{t.dtype.struct_code}", data)
 
 
 def max_errors(got, want):

@@ -6,27 +6,13 @@ from pathlib import Path
 import pytest
 
 from pte_webgpu.ops.registry import supported_ops
+from tests.fixture_index import FIXTURES, INDEX, needed_ops, runnable, tolerance
 
 pytestmark = pytest.mark.browser
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-# Shared fixtures plus our own exports (tests/fixtures/extra, made by make_extra.py).
-INDEX = json.loads((FIXTURES / "index.json").read_text()) + [
-    dict(e, name="extra/" + e["name"])
-    for e in json.loads((FIXTURES / "extra" / "index.json").read_text())]
 SUPPORT = (Path(__file__).parent / "page_support.py").read_text()
-
-
-def _runnable(entry) -> bool:
-    meta = json.loads((FIXTURES / f"{entry['name']}.json").read_text())
-    dtypes = {t["dtype"] for t in meta["inputs"] + meta["outputs"]}
-    ops = {op for delegate in entry["vk_ops"] for op in delegate}
-    return (ops <= set(supported_ops()) and not entry["non_delegated_ops"]
-            and dtypes == {"float32"} and "fp16" not in entry["name"])
-
-
-RUNNABLE = [e for e in INDEX if _runnable(e)]
-UNSUPPORTED = [e for e in INDEX if not _runnable(e)]
+RUNNABLE = [e for e in INDEX if runnable(e)]
+UNSUPPORTED = [e for e in INDEX if not runnable(e)]
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +34,9 @@ def test_fixture_matches_torch(page, entry):
     result = page.run_python(
         f"await run_fixture({entry['name']!r}, {entry.get('ptd_files', [])!r}, repeat=2)")
     assert result["shapes"] == result["want_shapes"]
+    tol = tolerance(entry)
     for abs_err, rel_err in result["errors"]:
-        assert abs_err <= 1e-5 or rel_err <= 1e-5, result
+        assert abs_err <= tol or rel_err <= tol, result
 
 
 @pytest.mark.parametrize("entry", UNSUPPORTED, ids=lambda e: e["name"])
@@ -59,9 +46,8 @@ def test_unsupported_program_names_what_is_missing_and_leaks_nothing(page, entry
         f"[(p.split('/')[-1], await fetch_bytes('/fixtures/' + p)) "
         f"for p in {entry.get('ptd_files', [])!r}])")
     assert kind == "UnsupportedError", message
-    missing = [op for d in entry["vk_ops"] for op in d if op not in supported_ops()]
-    named = [op for op in missing if repr(op) in message]
-    assert named or "float16" in message or "kernel call" in message, message
+    missing = needed_ops(entry) - set(supported_ops())
+    assert any(repr(op) in message for op in missing), message
     assert leaked == 0
 
 

@@ -1,23 +1,15 @@
 """The same runtime natively through wgpu (lavapipe here): fixtures match torch."""
 
 import asyncio
-import json
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import pte_webgpu
-from pte_webgpu.ops.registry import supported_ops
 
 wgpu = pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-# Shared fixtures plus our own exports (tests/fixtures/extra, made by make_extra.py).
-INDEX = json.loads((FIXTURES / "index.json").read_text()) + [
-    dict(e, name="extra/" + e["name"])
-    for e in json.loads((FIXTURES / "extra" / "index.json").read_text())]
-
+from tests.fixture_index import FIXTURES, INDEX, runnable, tolerance  # noqa: E402
 
 # One thread with its own event loops: the browser tests' sync Playwright keeps an
 # asyncio loop running on the main thread, where asyncio.run() would refuse.
@@ -26,12 +18,6 @@ _GPU_THREAD = ThreadPoolExecutor(max_workers=1)
 
 def run_sync(coro):
     return _GPU_THREAD.submit(asyncio.run, coro).result()
-
-
-def _runnable(entry) -> bool:
-    ops = {op for delegate in entry["vk_ops"] for op in delegate}
-    return ops <= set(supported_ops()) and not entry["non_delegated_ops"] \
-        and "fp16" not in entry["name"]
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +46,13 @@ def _run(rt, name, ptd_files=()):
     return run_sync(go())
 
 
-@pytest.mark.parametrize("entry", [e for e in INDEX if _runnable(e)], ids=lambda e: e["name"])
+@pytest.mark.parametrize("entry", [e for e in INDEX if runnable(e)], ids=lambda e: e["name"])
 def test_fixture_matches_torch_natively(runtime, entry):
     outs, wants = _run(runtime, entry["name"], entry.get("ptd_files", []))
+    tol = tolerance(entry)
     assert len(outs) == len(wants)
     for got, want in zip(outs, wants):
         assert got.shape == want.shape and got.dtype == want.dtype
-        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   atol=tol, rtol=tol)
     assert runtime.device.live_buffer_count == 0

@@ -123,6 +123,8 @@ class ProgramFile:
     named_data: dict[str, int]  # key -> segment index
     plans: list[ExecutionPlan] = field(default_factory=list)
     named: object = None  # constants.NamedData, set by formats.open_program
+    constant_segment: int | None = None  # segment holding plan constant tensors
+    constant_offsets: tuple[int, ...] = ()  # by Tensor.data_buffer_idx
 
     def plan(self, name: str) -> ExecutionPlan:
         for p in self.plans:
@@ -133,6 +135,19 @@ class ProgramFile:
     def segment_bytes(self, index: int) -> memoryview:
         seg = self.segments[index]
         return self.data[seg.file_offset:seg.file_offset + seg.size]
+
+    def constant_tensor_bytes(self, tensor: PlanTensor, nbytes: int, where: str) -> memoryview:
+        """Bytes of a plan constant (``data_buffer_idx > 0``) in the constant segment."""
+        from ..errors import DataTooSmallError
+
+        idx = tensor.data_buffer_idx
+        if self.constant_segment is None or not 0 < idx < len(self.constant_offsets):
+            raise FormatError(f"{where}: data_buffer_idx {idx} has no constant-segment offset "
+                              f"({len(self.constant_offsets)} offsets)")
+        data = self.segment_bytes(self.constant_segment)[self.constant_offsets[idx]:]
+        if len(data) < nbytes:
+            raise DataTooSmallError(f"{where} in the constant segment", nbytes, len(data))
+        return data[:nbytes]
 
     def named_bytes(self, key: str) -> memoryview | None:
         index = self.named_data.get(key)
@@ -187,6 +202,13 @@ def read_program(data) -> ProgramFile:
                               f"but there are {len(segments)}", field=where)
         named.setdefault(key, nd.SegmentIndex())
     program = ProgramFile(buf, header, root.Version(), segments, named)
+    cs = root.ConstantSegment()
+    if cs is not None and cs.OffsetsLength() > 1:
+        if cs.SegmentIndex() >= len(segments):
+            raise FormatError(f"constant segment {cs.SegmentIndex()} does not exist "
+                              f"({len(segments)} segments)", field="Program.constant_segment")
+        program.constant_segment = cs.SegmentIndex()
+        program.constant_offsets = scalar_vector(cs.OffsetsLength(), cs.Offsets)
     program.plans = [_plan(root, root.ExecutionPlan(i), i, program)
                      for i in range(root.ExecutionPlanLength())]
     return program

@@ -7,8 +7,7 @@ load; the execute path touches only prebuilt JS handles.
 from __future__ import annotations
 
 from ..errors import (DeviceLostError, GpuError, GpuValidationError, ShaderCompileError)
-from .interface import (LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice, Recording,
-                        encode_steps)
+from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice
 
 
 def _js():
@@ -63,7 +62,7 @@ class BrowserDevice(GpuDevice):
         usage = js.GPUBufferUsage
         self._usage = {"storage": usage.STORAGE, "uniform": usage.UNIFORM,
                        "copy_src": usage.COPY_SRC, "copy_dst": usage.COPY_DST,
-                       "map_read": usage.MAP_READ}
+                       "map_read": usage.MAP_READ, "query_resolve": usage.QUERY_RESOLVE}
 
     def _on_lost(self, info):
         self.lost_reason = f"{info.reason}: {info.message}"
@@ -74,13 +73,8 @@ class BrowserDevice(GpuDevice):
     def _obj(self, d):
         return self.to_js(d, dict_converter=self.js.Object.fromEntries)
 
-    def _check_alive(self):
-        if self.lost_reason is not None:
-            raise DeviceLostError(f"the WebGPU device was lost ({self.lost_reason}); "
-                                  "create a new Runtime")
-
     def _create_buffer(self, size, usage, label):
-        self._check_alive()
+        self.check_alive()
         flags = 0
         for u in usage:
             flags |= self._usage[u]
@@ -95,7 +89,7 @@ class BrowserDevice(GpuDevice):
         self.queue.writeBuffer(buf.handle, offset, self.to_js(view))
 
     async def create_pipeline(self, wgsl, entry, constants, label):
-        self._check_alive()
+        self.check_alive()
         module = self.device.createShaderModule(self._obj({"code": wgsl, "label": label}))
         info = await module.getCompilationInfo()
         errors = [f"line {m.lineNum}:{m.linePos}: {m.message}" for m in info.messages
@@ -127,34 +121,55 @@ class BrowserDevice(GpuDevice):
         for err in (validation, memory):
             if not _absent(err):
                 raise GpuValidationError(f"{what}: {err.message}")
-        self._check_alive()
+        self.check_alive()
 
-    async def run(self, recording: Recording, reads, timestamps=None):
-        self._check_alive()
-        encoder = self.device.createCommandEncoder()
-
-        def dispatch(compute, step):
-            compute.setPipeline(step.pipeline)
-            compute.setBindGroup(0, step.bind_group)
-            compute.dispatchWorkgroups(*step.grid)
-
-        encode_steps(recording.steps, encoder.beginComputePass, dispatch,
-                     lambda c: encoder.copyBufferToBuffer(c.src.handle, 0, c.dst.handle, 0,
-                                                          c.size))
-        for src, staging, size in reads:
-            encoder.copyBufferToBuffer(src.handle, 0, staging.handle, 0, size)
-        self.queue.submit(self.to_js([encoder.finish()]))
-        mode = self.js.GPUMapMode.READ
-        out = []
-        for _, staging, size in reads:
-            await staging.handle.mapAsync(mode, 0, size)
-            out.append(self.js.Uint8Array.new(staging.handle.getMappedRange(0, size)).to_bytes())
-            staging.handle.unmap()
+    # --- hooks of GpuDevice.run --------------------------------------------------------
+    def check_alive(self):
+        if self.lost_reason is not None:
+            raise DeviceLostError(f"the WebGPU device was lost ({self.lost_reason}); "
+                                  "create a new Runtime")
         if self.uncaptured:
             errors, self.uncaptured = self.uncaptured, []
             raise GpuValidationError("WebGPU reported: " + "; ".join(errors))
-        self._check_alive()
-        return out
+
+    def _encoder(self):
+        return self.device.createCommandEncoder()
+
+    def _begin_pass(self, encoder, query, index):
+        if query is None:
+            return encoder.beginComputePass()
+        return encoder.beginComputePass(self._obj({"timestampWrites": {
+            "querySet": query[0], "beginningOfPassWriteIndex": 2 * index,
+            "endOfPassWriteIndex": 2 * index + 1}}))
+
+    def _dispatch(self, compute, step):
+        compute.setPipeline(step.pipeline)
+        compute.setBindGroup(0, step.bind_group)
+        compute.dispatchWorkgroups(*step.grid)
+
+    def _copy(self, encoder, src, src_offset, dst, dst_offset, size):
+        encoder.copyBufferToBuffer(src.handle, src_offset, dst.handle, dst_offset, size)
+
+    def _submit(self, encoder):
+        self.queue.submit(self.to_js([encoder.finish()]))
+
+    async def _read(self, buf, size):
+        if size == 0:
+            return b""
+        await buf.handle.mapAsync(self.js.GPUMapMode.READ, 0, size)
+        try:
+            return self.js.Uint8Array.new(buf.handle.getMappedRange(0, size)).to_bytes()
+        finally:
+            buf.handle.unmap()
+
+    async def _wait_idle(self):
+        await self.queue.onSubmittedWorkDone()
+
+    def _create_query_set(self, count):
+        return self.device.createQuerySet(self._obj({"type": "timestamp", "count": count}))
+
+    def _resolve_queries(self, encoder, query_set, count, dst):
+        encoder.resolveQuerySet(query_set, 0, count, dst.handle, 0)
 
     def close(self):
         super().close()

@@ -8,6 +8,8 @@ encoder and one submit, then maps the output staging buffers.
 from __future__ import annotations
 
 import math
+import struct
+import time
 from dataclasses import dataclass, field
 
 from ..errors import GpuLimitError
@@ -69,24 +71,6 @@ class Recording:
     """Work recorded at load: passes of dispatches separated by copies."""
 
     steps: list = field(default_factory=list)  # Dispatch | Copy, in order
-
-
-def encode_steps(steps, begin_pass, dispatch, copy) -> None:
-    """Walk recorded steps: consecutive dispatches share one compute pass (WebGPU orders
-    dispatches within a pass); a buffer copy has to end the pass first."""
-    compute = None
-    for step in steps:
-        if isinstance(step, Copy):
-            if compute is not None:
-                compute.end()
-                compute = None
-            copy(step)
-            continue
-        if compute is None:
-            compute = begin_pass()
-        dispatch(compute, step)
-    if compute is not None:
-        compute.end()
 
 
 def align4(n: int) -> int:
@@ -159,9 +143,133 @@ class GpuDevice:
         """entries: (binding, buffer, byte size) for group 0 of ``pipeline``."""
         raise NotImplementedError
 
-    async def run(self, recording: Recording, reads: list[tuple[Buffer, Buffer, int]],
-                  timestamps=None) -> list[bytes]:
-        """Encode ``recording`` plus copies src→staging, submit once, return staging bytes."""
+    # --- execution ---------------------------------------------------------------------
+    async def run(self, recording: Recording, outputs: list[tuple[Buffer, int]],
+                  staging: Buffer, profile: bool = False) -> tuple[list[bytes], list | None]:
+        """Replay ``recording``, copy each output into ``staging`` (packed at 4-byte
+        offsets), submit once, map ``staging`` once. With ``profile``, also return each
+        dispatch's GPU time in microseconds (timestamp queries; wall time without them)."""
+        self.check_alive()
+        if profile and "timestamp-query" not in self.info.features:
+            return await self._run_timed_by_wall(recording, outputs, staging)
+        dispatches = sum(isinstance(s, Dispatch) for s in recording.steps)
+        query = self._query_set(2 * dispatches) if profile and dispatches else None
+        try:
+            encoder = self._encoder()
+            self._encode(encoder, recording.steps, query)
+            offsets = self._copy_outputs(encoder, outputs, staging)
+            if query is not None:
+                self._resolve(encoder, query)
+            self._submit(encoder)
+            data = await self._read(staging, offsets[-1] if offsets else 0)
+            times = None
+            if query is not None:
+                stamps = await self._read(query[1], 16 * dispatches)
+                ns = struct.unpack(f"<{2 * dispatches}Q", stamps)
+                times = [max(0, ns[2 * i + 1] - ns[2 * i]) / 1e3 for i in range(dispatches)]
+        finally:
+            if query is not None:
+                self._release_query(query)
+        self.check_alive()
+        return [data[o:o + size] for o, (_, size) in zip(offsets, outputs)], times
+
+    def _encode(self, encoder, steps, query=None) -> None:
+        """Consecutive dispatches share one compute pass (WebGPU orders dispatches within
+        a pass); a copy ends the pass. Profiling gives each dispatch its own timed pass."""
+        compute, index = None, 0
+        for step in steps:
+            if isinstance(step, Copy) or query is not None:
+                if compute is not None:
+                    self._end_pass(compute)
+                    compute = None
+            if isinstance(step, Copy):
+                self._copy(encoder, step.src, 0, step.dst, 0, step.size)
+                continue
+            if compute is None:
+                compute = self._begin_pass(encoder, query, index)
+            self._dispatch(compute, step)
+            index += 1
+        if compute is not None:
+            self._end_pass(compute)
+
+    def _copy_outputs(self, encoder, outputs, staging) -> list[int]:
+        offsets, at = [], 0
+        for buf, size in outputs:
+            offsets.append(at)
+            self._copy(encoder, buf, 0, staging, at, align4(size))
+            at += align4(size)
+        offsets.append(at)
+        return offsets
+
+    async def _run_timed_by_wall(self, recording, outputs, staging):
+        """No timestamp queries: submit dispatch by dispatch and time each round trip."""
+        times = []
+        for step in recording.steps:
+            encoder = self._encoder()
+            self._encode(encoder, [step])
+            self._submit(encoder)
+            start = time.perf_counter()
+            await self._wait_idle()
+            if isinstance(step, Dispatch):
+                times.append((time.perf_counter() - start) * 1e6)
+        encoder = self._encoder()
+        offsets = self._copy_outputs(encoder, outputs, staging)
+        self._submit(encoder)
+        data = await self._read(staging, offsets[-1])
+        return [data[o:o + size] for o, (_, size) in zip(offsets, outputs)], times
+
+    # --- hooks for backends ------------------------------------------------------------
+    def check_alive(self) -> None:
+        pass
+
+    def _encoder(self):
+        raise NotImplementedError
+
+    def _begin_pass(self, encoder, query, index: int):
+        raise NotImplementedError
+
+    def _dispatch(self, compute, step: Dispatch) -> None:
+        raise NotImplementedError
+
+    def _end_pass(self, compute) -> None:
+        compute.end()
+
+    def _copy(self, encoder, src: Buffer, src_offset: int, dst: Buffer, dst_offset: int,
+              size: int) -> None:
+        raise NotImplementedError
+
+    def _submit(self, encoder) -> None:
+        raise NotImplementedError
+
+    async def _read(self, buf: Buffer, size: int) -> bytes:
+        """Map a MAP_READ buffer, copy ``size`` bytes out, unmap."""
+        raise NotImplementedError
+
+    async def _wait_idle(self) -> None:
+        raise NotImplementedError
+
+    def _query_set(self, count: int):
+        """(query set, readback Buffer, resolve Buffer, count) for ``count`` timestamps."""
+        qs = self._create_query_set(count)
+        resolve = self.create_buffer(8 * count, ("query_resolve", "copy_src"), "timestamps")
+        readback = self.create_buffer(8 * count, ("map_read", "copy_dst"), "timestamps read")
+        return qs, readback, resolve, count
+
+    def _resolve(self, encoder, query) -> None:
+        qs, readback, resolve, count = query
+        self._resolve_queries(encoder, qs, count, resolve)
+        self._copy(encoder, resolve, 0, readback, 0, 8 * count)
+
+    def _release_query(self, query) -> None:
+        qs, readback, resolve, _ = query
+        qs.destroy()
+        self.destroy_buffer(readback)
+        self.destroy_buffer(resolve)
+
+    def _create_query_set(self, count: int):
+        raise NotImplementedError
+
+    def _resolve_queries(self, encoder, query_set, count: int, dst: Buffer) -> None:
         raise NotImplementedError
 
     async def push_error_scopes(self) -> None:

@@ -7,8 +7,7 @@ Optional: ``pip install pte-webgpu[native]``. Needs a Vulkan/Metal/D3D adapter
 from __future__ import annotations
 
 from ..errors import GpuError, GpuValidationError, ShaderCompileError, UnsupportedError
-from .interface import (LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice, Recording,
-                        encode_steps)
+from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice
 
 
 def _kebab(name: str) -> str:
@@ -45,7 +44,7 @@ class NativeDevice(GpuDevice):
         usage = wgpu.BufferUsage
         self._usage = {"storage": usage.STORAGE, "uniform": usage.UNIFORM,
                        "copy_src": usage.COPY_SRC, "copy_dst": usage.COPY_DST,
-                       "map_read": usage.MAP_READ}
+                       "map_read": usage.MAP_READ, "query_resolve": usage.QUERY_RESOLVE}
 
     def _create_buffer(self, size, usage, label):
         flags = 0
@@ -81,26 +80,52 @@ class NativeDevice(GpuDevice):
         except Exception as e:
             raise GpuValidationError(f"bind group {label!r}: {e}") from None
 
-    async def run(self, recording: Recording, reads, timestamps=None):
-        encoder = self.device.create_command_encoder()
+    # --- hooks of GpuDevice.run --------------------------------------------------------
+    def _encoder(self):
+        return self.device.create_command_encoder()
 
-        def dispatch(compute, step):
-            compute.set_pipeline(step.pipeline)
-            compute.set_bind_group(0, step.bind_group)
-            compute.dispatch_workgroups(*step.grid)
+    def _begin_pass(self, encoder, query, index):
+        if query is None:
+            return encoder.begin_compute_pass()
+        return encoder.begin_compute_pass(timestamp_writes={
+            "query_set": query[0], "beginning_of_pass_write_index": 2 * index,
+            "end_of_pass_write_index": 2 * index + 1})
 
-        encode_steps(recording.steps, encoder.begin_compute_pass, dispatch,
-                     lambda c: encoder.copy_buffer_to_buffer(c.src.handle, 0, c.dst.handle, 0,
-                                                             c.size))
-        for src, staging, size in reads:
-            encoder.copy_buffer_to_buffer(src.handle, 0, staging.handle, 0, size)
+    def _dispatch(self, compute, step):
+        compute.set_pipeline(step.pipeline)
+        compute.set_bind_group(0, step.bind_group)
+        compute.dispatch_workgroups(*step.grid)
+
+    def _copy(self, encoder, src, src_offset, dst, dst_offset, size):
+        encoder.copy_buffer_to_buffer(src.handle, src_offset, dst.handle, dst_offset, size)
+
+    def _submit(self, encoder):
         self.device.queue.submit([encoder.finish()])
-        out = []
-        for _, staging, size in reads:
-            staging.handle.map_sync(self.wgpu.MapMode.READ, 0, size)
-            out.append(bytes(staging.handle.read_mapped(0, size)))
-            staging.handle.unmap()
-        return out
+
+    async def _read(self, buf, size):
+        if size == 0:
+            return b""
+        buf.handle.map_sync(self.wgpu.MapMode.READ, 0, size)
+        try:
+            return bytes(buf.handle.read_mapped(0, size))
+        finally:
+            buf.handle.unmap()
+
+    async def _wait_idle(self):
+        # on_submitted_work_done_sync is broken in wgpu 0.32.0; a tiny read waits too.
+        self.device.queue.read_buffer(self._fence(), 0, 4)
+
+    def _fence(self):
+        if getattr(self, "_fence_buffer", None) is None:
+            self._fence_buffer = self.device.create_buffer(
+                size=4, usage=self.wgpu.BufferUsage.COPY_SRC | self.wgpu.BufferUsage.COPY_DST)
+        return self._fence_buffer
+
+    def _create_query_set(self, count):
+        return self.device.create_query_set(type="timestamp", count=count)
+
+    def _resolve_queries(self, encoder, query_set, count, dst):
+        encoder.resolve_query_set(query_set, 0, count, dst.handle, 0)
 
     async def push_error_scopes(self):
         pass  # wgpu-py raises validation errors as Python exceptions where they happen

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from .. import formats
 from ..errors import FormatError, GpuLimitError, UnsupportedError
-from ..gpu.interface import Buffer, Dispatch, fold_grid
-from ..graph import Graph, Scalar, TensorValue
+from ..gpu.interface import Buffer, Copy, Dispatch, fold_grid
+from ..graph import Graph, ListValue, Scalar, TensorValue
 from ..ops import registry
+from .storage import storage_dtype, storage_nbytes, to_storage
 
 STORAGE = ("storage", "copy_src", "copy_dst")
 
@@ -48,8 +49,9 @@ class BuildContext:
         self.device, self.graph, self.resources = device, graph, resources
         self.recording, self.pipelines, self.label = recording, pipelines, label
         self.buffers: dict[int, Buffer] = {}
+        self.io_ids: set[int] = set()  # graph inputs/outputs: they own plan buffers
         self.op_index = -1
-        self.kernels: list[dict] = []  # what ran where, for inspect/run output
+        self.kernels: list[dict] = []  # one entry per op: where it runs, dispatch count, ...
 
     # --- arguments -----------------------------------------------------------------
     def where(self, op) -> str:
@@ -69,10 +71,12 @@ class BuildContext:
         return value
 
     def float_tensor(self, vid: int, op) -> TensorValue:
+        """A tensor the f32 kernels can read: float32, or float16 (stored as f32)."""
         t = self.tensor(vid, op)
-        if t.dtype.name != "float32":
+        if storage_dtype(t.dtype).name != "float32":
             raise UnsupportedError(f"{op.name}: value {vid} is {t.dtype.name}; this runtime "
-                                   f"supports float32 tensors only ({self.where(op)})")
+                                   f"supports float32 and float16 tensors only "
+                                   f"({self.where(op)})")
         return t
 
     def float_scalar(self, vid: int, default: float) -> float:
@@ -109,10 +113,68 @@ class BuildContext:
             entries.append((binding, buf, size))
         group = self.device.bind_group(pipeline, entries, f"{op.name} #{self.op_index}")
         self.recording.steps.append(Dispatch(pipeline, group, grid, op.name))
+        self.kernels[-1]["dispatches"] += 1
+
+    def begin_op(self, index: int, op) -> None:
+        self.op_index = index
+        self.kernels.append({"op": op.name, "index": index, "runs_on": "gpu", "dispatches": 0})
+
+    def note_kernel(self, **info) -> None:
+        """Record how the current op runs (e.g. the kernel variant chosen)."""
+        self.kernels[-1].update(info)
+
+    def copy(self, op, src_vid: int, dst_vid: int) -> None:
+        """Record a buffer-to-buffer copy of ``dst``'s bytes from ``src`` (equal sizes)."""
+        src, dst = self.graph.values[src_vid], self.graph.values[dst_vid]
+        size = storage_nbytes(dst)
+        if storage_nbytes(src) != size:
+            raise FormatError(f"{op.name}: value {src_vid} {src.dtype.name}{list(src.shape)} "
+                              f"and value {dst_vid} {dst.dtype.name}{list(dst.shape)} differ in "
+                              "size", field=self.where(op))
+        if self.buffers[src_vid] is not self.buffers[dst_vid] and dst.numel:
+            self.recording.steps.append(Copy(self.buffers[src_vid], self.buffers[dst_vid],
+                                             size, op.name))
+
+    def view(self, op, src_vid: int, dst_vid: int) -> None:
+        """``dst`` holds ``src``'s bytes under another shape: share ``src``'s buffer when
+        nothing overwrites it while ``dst`` is still read, else copy."""
+        if dst_vid in self.io_ids or not self._unchanged_while_live(src_vid, dst_vid):
+            self.copy(op, src_vid, dst_vid)
+        else:
+            self.buffers[dst_vid] = self.buffers[src_vid]
+
+    def _unchanged_while_live(self, src_vid: int, dst_vid: int) -> bool:
+        ops = self.graph.ops
+        reads = [j for j in range(self.op_index + 1, len(ops))
+                 if dst_vid in _operands(self.graph, ops[j])]
+        buf = self.buffers[src_vid]
+        return all(self.buffers.get(w) is not buf
+                   for j in range(self.op_index + 1, (reads[-1] + 1) if reads else 0)
+                   for w in _results(self.graph, ops[j]))
+
+
+def _operands(graph: Graph, op) -> set[int]:
+    """Value ids an op reads (ValueList arguments expanded)."""
+    return _expand(graph, op.args[:-1])
+
+
+def _results(graph: Graph, op) -> set[int]:
+    return _expand(graph, op.args[-1:])
+
+
+def _expand(graph: Graph, ids) -> set[int]:
+    out = set()
+    for vid in ids:
+        value = graph.values[vid]
+        if isinstance(value, ListValue) and value.kind == "value_list":
+            out.update(value.items)
+        else:
+            out.add(vid)
+    return out
 
 
 def _bind_size(graph: Graph, vid: int) -> int:
-    return max(4, (graph.values[vid].nbytes + 3) & ~3)
+    return storage_nbytes(graph.values[vid])
 
 
 async def build_delegate(device, vk: formats.VulkanDelegate, named: formats.NamedData,
@@ -122,10 +184,11 @@ async def build_delegate(device, vk: formats.VulkanDelegate, named: formats.Name
     graph = vk.graph
     ctx = BuildContext(device, graph, resources, recording, pipelines, label)
     ctx.buffers.update(io_buffers)
+    ctx.io_ids = set(io_buffers)
     handlers = [registry.lookup(op.name, f"{label} op {i}") for i, op in enumerate(graph.ops)]
     _allocate(ctx, vk, named)
     for i, (op, handler) in enumerate(zip(graph.ops, handlers)):
-        ctx.op_index = i
+        ctx.begin_op(i, op)
         await handler(ctx, op)
     return ctx
 
@@ -147,7 +210,7 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
             ref = graph.constants[v.constant_id]
             data = formats.resolve(ref, v.nbytes, named, vk.constant_bytes).data
             buf = ctx.resources.buffer(_bind_size(graph, vid), f"{ctx.label} constant {ref.index}")
-            _upload(ctx.device, buf, data)
+            upload(ctx.device, buf, to_storage(data, v.dtype))
         elif v.mem_obj_id >= 0 and vid not in dedicated:
             buf = pool_buffers[v.mem_obj_id]
         else:
@@ -155,7 +218,7 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
         ctx.buffers[vid] = buf
 
 
-def _upload(device, buf: Buffer, data: memoryview) -> None:
+def upload(device, buf: Buffer, data) -> None:
     if len(data) % 4:  # queue writes must be multiples of 4 bytes
         data = bytes(data) + bytes(-len(data) % 4)
     if len(data):

@@ -1,8 +1,11 @@
 """A loaded method: the plan's instruction chain built into GPU work once.
 
-Load: one buffer per plan tensor the chain touches, each delegate built into
-the shared Recording, staging buffers for the outputs. Execute: write the
-inputs, replay the recording with one submit, read the outputs.
+Load walks the chain: each Vulkan DelegateCall is built from its graph, each
+non-delegated KernelCall runs the same op library on the plan's own values,
+MoveCall becomes a buffer copy, FreeCall needs nothing, and a JumpFalseCall on
+a constant condition is resolved. Every tensor stays on the GPU between them.
+Execute writes the inputs, replays the recording with one submit and maps one
+staging buffer that holds all outputs.
 """
 
 from __future__ import annotations
@@ -12,9 +15,14 @@ import time
 
 from .. import formats
 from ..errors import InputError, UnsupportedError
-from ..formats.pte import DelegateCall, ExecutionPlan, PlanTensor
-from ..gpu.interface import Recording
-from .build import Resources, build_delegate
+from ..formats.pte import (DelegateCall, ExecutionPlan, JumpFalseCall, KernelCall,
+                           MoveCall, PlanTensor)
+from ..gpu.interface import Copy, Recording
+from ..graph import Scalar
+from ..ops import registry
+from .build import BuildContext, Resources, build_delegate, upload
+from .plan_graph import kernel_op, plan_as_graph
+from .storage import from_storage, storage_dtype, storage_nbytes, to_storage
 from .tensor import numpy_available, output, to_host_tensor
 
 
@@ -22,12 +30,16 @@ class Method:
     def __init__(self, program, plan: ExecutionPlan, device):
         self.program, self.plan, self.device = program, plan, device
         self.name = plan.name
+        self.graph = plan_as_graph(plan)
         self.resources = Resources(device)
         self.recording = Recording()
         self.plan_buffers: dict = {}
-        self.staging: list = []
-        self.kernels: list[dict] = []
+        self.outputs: list = []
+        self.staging = None
+        self.kernels: list[dict] = []  # one entry per dispatching op: where it runs and how
+        self.notes: list[str] = []
         self.load_seconds = 0.0
+        self.last_profile: list[dict] | None = None
         self._lock = asyncio.Lock()
         self.closed = False
 
@@ -39,40 +51,78 @@ class Method:
             self._plan_tensor(vid, "input" if vid in plan.inputs else "output")
         await self.device.push_error_scopes()
         try:
-            for i, ins in enumerate(plan.instructions):
-                if not isinstance(ins, DelegateCall):
-                    detail = (f" {'::'.join(plan.operators[ins.op_index])}"
-                              if ins.kind == "kernel" else "")
-                    raise UnsupportedError(
-                        f"instruction {i} of {plan.name!r} is a {ins.kind} call{detail}; this "
-                        "runtime runs Vulkan delegate calls only")
-                await self._build_delegate(i, ins, file, pipelines)
+            for index, ins in self._linear_chain():
+                if isinstance(ins, DelegateCall):
+                    await self._build_delegate(index, ins, file, pipelines)
+                elif isinstance(ins, KernelCall):
+                    await self._build_kernel(index, ins, file, pipelines)
+                elif isinstance(ins, MoveCall):
+                    self._build_move(index, ins, file)
             for vid in plan.outputs:
-                buf = self._buffer(vid)
-                staging = self.resources.buffer(buf.size, f"output {vid} staging",
+                self.outputs.append((self._buffer(vid, file), storage_nbytes(self.graph.values[vid])))
+            total = sum(size for _, size in self.outputs)
+            self.staging = self.resources.buffer(total, f"{plan.name} outputs staging",
                                                  ("map_read", "copy_dst"))
-                self.staging.append((buf, staging, buf.size))
         finally:
             await self.device.pop_error_scopes(f"loading method {plan.name!r}")
+        if self._has_float16():
+            self.notes.append("float16 tensors are stored and computed as float32 "
+                              "(converted at upload/download)")
         self.load_seconds = time.perf_counter() - start
+
+    def _has_float16(self) -> bool:
+        graphs = [self.graph] + [d.graph.graph for d in self.plan.delegates if d.graph]
+        return any(v.kind == "tensor" and v.dtype.name == "float16"
+                   for g in graphs for v in g.values)
+
+    def _linear_chain(self):
+        """Instructions in execution order; constant JumpFalse conditions resolved here."""
+        plan, pc, seen = self.plan, 0, set()
+        while pc < len(plan.instructions):
+            ins = plan.instructions[pc]
+            if isinstance(ins, JumpFalseCall):
+                cond = plan.values[ins.cond_value_index]
+                if not (isinstance(cond, Scalar) and cond.kind == "bool"):
+                    raise UnsupportedError(f"instruction {pc} of {plan.name!r} jumps on value "
+                                           f"{ins.cond_value_index}, which is computed at run "
+                                           "time; only constant conditions are supported")
+                if pc in seen:
+                    raise UnsupportedError(f"instruction {pc} of {plan.name!r} loops")
+                seen.add(pc)
+                pc = pc + 1 if cond.value else ins.destination_instruction
+                continue
+            yield pc, ins
+            pc += 1
 
     def _plan_tensor(self, vid: int, role: str) -> PlanTensor:
         value = self.plan.values[vid]
         if not isinstance(value, PlanTensor):
             raise UnsupportedError(f"plan {self.plan.name!r} {role} value {vid} is a "
                                    f"{value.kind}; only tensor inputs/outputs are supported")
-        if value.dtype is None or value.dtype.name != "float32":
+        if value.dtype is None or storage_dtype(value.dtype).name != "float32":
             name = value.dtype.name if value.dtype else f"ScalarType {value.scalar_type}"
             raise UnsupportedError(f"plan {self.plan.name!r} {role} value {vid} is {name}; "
-                                   "this runtime supports float32 only")
+                                   "this runtime supports float32 and float16 only")
         return value
 
-    def _buffer(self, vid: int):
+    def _buffer(self, vid: int, file):
+        """The GPU buffer of plan tensor ``vid``; plan constants are uploaded on first use."""
         if vid not in self.plan_buffers:
-            t = self._plan_tensor(vid, "delegate argument")
-            self.plan_buffers[vid] = self.resources.buffer(
-                t.numel * t.dtype.itemsize, f"{self.plan.name} value {vid}")
+            t = self._plan_tensor(vid, "argument")
+            buf = self.resources.buffer(storage_nbytes(self.graph.values[vid]),
+                                        f"{self.plan.name} value {vid}")
+            if t.data_buffer_idx > 0 or t.external:
+                upload(self.device, buf, to_storage(self._constant(vid, t, file), t.dtype))
+            self.plan_buffers[vid] = buf
         return self.plan_buffers[vid]
+
+    def _constant(self, vid: int, t: PlanTensor, file):
+        nbytes = t.numel * t.dtype.itemsize
+        where = f"plan {self.plan.name!r} value {vid}"
+        if t.external:
+            data, _ = file.named.lookup(t.fully_qualified_name)
+            return data[:nbytes]
+        return file.constant_tensor_bytes(t, nbytes, where)
 
     async def _build_delegate(self, index: int, call: DelegateCall, file, pipelines) -> None:
         delegate = self.plan.delegates[call.delegate_index]
@@ -88,23 +138,50 @@ class Method:
         io = {}
         for gid, pid in zip(graph.input_ids + graph.output_ids, call.args):
             gt, pt = graph.values[gid], self._plan_tensor(pid, "delegate argument")
-            if gt.numel != pt.numel:
-                raise InputError(f"{label}: graph value {gid} has {gt.numel} elements but plan "
-                                 f"value {pid} has {pt.numel}")
-            io[gid] = self._buffer(pid)
+            if gt.numel != pt.numel or storage_dtype(gt.dtype) != storage_dtype(pt.dtype):
+                raise InputError(f"{label}: graph value {gid} ({gt.dtype.name}"
+                                 f"{list(gt.shape)}) does not fit plan value {pid} "
+                                 f"({pt.dtype.name}{list(pt.sizes)})")
+            io[gid] = self._buffer(pid, file)
         ctx = await build_delegate(self.device, delegate.graph, file.named, io, self.resources,
                                    self.recording, pipelines, label)
-        self.kernels += [{"delegate": call.delegate_index, "op": op.name, "runs_on": "gpu"}
-                         for op in graph.ops]
-        del ctx
+        self.kernels += [dict(k, delegate=call.delegate_index) for k in ctx.kernels]
+
+    async def _build_kernel(self, index: int, call: KernelCall, file, pipelines) -> None:
+        op = kernel_op(self.plan, call)
+        label = f"instruction {index} kernel"
+        handler = registry.lookup(op.name, f"{label} {'::'.join(self.plan.operators[call.op_index])}")
+        ctx = BuildContext(self.device, self.graph, self.resources, self.recording, pipelines,
+                           label)
+        for vid in op.args:
+            if isinstance(self.plan.values[vid], PlanTensor):
+                ctx.buffers[vid] = self._buffer(vid, file)
+        ctx.io_ids = set(ctx.buffers)  # plan buffers persist: views copy, never alias
+        ctx.begin_op(0, op)
+        await handler(ctx, op)
+        self.kernels += [dict(k, delegate=None, kernel="::".join(self.plan.operators[call.op_index]))
+                         for k in ctx.kernels]
+
+    def _build_move(self, index: int, call: MoveCall, file) -> None:
+        src, dst = self.plan.values[call.move_from], self.plan.values[call.move_to]
+        if not (isinstance(src, PlanTensor) and isinstance(dst, PlanTensor)):
+            raise UnsupportedError(f"instruction {index} moves a {src.kind} value; only tensor "
+                                   "moves are supported")
+        size = storage_nbytes(self.graph.values[call.move_to])
+        self.recording.steps.append(Copy(self._buffer(call.move_from, file),
+                                         self._buffer(call.move_to, file), size, "move"))
 
     # --- execute -------------------------------------------------------------------
     def input_specs(self) -> list[tuple[tuple[int, ...], str]]:
         return [(tuple(self.plan.values[v].sizes), self.plan.values[v].dtype.name)
                 for v in self.plan.inputs]
 
-    async def execute(self, inputs, *, as_numpy: bool | None = None) -> list:
-        """Run once. ``inputs``: one array per plan input (see runtime.tensor)."""
+    async def execute(self, inputs, *, as_numpy: bool | None = None, profile: bool = False):
+        """Run once. ``inputs``: one array per plan input (see runtime.tensor).
+
+        With ``profile=True`` the GPU time of every dispatch is kept in
+        ``method.last_profile`` (timestamp queries; wall time without them).
+        """
         if self.closed:
             raise InputError(f"method {self.name!r} is closed")
         inputs = list(inputs)
@@ -124,14 +201,27 @@ class Method:
             hosts.append((vid, t))
         async with self._lock:
             for vid, t in hosts:
-                self.device.write_buffer(self.plan_buffers[vid], t.memoryview())
-            raw = await self.device.run(self.recording, self.staging)
+                upload(self.device, self.plan_buffers[vid], to_storage(t.memoryview(), t.dtype))
+            raw, times = await self.device.run(self.recording, self.outputs, self.staging,
+                                               profile=profile)
+        if profile:
+            self.last_profile = self._profile_rows(times)
         as_numpy = numpy_available() if as_numpy is None else as_numpy
         outs = []
         for vid, data in zip(self.plan.outputs, raw):
             t = self.plan.values[vid]
-            outs.append(output(data[:t.numel * t.dtype.itemsize], t.sizes, t.dtype, as_numpy))
+            data = from_storage(data[:t.numel * storage_dtype(t.dtype).itemsize], t.dtype)
+            outs.append(output(data, t.sizes, t.dtype, as_numpy))
         return outs
+
+    def _profile_rows(self, times: list[float]) -> list[dict]:
+        """One row per op: its dispatches' times summed (views and copies show 0)."""
+        rows, at = [], 0
+        for k in self.kernels:
+            n = k["dispatches"]
+            rows.append(dict(k, us=sum(times[at:at + n])))
+            at += n
+        return rows
 
     def close(self) -> None:
         if not self.closed:

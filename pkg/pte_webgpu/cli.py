@@ -45,8 +45,28 @@ def _print_run(result: dict, repeat: int) -> None:
     print(f"execute: first {times[0]:.2f} ms" + (
         f", median {result['median_execute_ms']:.2f} ms, min {min(times):.2f} ms over {repeat}"
         if repeat > 1 else ""))
+    for note in result.get("notes", []):
+        print(f"note: {note}")
     for out in result["outputs"]:
         print(f"{out['name']}: {out['dtype']}{out['shape']}")
+    if result.get("profile"):
+        print(render_profile(result["profile"], result.get("timestamps", False)))
+
+
+def render_profile(rows: list[dict], timestamps: bool) -> str:
+    """Per-op GPU time as a text table with a bar per op."""
+    clock = "GPU timestamps" if timestamps else "wall time per dispatch (no timestamp-query)"
+    total = sum(r["us"] for r in rows) or 1.0
+    width = max([len(r["op"]) for r in rows] + [2])
+    lines = [f"profile ({clock}):",
+             f"  {'where':<12} {'op':<{width}} {'us':>9} {'share':>6}"]
+    for r in rows:
+        where = f"delegate {r['delegate']}" if r.get("delegate") is not None else "kernel"
+        variant = f"  [{r['variant']}]" if r.get("variant") else ""
+        lines.append(f"  {where:<12} {r['op']:<{width}} {r['us']:9.1f} {r['us'] / total:6.1%} "
+                     f"{'#' * round(30 * r['us'] / total)}{variant}")
+    lines.append(f"  {'total':<12} {'':<{width}} {total:9.1f}")
+    return "\n".join(lines)
 
 
 def cmd_run(args) -> int:
@@ -59,11 +79,12 @@ def cmd_run(args) -> int:
     if args.backend == "native":
         from .jobs import run_job
 
-        result = asyncio.run(run_job(pte, data, inputs, args.repeat, backend="native"))
+        result = asyncio.run(run_job(pte, data, inputs, args.repeat, backend="native",
+                                     profile=args.profile))
     else:
         from .chromium.remote import run_in_browser
 
-        result = run_in_browser(pte, data, inputs, args.repeat)
+        result = run_in_browser(pte, data, inputs, args.repeat, args.profile)
     _print_run(result, args.repeat)
     if args.output:
         with open(args.output, "wb") as f:
@@ -95,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", metavar="out.npz", help="write outputs out0, out1, ...")
     p.add_argument("--repeat", type=int, default=1, help="execute N times (timing)")
     p.add_argument("--backend", choices=("browser", "native"), default="browser")
+    p.add_argument("--profile", action="store_true", help="print per-op GPU times")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("serve", help="serve the demo page and console on 127.0.0.1")
     p.add_argument("--port", type=int, default=8000)

@@ -12,6 +12,8 @@ from . import formats
 from .errors import PteError
 from .graph import ListValue, Null, Scalar, TensorValue
 from .formats.pte import PlanTensor
+from .ops.registry import supported_ops
+from .runtime.plan_graph import kernel_op_name
 
 SCHEMA = "pte-webgpu.inspect/1"
 FIRST_VALUES = 6
@@ -53,11 +55,17 @@ def _plan(program, plan) -> dict:
     }
 
 
+def _runs_on(op_name: str) -> str:
+    """Where pte-webgpu runs an op: on the GPU, or nowhere yet."""
+    return "gpu" if op_name in supported_ops() else "unsupported"
+
+
 def _instruction(plan, ins) -> dict:
     out = {"kind": ins.kind}
     if ins.kind == "kernel":
         name, overload = plan.operators[ins.op_index]
-        out.update(op_index=ins.op_index, op=f"{name}.{overload}", args=list(ins.args))
+        out.update(op_index=ins.op_index, op=f"{name}.{overload}", args=list(ins.args),
+                   runs_on=_runs_on(kernel_op_name(name, overload)))
     elif ins.kind == "delegate":
         out.update(delegate_index=ins.delegate_index, args=list(ins.args))
     elif ins.kind == "move":
@@ -105,7 +113,7 @@ def _delegate(program, index: int, d) -> dict:
         "input_ids": g.input_ids,
         "output_ids": g.output_ids,
         "values": [dict(id=i, **value_json(v)) for i, v in enumerate(g.values)],
-        "ops": [{"index": i, "name": op.name, "node_id": op.node_id,
+        "ops": [{"index": i, "name": op.name, "node_id": op.node_id, "runs_on": _runs_on(op.name),
                  "args": [{"id": a, "kind": g.values[a].kind} for a in op.args]}
                 for i, op in enumerate(g.ops)],
         "constants": [_constant(program, vk, c) for c in g.constants],
@@ -171,7 +179,7 @@ def render_text(report: dict) -> str:
             lines.append(f"    ops ({len(vk['ops'])}):")
             for op in vk["ops"]:
                 args = ", ".join(f"%{a['id']}:{a['kind']}" for a in op["args"])
-                lines.append(f"      [{op['index']}] {op['name']}({args})")
+                lines.append(f"      [{op['index']}] {op['name']}({args})  -> {op['runs_on']}")
             lines.append(f"    constants ({len(vk['constants'])}):")
             for c in vk["constants"]:
                 where = c.get("resolves_to") or "UNRESOLVED: " + c.get("error", "")

@@ -24,7 +24,8 @@ def _dist() -> Path:
     return ensure_dist(REPO_ROOT, log=lambda line: None)
 
 
-def run_in_browser(pte: bytes, data_files: list, inputs_npz: bytes | None, repeat: int) -> dict:
+def run_in_browser(pte: bytes, data_files: list, inputs_npz: bytes | None, repeat: int,
+                   profile: bool = False) -> dict:
     from .server import StaticServer
     from .session import BrowserPythonError, BrowserSession
 
@@ -46,7 +47,8 @@ async def _get(url):
 
 _data = [(name, await _get(f"/job/data{{i}}.ptd")) for i, name in enumerate({names!r})]
 _inputs = await _get("/job/inputs.npz") if {inputs_npz is not None} else None
-await run_job(await _get("/job/program.pte"), _data, _inputs, {int(repeat)})
+await run_job(await _get("/job/program.pte"), _data, _inputs, {int(repeat)},
+              profile={bool(profile)})
 """
         with BrowserSession(server.url) as session:
             try:

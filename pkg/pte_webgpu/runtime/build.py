@@ -119,8 +119,9 @@ class BuildContext:
         self.op_index = index
         self.kernels.append({"op": op.name, "index": index, "runs_on": "gpu", "dispatches": 0})
 
-    def note_kernel(self, **info) -> None:
-        """Record how the current op runs (e.g. the kernel variant chosen)."""
+    def note_kernel(self, op, **info) -> None:
+        """Record how ``op`` (the current op) runs, e.g. the kernel variant chosen."""
+        assert self.kernels[-1]["op"] == op.name, (self.kernels[-1], op.name)
         self.kernels[-1].update(info)
 
     def copy(self, op, src_vid: int, dst_vid: int) -> None:

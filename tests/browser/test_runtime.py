@@ -119,3 +119,21 @@ def test_outputs_without_numpy_are_tensors(page):
     import struct
     x_last = struct.unpack("<f", bytes(range(92, 96)))[0]
     assert last == pytest.approx(x_last + 1.0, rel=1e-6)
+
+
+def test_large_inputs_are_written_without_a_copy_and_stay_correct(page):
+    """Inputs past the zero-copy threshold go through a view of the wasm heap."""
+    result = page.run_python(
+        "import struct\n"
+        "from pte_webgpu.gpu.browser import BrowserDevice\n"
+        "rt = await runtime()\n"
+        "buf = rt.device.create_buffer(1 << 20, ('storage', 'copy_src', 'copy_dst'), 'big')\n"
+        "stage = rt.device.create_buffer(1 << 20, ('map_read', 'copy_dst'), 'big read')\n"
+        "data = bytes(range(251)) * ((1 << 20) // 251) + bytes((1 << 20) % 251)\n"
+        "assert len(data) >= BrowserDevice.ZERO_COPY_BYTES\n"
+        "rt.device.write_buffer(buf, data)\n"
+        "from pte_webgpu.gpu.interface import Recording\n"
+        "out, _ = await rt.device.run(Recording(), [(buf, 1 << 20)], stage)\n"
+        "rt.device.destroy_buffer(buf); rt.device.destroy_buffer(stage)\n"
+        "out[0] == data")
+    assert result is True

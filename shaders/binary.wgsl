@@ -1,11 +1,11 @@
 // Elementwise binary ops with NumPy broadcasting: out = a OP (alpha * b).
 // One invocation per output element; the flat index is rebuilt from a grid
-// that may be folded into two dimensions for large tensors.
+// that may be folded into two dimensions for large tensors. Operands are read
+// through strides over out's coordinates (0 on broadcast dims), so the same
+// index math also serves `gather`: out = a read through any strides (a permute).
 
 override wg_size: u32 = 256;
 override op: u32 = 0u;  // 0 add, 1 sub, 2 mul, 3 div
-
-const MAX_RANK = 8u;
 
 struct Params {
   numel: u32,
@@ -35,10 +35,27 @@ fn combine(x: f32, y: f32) -> f32 {
   }
 }
 
+fn flat_index(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
+  return gid.x + gid.y * groups.x * wg_size;
+}
+
+// Offsets of output element i in a and in b.
+fn operand_offsets(i: u32) -> vec2<u32> {
+  var rest = i;
+  var offsets = vec2<u32>(0u, 0u);
+  for (var d = params.rank; d > 0u; d -= 1u) {
+    let size = at(params.out_shape, d - 1u);
+    let coord = rest % size;
+    rest = rest / size;
+    offsets += coord * vec2<u32>(at(params.a_strides, d - 1u), at(params.b_strides, d - 1u));
+  }
+  return offsets;
+}
+
 @compute @workgroup_size(wg_size)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * wg_size;
+  let i = flat_index(gid, groups);
   if (i >= params.numel) {
     return;
   }
@@ -46,15 +63,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
     out[i] = combine(a[i], b[i]);
     return;
   }
-  var rest = i;
-  var ia = 0u;
-  var ib = 0u;
-  for (var d = params.rank; d > 0u; d -= 1u) {
-    let size = at(params.out_shape, d - 1u);
-    let coord = rest % size;
-    rest = rest / size;
-    ia += coord * at(params.a_strides, d - 1u);
-    ib += coord * at(params.b_strides, d - 1u);
+  let o = operand_offsets(i);
+  out[i] = combine(a[o.x], b[o.y]);
+}
+
+// out[i] = a[offset of i through a_strides]; binds a, out and params only.
+@compute @workgroup_size(wg_size)
+fn gather(@builtin(global_invocation_id) gid: vec3<u32>,
+          @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = flat_index(gid, groups);
+  if (i < params.numel) {
+    out[i] = a[operand_offsets(i).x];
   }
-  out[i] = combine(a[ia], b[ib]);
 }

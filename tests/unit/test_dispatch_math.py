@@ -1,11 +1,10 @@
-"""Pure functions that pick workgroup sizes, grids and broadcast strides."""
+"""Pure functions that pick grids and broadcast strides (rms_norm sizes: test_rms_norm_select)."""
 
 import pytest
 
 from pte_webgpu.errors import FormatError, GpuLimitError
 from pte_webgpu.gpu.interface import fold_grid
 from pte_webgpu.ops.binary import broadcast_strides
-from pte_webgpu.ops.rms_norm import workgroup_size
 
 
 @pytest.mark.parametrize("groups", [1, 65535, 65536, 70000, 10**6, 65535 * 65535])
@@ -19,11 +18,6 @@ def test_fold_grid_covers_every_workgroup_within_limits(groups):
 def test_fold_grid_refuses_more_than_two_dimensions_hold():
     with pytest.raises(GpuLimitError):
         fold_grid(65535 * 65535 + 1, 65535)
-
-
-@pytest.mark.parametrize("limit,expected", [(1024, 64), (256, 64), (128, 64), (48, 32), (1, 1)])
-def test_rms_norm_workgroup_is_a_power_of_two_within_the_limit(limit, expected):
-    assert workgroup_size(limit) == expected
 
 
 @pytest.mark.parametrize("shape,out,strides", [

@@ -74,7 +74,7 @@ class BrowserDevice(GpuDevice):
         return self.to_js(d, dict_converter=self.js.Object.fromEntries)
 
     def _create_buffer(self, size, usage, label):
-        self.check_alive()
+        self._check_lost()
         flags = 0
         for u in usage:
             flags |= self._usage[u]
@@ -105,8 +105,12 @@ class BrowserDevice(GpuDevice):
             proxy.destroy()
 
     async def create_pipeline(self, wgsl, entry, constants, label):
-        self.check_alive()
+        self._check_lost()
+        # Own scope: a bad module's validation error belongs to this ShaderCompileError,
+        # not to whatever runs next.
+        self.device.pushErrorScope("validation")
         module = self.device.createShaderModule(self._obj({"code": wgsl, "label": label}))
+        await self.device.popErrorScope()
         info = await module.getCompilationInfo()
         errors = [f"line {m.lineNum}:{m.linePos}: {m.message}" for m in info.messages
                   if m.type == "error"]
@@ -140,10 +144,14 @@ class BrowserDevice(GpuDevice):
         self.check_alive()
 
     # --- hooks of GpuDevice.run --------------------------------------------------------
-    def check_alive(self):
+    def _check_lost(self):
         if self.lost_reason is not None:
             raise DeviceLostError(f"the WebGPU device was lost ({self.lost_reason}); "
                                   "create a new Runtime")
+
+    def check_alive(self):
+        """Before and after a run: device loss, then errors no scope caught."""
+        self._check_lost()
         if self.uncaptured:
             errors, self.uncaptured = self.uncaptured, []
             raise GpuValidationError("WebGPU reported: " + "; ".join(errors))

@@ -1,19 +1,27 @@
-"""Elementwise binary ops with broadcasting and alpha (binary.wgsl).
+"""Elementwise binary ops with NumPy broadcasting (binary.wgsl).
 
-``aten.add.Tensor [self, other, alpha, out]``; the shader also carries sub/mul/div
-so the rest of the family only needs registering.
+``aten.add.Tensor`` / ``aten.sub.Tensor`` ``[self, other, alpha, out]``: self ± alpha·other;
+``aten.mul.Tensor`` / ``aten.div.Tensor`` ``[self, other, out]`` (no alpha).
+``gather`` is the same index math with one operand: a copy through any strides
+(view.py's permute).
 """
 
 from __future__ import annotations
 
 import struct
+from math import prod
 
-from ..errors import FormatError, UnsupportedError
+from ..errors import FormatError
+from .common import check_rank, elementwise_workgroup, vec8
 from .registry import register
 
-WORKGROUP = 256
-MAX_RANK = 8
-OP_CODES = {"aten.add.Tensor": 0}
+# op name -> (shader op code, whether the op carries an alpha argument)
+OPS = {
+    "aten.add.Tensor": (0, True),
+    "aten.sub.Tensor": (1, True),
+    "aten.mul.Tensor": (2, False),
+    "aten.div.Tensor": (3, False),
+}
 
 
 def broadcast_strides(shape: tuple, out_shape: tuple, name: str) -> list[int]:
@@ -33,24 +41,39 @@ def broadcast_strides(shape: tuple, out_shape: tuple, name: str) -> list[int]:
     return strides
 
 
-def _vec8(values: list[int]) -> bytes:
-    return struct.pack("<8I", *(list(values) + [0] * (MAX_RANK - len(values))))
+def _params(numel: int, out_shape, a_strides, b_strides, alpha=1.0, same=0) -> bytes:
+    return (struct.pack("<IIfI", numel, len(out_shape), alpha, same)
+            + vec8(out_shape) + vec8(a_strides) + vec8(b_strides))
 
 
-@register(*OP_CODES)
+async def gather(ctx, op, x_id: int, out_id: int, out_shape, src_strides) -> None:
+    """out (contiguous, ``out_shape``) = x read at ``sum(coord[d] * src_strides[d])``."""
+    numel = prod(out_shape)
+    wg = elementwise_workgroup(ctx)
+    pipeline = await ctx.pipeline("binary", {"wg_size": wg}, "gather")
+    uniform = ctx.uniform(_params(numel, out_shape, src_strides, []), f"{op.name} params")
+    ctx.dispatch(op, pipeline, [(0, x_id), (2, out_id), (3, uniform)],
+                 ctx.grid(-(-numel // wg)))
+
+
+@register(*OPS)
 async def build(ctx, op):
-    a_id, b_id, alpha_id, out_id = ctx.args(op, 4)
+    code, has_alpha = OPS[op.name]
+    if has_alpha:
+        a_id, b_id, alpha_id, out_id = ctx.args(op, 4)
+        alpha = ctx.float_scalar(alpha_id, 1.0)
+    else:
+        (a_id, b_id, out_id), alpha = ctx.args(op, 3), 1.0
     a, b, out = (ctx.float_tensor(i, op) for i in (a_id, b_id, out_id))
-    if len(out.shape) > MAX_RANK:
-        raise UnsupportedError(f"{op.name}: rank {len(out.shape)} > {MAX_RANK}")
-    alpha = ctx.float_scalar(alpha_id, 1.0)
+    check_rank(op, out.shape)
     a_strides = broadcast_strides(a.shape, out.shape, op.name)
     b_strides = broadcast_strides(b.shape, out.shape, op.name)
+    if out.numel == 0:
+        return
     same = int(a.shape == out.shape == b.shape)
-    params = (struct.pack("<IIfI", out.numel, len(out.shape), alpha, same)
-              + _vec8(list(out.shape)) + _vec8(a_strides) + _vec8(b_strides))
-    wg = min(WORKGROUP, ctx.limit("maxComputeInvocationsPerWorkgroup", WORKGROUP))
-    pipeline = await ctx.pipeline("binary", {"wg_size": wg, "op": OP_CODES[op.name]})
+    params = _params(out.numel, out.shape, a_strides, b_strides, alpha, same)
+    wg = elementwise_workgroup(ctx)
+    pipeline = await ctx.pipeline("binary", {"wg_size": wg, "op": code})
     uniform = ctx.uniform(params, f"{op.name} params")
     ctx.dispatch(op, pipeline, [(0, a_id), (1, b_id), (2, out_id), (3, uniform)],
                  ctx.grid(-(-out.numel // wg)))

@@ -48,4 +48,4 @@ def shader_source(name: str) -> str:
 
 def _load_all() -> None:
     # Importing the op modules runs their @register decorators.
-    from . import binary, rms_norm  # noqa: F401
+    from . import binary, matmul, reduce, rms_norm, unary, view  # noqa: F401

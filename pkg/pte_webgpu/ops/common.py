@@ -1,0 +1,118 @@
+"""Helpers the op families share: argument reading, dim normalisation, index math
+and the uniform layout of shapes/strides (``array<vec4<u32>, 2>`` in WGSL)."""
+
+from __future__ import annotations
+
+import struct
+
+from ..errors import FormatError, UnsupportedError
+from ..graph import ListValue, Null, Scalar
+
+MAX_RANK = 8
+ELEMENTWISE_WG = 256  # one invocation per element
+
+
+def vec8(values) -> bytes:
+    """Up to eight u32 values padded with zeros: one ``array<vec4<u32>, 2>``."""
+    values = list(values)
+    if len(values) > MAX_RANK:
+        raise UnsupportedError(f"rank {len(values)} exceeds {MAX_RANK}")
+    return struct.pack("<8I", *(values + [0] * (MAX_RANK - len(values))))
+
+
+def contiguous_strides(shape) -> list[int]:
+    """Element strides of a row-major tensor."""
+    strides, step = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = step
+        step *= shape[d]
+    return strides
+
+
+def normalize_dim(dim: int, rank: int, name: str) -> int:
+    """``dim`` in ``[-rank, rank)`` to ``[0, rank)`` (a 0-d tensor accepts 0 and -1)."""
+    span = max(rank, 1)
+    if not -span <= dim < span:
+        raise FormatError(f"{name}: dim {dim} is out of range for rank {rank}")
+    return dim % span
+
+
+def normalize_dims(dims, rank: int, name: str) -> list[int]:
+    """Sorted distinct dims; repeats are an error, as in torch."""
+    out = [normalize_dim(d, rank, name) for d in dims]
+    if len(set(out)) != len(out):
+        raise FormatError(f"{name}: dims {list(dims)} repeat a dimension")
+    return sorted(out)
+
+
+def elementwise_workgroup(ctx) -> int:
+    return min(ELEMENTWISE_WG, ctx.limit("maxComputeInvocationsPerWorkgroup", ELEMENTWISE_WG))
+
+
+def pow2_workgroup(ctx, want: int, cap: int = 256) -> int:
+    """Workgroup size of a tree reduction over ``want`` items on this adapter."""
+    return pow2_size(min(cap, ctx.limit("maxComputeInvocationsPerWorkgroup", 256)), want)
+
+
+def pow2_size(limit: int, want: int) -> int:
+    """The smallest power of two >= ``want``, but at most the largest one <= ``limit``."""
+    top = 1 << (max(1, limit).bit_length() - 1)
+    size = 1 << (max(1, want) - 1).bit_length()
+    return min(size, top)
+
+
+def check_rank(op, shape) -> None:
+    if len(shape) > MAX_RANK:
+        raise UnsupportedError(f"{op.name}: rank {len(shape)} exceeds {MAX_RANK}")
+
+
+def same_numel(ctx, op, a_id: int, out_id: int) -> None:
+    a, out = ctx.graph.values[a_id], ctx.graph.values[out_id]
+    if a.numel != out.numel:
+        raise FormatError(f"{op.name}: output has {out.numel} elements, input {a.numel}",
+                          field=ctx.where(op))
+
+
+# --- non-tensor arguments --------------------------------------------------------------
+def _arg(ctx, vid: int):
+    return ctx.graph.values[vid]
+
+
+def int_arg(ctx, vid: int, op) -> int:
+    value = _arg(ctx, vid)
+    if isinstance(value, Scalar) and value.kind == "int":
+        return int(value.value)
+    raise FormatError(f"{op.name}: value {vid} should be an Int, found {value.kind}",
+                      field=ctx.where(op))
+
+
+def number_arg(ctx, vid: int, op) -> float | int:
+    """An Int or Double argument, keeping ints as ints."""
+    value = _arg(ctx, vid)
+    if isinstance(value, Scalar) and value.kind in ("int", "double"):
+        return value.value
+    raise FormatError(f"{op.name}: value {vid} should be an Int or Double, found {value.kind}",
+                      field=ctx.where(op))
+
+
+def bool_arg(ctx, vid: int, op, default: bool = False) -> bool:
+    value = _arg(ctx, vid)
+    if isinstance(value, Null):
+        return default
+    if isinstance(value, Scalar) and value.kind == "bool":
+        return bool(value.value)
+    raise FormatError(f"{op.name}: value {vid} should be a Bool, found {value.kind}",
+                      field=ctx.where(op))
+
+
+def int_list_arg(ctx, vid: int, op, allow_null: bool = False) -> list[int] | None:
+    """An IntList (an Int is taken as a one-item list); Null gives None when allowed."""
+    value = _arg(ctx, vid)
+    if isinstance(value, ListValue) and value.kind == "int_list":
+        return [int(x) for x in value.items]
+    if isinstance(value, Scalar) and value.kind == "int":
+        return [int(value.value)]
+    if allow_null and isinstance(value, Null):
+        return None
+    raise FormatError(f"{op.name}: value {vid} should be an IntList, found {value.kind}",
+                      field=ctx.where(op))

@@ -1,0 +1,65 @@
+"""Matrix products (matmul.wgsl): ``aten.linear.default [input, weight, bias|Null, out]``.
+
+input ``[..., K]`` (leading dims flattened into M), weight ``[N, K]``, bias ``[N]``;
+out ``[..., N]`` = input · weightᵀ + bias, computed in tiles of (4·tw)² outputs.
+"""
+
+from __future__ import annotations
+
+import struct
+from math import prod
+
+from ..errors import FormatError
+from ..graph import Null
+from .registry import register
+
+MAX_THREADS_PER_SIDE = 8  # 8 x 8 invocations, 32 x 32 outputs per workgroup
+
+
+def threads_per_side(max_invocations: int) -> int:
+    """The largest power of two t <= 8 with t * t invocations within the adapter's limit."""
+    t = MAX_THREADS_PER_SIDE
+    while t > 1 and t * t > max_invocations:
+        t //= 2
+    return t
+
+
+def tile_counts(m: int, n: int, tile: int) -> tuple[int, int]:
+    """(tiles across N, tiles in all) for an M x N output in tile x tile blocks."""
+    tiles_n = -(-n // tile)
+    return tiles_n, tiles_n * -(-m // tile)
+
+
+def linear_dims(in_shape, w_shape, out_shape, name: str) -> tuple[int, int, int]:
+    """(M, N, K) of a linear; FormatError when the shapes disagree."""
+    if not in_shape or len(w_shape) != 2:
+        raise FormatError(f"{name}: input {list(in_shape)} and weight {list(w_shape)} must "
+                          "be [..., K] and [N, K]")
+    (n, k), lead = w_shape, tuple(in_shape[:-1])
+    if in_shape[-1] != k or tuple(out_shape) != lead + (n,):
+        raise FormatError(f"{name}: input {list(in_shape)}, weight {list(w_shape)} and "
+                          f"output {list(out_shape)} do not match (out = [..., N])")
+    return prod(lead), n, k
+
+
+@register("aten.linear.default")
+async def build_linear(ctx, op):
+    x_id, w_id, b_id, out_id = ctx.args(op, 4)
+    x, w, out = (ctx.float_tensor(i, op) for i in (x_id, w_id, out_id))
+    m, n, k = linear_dims(x.shape, w.shape, out.shape, op.name)
+    has_bias = not isinstance(ctx.graph.values[b_id], Null)
+    if has_bias:
+        b = ctx.float_tensor(b_id, op)
+        if b.numel != n:
+            raise FormatError(f"{op.name}: bias shape {list(b.shape)}, expected [{n}]",
+                              field=ctx.where(op))
+    if m * n == 0:
+        return
+    t = threads_per_side(ctx.limit("maxComputeInvocationsPerWorkgroup", 256))
+    tiles_n, tiles = tile_counts(m, n, 4 * t)
+    params = struct.pack("<8I", m, n, k, int(has_bias), tiles_n, tiles, 0, 0)
+    pipeline = await ctx.pipeline("matmul", {"tw": t})
+    uniform = ctx.uniform(params, f"{op.name} params")
+    # Without a bias the weight stands in for binding 4; the shader never reads it.
+    ctx.dispatch(op, pipeline, [(0, x_id), (1, w_id), (2, out_id), (3, uniform),
+                                (4, b_id if has_bias else w_id)], ctx.grid(tiles))

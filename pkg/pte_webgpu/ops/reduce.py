@@ -1,0 +1,91 @@
+"""Reductions (reduce.wgsl): one workgroup per output line.
+
+``aten.mean.dim [self, dims, keepdim, dtype, out]`` over any set of dims (empty or
+Null: all of them); ``aten._softmax.default [self, dim, half_to_float, out]`` over
+any dim. A tensor's dims are split into kept dims (which pick the line) and reduced
+dims (which walk it); adjacent dims of one kind are merged and size-1 dims dropped.
+"""
+
+from __future__ import annotations
+
+import struct
+from math import prod
+
+from ..errors import FormatError, UnsupportedError
+from .common import (bool_arg, check_rank, contiguous_strides, int_arg, int_list_arg,
+                     normalize_dim, normalize_dims, pow2_workgroup, vec8)
+from .registry import register
+
+
+def reduction_layout(shape, dims) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(kept, reduced) runs of ``(size, element stride)`` for a contiguous tensor of
+    ``shape`` reduced over the (normalised) ``dims``, outermost first."""
+    dims = set(dims)
+    kept: list[list[int]] = []
+    reduced: list[list[int]] = []
+    last_kind = None
+    for d, (size, stride) in enumerate(zip(shape, contiguous_strides(shape))):
+        if size == 1:
+            continue  # contributes nothing, and lets its neighbours merge
+        kind = d in dims
+        runs = reduced if kind else kept
+        if kind == last_kind:
+            runs[-1] = [runs[-1][0] * size, stride]
+        else:
+            runs.append([size, stride])
+        last_kind = kind
+    return [tuple(r) for r in kept], [tuple(r) for r in reduced]
+
+
+def reduced_shape(shape, dims, keepdim: bool) -> tuple[int, ...]:
+    """torch's output shape of a reduction of ``shape`` over ``dims``."""
+    if keepdim:
+        return tuple(1 if d in dims else s for d, s in enumerate(shape))
+    return tuple(s for d, s in enumerate(shape) if d not in dims)
+
+
+MEAN, SOFTMAX = 0, 1  # reduce.wgsl's op codes
+
+
+async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:
+    x = ctx.float_tensor(x_id, op)
+    kept, reduced = reduction_layout(x.shape, dims)
+    lines, r = prod(s for s, _ in kept), prod(s for s, _ in reduced)
+    if lines == 0 or r == 0:
+        if ctx.tensor(out_id, op).numel:  # mean over an empty dim: NaN in torch
+            raise UnsupportedError(f"{op.name}: reducing an empty dimension "
+                                   f"(shape {list(x.shape)})")
+        return
+    params = (struct.pack("<4I", lines, r, len(kept), len(reduced))
+              + vec8(s for s, _ in kept) + vec8(t for _, t in kept)
+              + vec8(s for s, _ in reduced) + vec8(t for _, t in reduced))
+    wg = pow2_workgroup(ctx, r)
+    pipeline = await ctx.pipeline("reduce", {"wg_size": wg, "op": code})
+    uniform = ctx.uniform(params, f"{op.name} params")
+    ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id), (2, uniform)], ctx.grid(lines))
+
+
+@register("aten.mean.dim")
+async def build_mean(ctx, op):
+    x_id, dims_id, keep_id, _dtype_id, out_id = ctx.args(op, 5)
+    x, out = ctx.float_tensor(x_id, op), ctx.float_tensor(out_id, op)
+    check_rank(op, x.shape)
+    dims = int_list_arg(ctx, dims_id, op, allow_null=True)
+    dims = normalize_dims(dims, len(x.shape), op.name) if dims else list(range(len(x.shape)))
+    want = reduced_shape(x.shape, dims, bool_arg(ctx, keep_id, op))
+    if tuple(out.shape) != want:
+        raise FormatError(f"{op.name}: output shape {list(out.shape)}, expected {list(want)}",
+                          field=ctx.where(op))
+    await _dispatch(ctx, op, x_id, out_id, MEAN, dims)
+
+
+@register("aten._softmax.default")
+async def build_softmax(ctx, op):
+    x_id, dim_id, _half_id, out_id = ctx.args(op, 4)
+    x, out = ctx.float_tensor(x_id, op), ctx.float_tensor(out_id, op)
+    check_rank(op, x.shape)
+    if tuple(out.shape) != tuple(x.shape):
+        raise FormatError(f"{op.name}: output shape {list(out.shape)} differs from input "
+                          f"{list(x.shape)}", field=ctx.where(op))
+    dim = normalize_dim(int_arg(ctx, dim_id, op), len(x.shape), op.name)
+    await _dispatch(ctx, op, x_id, out_id, SOFTMAX, [dim] if x.shape else [])

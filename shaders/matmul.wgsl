@@ -1,0 +1,90 @@
+// out[m, n] = sum_k input[m, k] * weight[n, k] (+ bias[n]): nn.Linear with the
+// weight as stored, [N, K]. Each workgroup of tw x tw invocations computes one
+// (4 tw) x (4 tw) output tile, each invocation a 4 x 4 block (rows lid.y + i tw,
+// columns lid.x + j tw), staging K in steps of TK through workgroup memory.
+// Loads past M, N or K read as zero, so any sizes work. Tiles are numbered
+// row-major over a grid that may be folded into two dimensions.
+
+override tw: u32 = 8;  // <= 8
+
+const TK = 16u;
+const MAX_TILE = 32u;
+
+struct Params {
+  m: u32,
+  n: u32,
+  k: u32,
+  has_bias: u32,
+  tiles_n: u32,  // tiles across N
+  tiles: u32,    // tiles in all
+  _pad0: u32,
+  _pad1: u32,
+}
+
+@group(0) @binding(0) var<storage, read> input: array<f32>;
+@group(0) @binding(1) var<storage, read> weight: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<uniform> params: Params;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+
+var<workgroup> a_tile: array<f32, MAX_TILE * TK>;  // [tile rows of input][TK]
+var<workgroup> w_tile: array<f32, MAX_TILE * TK>;  // [tile rows of weight][TK]
+
+@compute @workgroup_size(tw, tw)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+  let flat = wid.x + wid.y * groups.x;
+  if (flat >= params.tiles) {
+    return;  // uniform for the whole workgroup
+  }
+  let tile = 4u * tw;
+  let m0 = (flat / params.tiles_n) * tile;
+  let n0 = (flat % params.tiles_n) * tile;
+  var acc: array<f32, 16>;
+  for (var k0 = 0u; k0 < params.k; k0 += TK) {
+    for (var idx = li; idx < tile * TK; idx += tw * tw) {
+      let r = idx / TK;
+      let kk = k0 + idx % TK;
+      var a = 0.0;
+      if (m0 + r < params.m && kk < params.k) {
+        a = input[(m0 + r) * params.k + kk];
+      }
+      a_tile[idx] = a;
+      var w = 0.0;
+      if (n0 + r < params.n && kk < params.k) {
+        w = weight[(n0 + r) * params.k + kk];
+      }
+      w_tile[idx] = w;
+    }
+    workgroupBarrier();
+    for (var c = 0u; c < TK; c++) {
+      var a: array<f32, 4>;
+      var w: array<f32, 4>;
+      for (var i = 0u; i < 4u; i++) {
+        a[i] = a_tile[(lid.y + i * tw) * TK + c];
+        w[i] = w_tile[(lid.x + i * tw) * TK + c];
+      }
+      for (var i = 0u; i < 4u; i++) {
+        for (var j = 0u; j < 4u; j++) {
+          acc[i * 4u + j] += a[i] * w[j];
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 4u; i++) {
+    let row = m0 + lid.y + i * tw;
+    for (var j = 0u; j < 4u; j++) {
+      let col = n0 + lid.x + j * tw;
+      if (row < params.m && col < params.n) {
+        var v = acc[i * 4u + j];
+        if (params.has_bias == 1u) {
+          v += bias[col];
+        }
+        out[row * params.n + col] = v;
+      }
+    }
+  }
+}

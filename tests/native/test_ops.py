@@ -1,0 +1,351 @@
+"""Op kernels on odd shapes, natively (wgpu on lavapipe): small graphs built by hand,
+run through runtime.build.build_delegate and compared with numpy."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from pte_webgpu import dtypes
+from pte_webgpu.errors import FormatError, UnsupportedError
+from pte_webgpu.formats import NamedData
+from pte_webgpu.gpu.interface import Recording
+from pte_webgpu.graph import ConstantRef, Graph, ListValue, Null, OpCall, Scalar, TensorValue
+from pte_webgpu.runtime.build import Resources, build_delegate
+from pte_webgpu.runtime.storage import storage_nbytes
+
+pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
+from tests.native.test_native_runtime import run_sync  # noqa: E402  (the one GPU thread)
+
+
+@pytest.fixture(scope="module")
+def device():
+    from pte_webgpu.errors import GpuError
+    from pte_webgpu.gpu.native import NativeDevice
+    try:
+        dev = run_sync(NativeDevice.create())
+    except GpuError as e:
+        pytest.skip(f"no native adapter: {e}")
+    yield dev
+    dev.close()
+
+
+class Limited:
+    """The device with some limits lowered, to reach folded grids and small tiles."""
+
+    def __init__(self, device, **limits):
+        self._device, self._limits = device, limits
+
+    def __getattr__(self, name):
+        return getattr(self._device, name)
+
+    def limit(self, name, default):
+        return self._limits.get(name) or self._device.limit(name, default)
+
+
+class G:
+    """A delegate graph under construction."""
+
+    def __init__(self):
+        self.values, self.ops, self.inputs, self.outputs = [], [], [], []
+        self.constants, self.blob, self.feeds = [], bytearray(), []
+
+    def _add(self, value) -> int:
+        self.values.append(value)
+        return len(self.values) - 1
+
+    def tensor(self, shape, mem_obj=-1, dtype=dtypes.FLOAT32) -> int:
+        return self._add(TensorValue(dtype, tuple(shape), mem_obj_id=mem_obj))
+
+    def input(self, array, dtype=dtypes.FLOAT32) -> int:
+        vid = self.tensor(array.shape, dtype=dtype)
+        self.inputs.append(vid)
+        self.feeds.append(np.ascontiguousarray(array, np.float32))
+        return vid
+
+    def const(self, array) -> int:
+        data = np.ascontiguousarray(array, np.float32).tobytes()
+        ref = ConstantRef(len(self.constants), len(self.blob), len(data), None)
+        self.constants.append(ref)
+        self.blob += data + bytes(-len(data) % 16)
+        return self._add(TensorValue(dtypes.FLOAT32, tuple(array.shape), constant_id=ref.index))
+
+    def int(self, v) -> int:
+        return self._add(Scalar("int", v))
+
+    def double(self, v) -> int:
+        return self._add(Scalar("double", v))
+
+    def bool(self, v) -> int:
+        return self._add(Scalar("bool", v))
+
+    def ints(self, items) -> int:
+        return self._add(ListValue("int_list", tuple(items)))
+
+    def null(self) -> int:
+        return self._add(Null())
+
+    def op(self, name, *args) -> int:
+        self.ops.append(OpCall(name, tuple(args)))
+        return args[-1]
+
+    def run(self, device, *outputs):
+        """Build and execute once; the outputs as float32 arrays (float16 ones read as f32)."""
+        self.outputs = list(outputs)
+        return run_sync(self._run(device))
+
+    async def _run(self, device):
+        graph = Graph(self.values, self.ops, self.inputs, self.outputs, self.constants)
+        vk = SimpleNamespace(graph=graph, constant_bytes=memoryview(bytes(self.blob)))
+        resources = Resources(device)
+        try:
+            io = {vid: resources.buffer(storage_nbytes(self.values[vid]), f"io {vid}")
+                  for vid in self.inputs + self.outputs}
+            recording = Recording()
+            await build_delegate(device, vk, NamedData(None), io, resources, recording, {},
+                                 "test")
+            for vid, array in zip(self.inputs, self.feeds):
+                if array.size:
+                    device.write_buffer(io[vid], array.tobytes())
+            outs = [(io[v], storage_nbytes(self.values[v])) for v in self.outputs]
+            staging = resources.buffer(sum(s for _, s in outs), "staging", ("map_read", "copy_dst"))
+            raw, _ = await device.run(recording, outs, staging)
+            return [np.frombuffer(data, np.float32)[:self.values[v].numel]
+                    .reshape(self.values[v].shape) for data, v in zip(raw, self.outputs)]
+        finally:
+            resources.release()
+
+
+RNG = np.random.default_rng(7)
+
+
+def rand(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def close(got, want, tol=1e-5):
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                               atol=tol, rtol=tol)
+
+
+# --- matmul ----------------------------------------------------------------------------
+def _linear(device, x, w, b):
+    g = G()
+    xi, wi = g.input(x), g.const(w)
+    bi = g.const(b) if b is not None else g.null()
+    out = g.op("aten.linear.default", xi, wi, bi, g.tensor(x.shape[:-1] + (w.shape[0],)))
+    (got,) = g.run(device, out)
+    want = x.astype(np.float64) @ w.astype(np.float64).T + (0 if b is None else b)
+    return got, want
+
+
+@pytest.mark.parametrize("lead,k,n", [((3,), 37, 5), ((1,), 1, 1), ((70,), 45, 33),
+                                      ((2, 3), 37, 5), ((2, 5, 7), 64, 130), ((33,), 16, 32)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_any_shape(device, lead, k, n, bias):
+    got, want = _linear(device, rand(*lead, k), rand(n, k), rand(n) if bias else None)
+    close(got, want, 1e-4 if k > 40 else 1e-5)
+
+
+def test_linear_with_small_workgroups_and_folded_grid(device):
+    small = Limited(device, maxComputeInvocationsPerWorkgroup=16,
+                    maxComputeWorkgroupsPerDimension=4)
+    # 16 invocations: tiles of 16 x 16, 4 x 2 of them on a folded 3 x 3 grid
+    got, want = _linear(small, rand(50, 19), rand(23, 19), rand(23))
+    close(got, want)
+
+
+# --- reductions ------------------------------------------------------------------------
+def _softmax(x, dim):
+    e = np.exp(x.astype(np.float64) - x.max(axis=dim, keepdims=True))
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+@pytest.mark.parametrize("shape,dim", [((3, 7), 0), ((3, 7), 1), ((3, 7), -1), ((2, 3, 4), 1),
+                                       ((2, 1, 5), 1), ((5, 300), -1), ((300, 3), 0), ((6,), 0)])
+def test_softmax_over_any_dim(device, shape, dim):
+    x = rand(*shape, scale=3.0)
+    g = G()
+    out = g.op("aten._softmax.default", g.input(x), g.int(dim), g.bool(False), g.tensor(shape))
+    (got,) = g.run(device, out)
+    close(got, _softmax(x, dim))
+
+
+def test_softmax_is_exact_for_large_logits(device):
+    x = np.array([[1000.0, 999.0, -1000.0, 0.0], [-5e4, -5e4 + 1, -5e4 + 2, 88.0],
+                  [3e38, 3e38, -3e38, 1.0]], np.float32)
+    g = G()
+    out = g.op("aten._softmax.default", g.input(x), g.int(1), g.bool(False), g.tensor(x.shape))
+    (got,) = g.run(device, out)
+    close(got, _softmax(x, 1))
+
+
+@pytest.mark.parametrize("shape,dims,keep", [((3, 7), [-1], False), ((2, 3, 4), [1], False),
+                                             ((2, 3, 4), [1], True), ((2, 3, 4), [0, 2], True),
+                                             ((2, 3, 4, 5), [3, 1], False), ((2, 3, 4), [], False),
+                                             ((2, 1000), [1], True), ((1000, 3), [0], False),
+                                             ((1, 8, 1), [-1], True)])
+def test_mean_over_any_dims(device, shape, dims, keep):
+    x = rand(*shape)
+    axis = tuple(dims) if dims else None
+    want = x.astype(np.float64).mean(axis=axis, keepdims=keep)
+    g = G()
+    out = g.op("aten.mean.dim", g.input(x), g.ints(dims), g.bool(keep), g.null(),
+               g.tensor(np.shape(want)))
+    (got,) = g.run(device, out)
+    close(got, want)
+
+
+def test_reductions_with_small_workgroups_and_folded_grid(device):
+    small = Limited(device, maxComputeInvocationsPerWorkgroup=8,
+                    maxComputeWorkgroupsPerDimension=6)  # 29 and 33 lines: folded
+    x = rand(29, 33)
+    g = G()
+    xi = g.input(x)
+    mean = g.op("aten.mean.dim", xi, g.ints([1]), g.bool(False), g.null(), g.tensor((29,)))
+    soft = g.op("aten._softmax.default", xi, g.int(0), g.bool(False), g.tensor(x.shape))
+    got_mean, got_soft = g.run(small, mean, soft)
+    close(got_mean, x.astype(np.float64).mean(1))
+    close(got_soft, _softmax(x, 0))
+
+
+def test_mean_rejects_a_wrong_output_shape(device):
+    g = G()
+    out = g.op("aten.mean.dim", g.input(rand(2, 3)), g.ints([1]), g.bool(True), g.null(),
+               g.tensor((2,)))
+    with pytest.raises(FormatError, match="expected"):
+        g.run(device, out)
+
+
+# --- elementwise -----------------------------------------------------------------------
+@pytest.mark.parametrize("name,fn", [("aten.sub.Tensor", lambda a, b: a - 2.5 * b),
+                                     ("aten.mul.Tensor", np.multiply),
+                                     ("aten.div.Tensor", np.divide)])
+def test_binary_family_broadcasts(device, name, fn):
+    a, b = rand(2, 3, 5), rand(3, 1) + 3.0
+    g = G()
+    args = [g.input(a), g.input(b)] + ([g.double(2.5)] if name == "aten.sub.Tensor" else [])
+    out = g.op(name, *args, g.tensor(a.shape))
+    (got,) = g.run(device, out)
+    close(got, fn(a.astype(np.float64), b.astype(np.float64)))
+
+
+POW_BASES = np.array([-3.0, -2.0, -0.5, 0.0, 0.25, 1.0, 1.5, 2.0, 7.0, -1e-3, 1e10, np.nan],
+                     np.float32)
+
+
+@pytest.mark.parametrize("exponent", [2, 3, 0.5, -1, 2.0, 4, -3, 0, 1, -2, -0.5, 2.5, 1e-3,
+                                      31])
+def test_pow_scalar_follows_torch(device, exponent):
+    g = G()
+    e = g.int(exponent) if isinstance(exponent, int) else g.double(exponent)
+    out = g.op("aten.pow.Tensor_Scalar", g.input(POW_BASES), e, g.tensor(POW_BASES.shape))
+    (got,) = g.run(device, out)
+    with np.errstate(all="ignore"):
+        want = np.power(POW_BASES.astype(np.float64), float(exponent)).astype(np.float32)
+    if exponent == 0:
+        want[:] = 1.0  # torch: x ** 0 == 1, NaN included
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=0)
+
+
+def test_sigmoid_rsqrt_and_add_scalar(device):
+    x = np.array([-100.0, -88.0, -20.0, -1.0, 0.0, 0.5, 20.0, 88.0, 100.0, 3.0], np.float32)
+    g = G()
+    xi = g.input(x)
+    sig = g.op("aten.sigmoid.default", xi, g.tensor(x.shape))
+    pos = g.op("aten.add.Scalar", xi, g.double(101.0), g.int(1), g.tensor(x.shape))
+    rs = g.op("aten.rsqrt.default", pos, g.tensor(x.shape))
+    shifted = g.op("aten.add.Scalar", xi, g.int(3), g.double(-0.5), g.tensor(x.shape))
+    got_sig, got_rs, got_shift = g.run(device, sig, rs, shifted)
+    x64 = x.astype(np.float64)
+    close(got_sig, 1.0 / (1.0 + np.exp(-x64)))
+    assert got_sig[0] >= 0 and got_sig[-2] == 1.0
+    close(got_rs, 1.0 / np.sqrt(x64 + 101.0))
+    close(got_shift, x64 - 1.5)
+
+
+def test_prepack_feeds_a_constant(device):
+    w, x = rand(4), rand(3, 4)
+    g = G()
+    packed = g.op("et_vk.prepack.default", g.const(w), g.tensor((4,)))
+    out = g.op("aten.mul.Tensor", g.input(x), packed, g.tensor(x.shape))
+    (got,) = g.run(device, out)
+    close(got, x * w)
+
+
+# --- views -----------------------------------------------------------------------------
+@pytest.mark.parametrize("shape,perm", [((2, 3, 4), [2, 0, 1]), ((2, 3, 4), [0, 2, 1]),
+                                        ((1, 5), [1, 0]), ((2, 1, 3, 1, 4), [4, 3, 0, 1, 2]),
+                                        ((2, 3, 2, 2, 1, 2, 3, 2), [7, 6, 5, 4, 3, 2, 1, 0]),
+                                        ((3, 4), [-1, -2])])
+def test_permute(device, shape, perm):
+    x = rand(*shape)
+    want = np.transpose(x, perm)
+    g = G()
+    out = g.op("aten.permute_copy.default", g.input(x), g.ints(perm), g.tensor(want.shape))
+    (got,) = g.run(device, out)
+    close(got, want)
+
+
+def test_permute_rejects_a_non_permutation(device):
+    g = G()
+    out = g.op("aten.permute_copy.default", g.input(rand(2, 3)), g.ints([0, 0]),
+               g.tensor((2, 3)))
+    with pytest.raises(FormatError, match="permutation"):
+        g.run(device, out)
+
+
+def test_view_chain_survives_buffer_reuse(device):
+    """b views a; a's memory object is rewritten (c) while b is still read: b must copy."""
+    x = rand(2, 3, 4)
+    g = G()
+    a = g.op("aten.sigmoid.default", g.input(x), g.tensor((2, 3, 4), mem_obj=0))
+    b = g.op("aten.view_copy.default", a, g.ints([6, -1]), g.tensor((6, 4), mem_obj=1))
+    c = g.op("aten.sigmoid.default", b, g.tensor((6, 4), mem_obj=0))
+    s = g.op("aten.unsqueeze_copy.default", c, g.int(-1), g.tensor((6, 4, 1), mem_obj=2))
+    q = g.op("aten.squeeze_copy.dims", s, g.ints([2, 0]), g.tensor((6, 4), mem_obj=3))
+    d = g.op("aten.clone.default", q, g.null(), g.tensor((6, 4), mem_obj=4))
+    out = g.op("aten.mul.Tensor", b, d, g.tensor((6, 4)))
+    (got,) = g.run(device, out)
+    sig = 1.0 / (1.0 + np.exp(-x.astype(np.float64).reshape(6, 4)))
+    close(got, sig * (1.0 / (1.0 + np.exp(-sig))))
+
+
+def test_view_output_is_a_copy_into_the_graph_output(device):
+    x = rand(4, 6)
+    g = G()
+    out = g.op("aten.view_copy.default", g.input(x), g.ints([2, 12]), g.tensor((2, 12)))
+    (got,) = g.run(device, out)
+    close(got, x.reshape(2, 12))
+
+
+def test_to_dim_order_copy_rounds_to_float16(device):
+    x = np.array([1.0, 1.0 + 2**-11, 1.0 + 3 * 2**-11, 65519.0, 65520.0, -7e4, 2**-25,
+                  3 * 2**-25, 1e-8, -0.1, np.inf, np.nan, 0.3333333], np.float32)
+    g = G()
+    xi = g.input(x)
+    nulls = [g.null() for _ in range(4)]
+    half = g.op("dim_order_ops._to_dim_order_copy.default", xi, *nulls, g.bool(False),
+                g.ints([0]), g.tensor(x.shape, dtype=dtypes.FLOAT16))
+    back = g.op("dim_order_ops._to_dim_order_copy.default", half, *nulls, g.bool(False),
+                g.null(), g.tensor(x.shape))
+    (got,) = g.run(device, back)
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_to_dim_order_copy_refuses_other_conversions(device):
+    g = G()
+    xi = g.input(rand(3))
+    out = g.op("dim_order_ops._to_dim_order_copy.default", xi, *[g.null() for _ in range(4)],
+               g.bool(False), g.null(), g.tensor((3,), dtype=dtypes.INT32))
+    with pytest.raises(UnsupportedError, match="int32"):
+        g.run(device, out)
+
+
+def test_no_buffers_leak(device):
+    assert device.live_buffer_count == 0

@@ -1,0 +1,151 @@
+"""Pure helpers of the op families: dim normalisation, reduction/permute index math,
+view shapes, matmul tiling and the pow exponent classes."""
+
+import struct
+
+import pytest
+
+from pte_webgpu.errors import FormatError, UnsupportedError
+from pte_webgpu.ops import registry
+from pte_webgpu.ops.common import (contiguous_strides, normalize_dim, normalize_dims,
+                                   pow2_size, vec8)
+from pte_webgpu.ops.matmul import linear_dims, threads_per_side, tile_counts
+from pte_webgpu.ops.reduce import reduced_shape, reduction_layout
+from pte_webgpu.ops.unary import POW, SQUARE, pow_params
+from pte_webgpu.ops.view import (permute_gather, squeeze_shape, unsqueeze_shape,
+                                 view_shape)
+
+
+@pytest.mark.parametrize("dim,rank,want", [(0, 3, 0), (-1, 3, 2), (-3, 3, 0), (2, 3, 2),
+                                           (0, 0, 0), (-1, 0, 0)])
+def test_normalize_dim(dim, rank, want):
+    assert normalize_dim(dim, rank, "op") == want
+
+
+@pytest.mark.parametrize("dim,rank", [(3, 3), (-4, 3), (1, 0)])
+def test_normalize_dim_out_of_range(dim, rank):
+    with pytest.raises(FormatError, match="out of range"):
+        normalize_dim(dim, rank, "op")
+
+
+def test_normalize_dims_sorts_and_refuses_repeats():
+    assert normalize_dims([-1, 0], 3, "op") == [0, 2]
+    with pytest.raises(FormatError, match="repeat"):
+        normalize_dims([1, -2], 3, "op")
+
+
+def test_contiguous_strides_and_vec8():
+    assert contiguous_strides((2, 3, 4)) == [12, 4, 1]
+    assert contiguous_strides(()) == []
+    assert struct.unpack("<8I", vec8([5, 6])) == (5, 6, 0, 0, 0, 0, 0, 0)
+    with pytest.raises(UnsupportedError):
+        vec8(range(9))
+
+
+@pytest.mark.parametrize("limit,want,size", [(256, 64, 64), (256, 65, 128), (128, 1000, 128),
+                                             (48, 1000, 32), (256, 1, 1), (256, 3, 4)])
+def test_pow2_workgroup(limit, want, size):
+    assert pow2_size(limit, want) == size
+
+
+# --- reductions ------------------------------------------------------------------------
+@pytest.mark.parametrize("shape,dims,kept,reduced", [
+    ((1, 8, 64), [2], [(8, 64)], [(64, 1)]),               # last dim: lines of 64
+    ((3, 7), [0], [(7, 1)], [(3, 7)]),                     # first dim: stride 7
+    ((2, 3, 4), [1], [(2, 12), (4, 1)], [(3, 4)]),         # middle dim: outer x R x inner
+    ((2, 3, 4, 5), [2, 3], [(6, 20)], [(20, 1)]),          # adjacent reduced dims merge
+    ((2, 3, 4), [0, 2], [(3, 4)], [(2, 12), (4, 1)]),      # two separate reduced runs
+    ((2, 1, 3), [0, 2], [], [(6, 1)]),                     # merge across a size-1 dim
+    ((1, 1), [1], [], []),                                 # nothing but size-1 dims
+    ((4, 5), [], [(20, 1)], []),
+])
+def test_reduction_layout(shape, dims, kept, reduced):
+    assert reduction_layout(shape, dims) == (kept, reduced)
+
+
+def test_reduction_layout_visits_every_element_once():
+    shape, dims = (2, 3, 4, 5), [0, 2]
+    kept, reduced = reduction_layout(shape, dims)
+
+    def offsets(runs):
+        out = [0]
+        for size, stride in runs:
+            out = [o + i * stride for o in out for i in range(size)]
+        return out
+    seen = sorted(b + e for b in offsets(kept) for e in offsets(reduced))
+    assert seen == list(range(2 * 3 * 4 * 5))
+
+
+@pytest.mark.parametrize("shape,dims,keep,want", [((2, 3, 4), [1], False, (2, 4)),
+                                                  ((2, 3, 4), [1], True, (2, 1, 4)),
+                                                  ((2, 3), [0, 1], False, ()),
+                                                  ((2, 3), [0, 1], True, (1, 1))])
+def test_reduced_shape(shape, dims, keep, want):
+    assert reduced_shape(shape, dims, keep) == want
+
+
+# --- views -----------------------------------------------------------------------------
+def test_view_shape_infers_minus_one():
+    assert view_shape((2, 3, 4), [6, -1]) == (6, 4)
+    assert view_shape((2, 3, 4), [1, 24]) == (1, 24)
+    for bad in ([-1, -1], [5, -1], [-2, 12]):
+        with pytest.raises(FormatError):
+            view_shape((2, 3, 4), bad)
+
+
+def test_squeeze_and_unsqueeze_shapes():
+    assert squeeze_shape((1, 8, 1, 64), [0, 2]) == (8, 64)
+    assert squeeze_shape((1, 8, 64), [1]) == (1, 8, 64)  # only size-1 dims go
+    assert unsqueeze_shape((8, 64), 0) == (1, 8, 64)
+    assert unsqueeze_shape((8, 64), 2) == (8, 64, 1)
+    assert normalize_dim(-1, 3, "unsqueeze") == 2  # unsqueeze normalises with rank + 1
+
+
+@pytest.mark.parametrize("shape,perm,out,strides", [
+    ((2, 3, 4), [2, 0, 1], [4, 6], [1, 4]),          # dims 0,1 stay adjacent: merged
+    ((2, 3, 4), [1, 0, 2], [3, 2, 4], [4, 12, 1]),
+    ((1, 5), [1, 0], [5], [1]),                       # only a size-1 dim moves: contiguous
+    ((2, 3, 4), [0, 1, 2], [24], [1]),
+    ((2, 1, 3), [2, 1, 0], [3, 2], [1, 3]),
+])
+def test_permute_gather(shape, perm, out, strides):
+    assert permute_gather(shape, perm) == (out, strides)
+
+
+# --- matmul ----------------------------------------------------------------------------
+@pytest.mark.parametrize("limit,t", [(256, 8), (128, 8), (64, 8), (63, 4), (16, 4), (3, 1)])
+def test_matmul_threads_fit_the_adapter(limit, t):
+    assert threads_per_side(limit) == t and t * t <= limit
+
+
+@pytest.mark.parametrize("m,n,tile,want", [(3, 5, 32, (1, 1)), (33, 64, 32, (2, 4)),
+                                           (1, 65, 32, (3, 3)), (100, 7, 16, (1, 7))])
+def test_tile_counts(m, n, tile, want):
+    assert tile_counts(m, n, tile) == want
+
+
+def test_linear_dims_flatten_leading_dims():
+    assert linear_dims((3, 37), (5, 37), (3, 5), "linear") == (3, 5, 37)
+    assert linear_dims((2, 4, 37), (5, 37), (2, 4, 5), "linear") == (8, 5, 37)
+    assert linear_dims((37,), (5, 37), (5,), "linear") == (1, 5, 37)
+    with pytest.raises(FormatError):
+        linear_dims((3, 36), (5, 37), (3, 5), "linear")
+    with pytest.raises(FormatError):
+        linear_dims((3, 37), (5, 37), (5, 3), "linear")
+
+
+# --- unary -----------------------------------------------------------------------------
+@pytest.mark.parametrize("e,want", [(2, (SQUARE, 2.0, 0, 0)), (2.0, (SQUARE, 2.0, 0, 0)),
+                                    (3, (POW, 3.0, 1, 1)), (-4, (POW, -4.0, 1, 0)),
+                                    (0.5, (POW, 0.5, 0, 0)), (2.0 ** 30, (POW, 2.0 ** 30, 0, 0)),
+                                    (float("inf"), (POW, float("inf"), 0, 0))])
+def test_pow_params(e, want):
+    assert pow_params(e) == want
+
+
+def test_every_op_family_has_its_shader():
+    for name in ("binary", "unary", "reduce", "matmul"):
+        assert "@compute" in registry.shader_source(name)
+    ops = set(registry.supported_ops())
+    assert {"aten.linear.default", "aten.mean.dim", "aten._softmax.default",
+            "aten.permute_copy.default", "et_vk.prepack.default", "aten.add.Scalar"} <= ops

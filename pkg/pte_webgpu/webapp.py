@@ -1,0 +1,315 @@
+"""What the demo page (web/index.html) calls inside Pyodide: describe a program, run it.
+
+All parsing and GPU work happens here; the page's JavaScript only moves bytes in
+and renders the returned dicts. ``describe_file`` and ``run`` raise PteError;
+the ``page_*`` wrappers turn any exception into ``{"ok": False, "error": ...}``
+so the page can show it in plain words instead of an uncaught exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import statistics
+import struct
+import time
+import traceback
+
+from . import dtypes, formats, inspect, reference
+from .errors import DeviceLostError, InputError, PteError
+from .formats import npy
+from .ops import registry
+from .runtime import Runtime, Tensor
+
+FIRST_VALUES = 8
+MAX_REPEAT = 1000
+
+_runtime: Runtime | None = None
+_runtime_lock = asyncio.Lock()
+
+
+async def get_runtime() -> Runtime:
+    """The page's one Runtime (one WebGPU device), created on first use."""
+    global _runtime
+    async with _runtime_lock:
+        if _runtime is None:
+            _runtime = await Runtime.create()
+        return _runtime
+
+
+async def adapter_info() -> dict:
+    rt = await get_runtime()
+    info = rt.adapter
+    return {"summary": info.summary(), "is_fallback": info.is_fallback,
+            "features": sorted(info.features)}
+
+
+# --- describe ----------------------------------------------------------------------
+
+async def describe_file(pte_bytes, data_files=(), file_name: str = "") -> dict:
+    """The graph summary the page shows: per method, its steps, ops with argument
+    shapes, constants and where they resolve, and whether this runtime can run it."""
+    pte = _as_bytes(pte_bytes)
+    program = formats.open_program(pte, _data_files(data_files))
+    report = inspect.describe(program, file_name, len(pte))
+    gpu_ops, cpu_ops = set(registry.supported_ops()), set(reference.supported_ops())
+    methods = [_method_summary(p, gpu_ops, cpu_ops) for p in report["plans"]]
+    return {"file": report["file"], "data_files": report["data_files"],
+            "supported_ops": sorted(gpu_ops), "methods": methods,
+            "runnable": all(m["runnable"] for m in methods)}
+
+
+def _method_summary(plan: dict, gpu_ops: set, cpu_ops: set) -> dict:
+    values = plan["values"]
+    problems, steps = [], []
+    for ins in plan["instructions"]:
+        if ins["kind"] == "delegate":
+            steps.append(_delegate_step(plan["delegates"][ins["delegate_index"]], ins,
+                                        gpu_ops, cpu_ops, problems))
+        elif ins["kind"] == "kernel":
+            supported = _runs_on_gpu(ins, ins["op"], gpu_ops)
+            if not supported:
+                problems.append(f"instruction {ins['index']}: non-delegated {ins['op']} "
+                                "is not supported")
+            steps.append({"kind": "kernel", "index": ins["index"], "op": ins["op"],
+                          "supported": supported})
+        else:  # move / free / jump_false: bookkeeping the runtime handles itself
+            steps.append({"kind": ins["kind"], "index": ins["index"], "op": ins["kind"],
+                          "supported": True})
+    io = {role: [{"id": v, "shape": values[v].get("shape"), "dtype": values[v].get("dtype")}
+                 for v in plan[role]] for role in ("inputs", "outputs")}
+    return {"name": plan["name"], **io, "steps": steps, "problems": problems,
+            "runnable": not problems}
+
+
+def _runs_on_gpu(entry: dict, op_name: str, gpu_ops: set) -> bool:
+    # inspect says where each op runs; older reports lack it: ask the registry.
+    return entry["runs_on"] == "gpu" if "runs_on" in entry else op_name in gpu_ops
+
+
+def _delegate_step(d: dict, ins: dict, gpu_ops: set, cpu_ops: set, problems: list) -> dict:
+    step = {"kind": "delegate", "index": ins["index"], "delegate": d["index"],
+            "backend": d["id"], "ops": [], "constants": []}
+    vk = d.get("vulkan")
+    if vk is None:
+        problems.append(f"delegate {d['index']} uses backend {d['id']!r}; only "
+                        f"{formats.VULKAN_BACKEND_ID} runs here")
+        return step
+    values = vk["values"]
+    for op in vk["ops"]:
+        supported = _runs_on_gpu(op, op["name"], gpu_ops)
+        if not supported:
+            problems.append(f"op {op['name']} (delegate {d['index']} op {op['index']}) "
+                            "is not supported")
+        args = [_arg_text(values[a["id"]]) for a in op["args"]]
+        step["ops"].append({"index": op["index"], "name": op["name"], "supported": supported,
+                            "has_reference": op["name"] in cpu_ops, "args": args})
+    for c in vk["constants"]:
+        users = [v for v in values if v["kind"] == "tensor" and v["constant_id"] == c["index"]]
+        step["constants"].append({
+            "index": c["index"], "value_ids": [v["id"] for v in users],
+            "shape": users[0]["shape"] if users else None,
+            "dtype": users[0]["dtype"] if users else None, "bytes": c["length"],
+            "stored": "inline" if c["source"] == "inline" else f"named {c['named_key']!r}",
+            "resolves_to": c.get("resolves_to"), "error": c.get("error"),
+            "first_values": c.get("first_values", [])})
+        if c.get("error"):
+            problems.append(f"constant {c['index']}: {c['error']}")
+    return step
+
+
+def _arg_text(v: dict) -> str:
+    kind = v["kind"]
+    if kind == "tensor":
+        const = f" const#{v['constant_id']}" if v.get("constant_id", -1) >= 0 else ""
+        return f"%{v['id']} {v['dtype']}{v['shape']}{const}"
+    if kind == "null":
+        return f"%{v['id']} None"
+    if "value" in v:
+        return f"%{v['id']} {kind} {v['value']!r}"
+    return f"%{v['id']} {kind} {list(v.get('items', []))}"
+
+
+# --- run ---------------------------------------------------------------------------
+
+async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int = 1,
+              seed: int = 0, method_name: str = "forward") -> dict:
+    """Load and execute on the GPU, check against the CPU reference, time it.
+
+    ``inputs``: {name: Tensor} (e.g. from an .npz; ``in0``, ``in1``... or in order)
+    or None for seeded random inputs. Members named ``out0``... are taken as
+    expected outputs and compared too.
+    """
+    global _runtime
+    pte, files = _as_bytes(pte_bytes), _data_files(data_files)
+    repeat = max(1, min(int(repeat), MAX_REPEAT))
+    rt = await get_runtime()
+    started = time.perf_counter()
+    program = await rt.load_program(pte, files)
+    try:
+        method = await program.load_method(method_name)
+        load_seconds = time.perf_counter() - started
+        tensors, names, source = choose_inputs(method.input_specs(), inputs, seed)
+        times, outputs = [], []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            outputs = await method.execute(tensors, as_numpy=False)
+            times.append(time.perf_counter() - t)
+    except DeviceLostError:
+        _runtime = None  # a lost device cannot be reused: the next run makes a new one
+        raise
+    finally:
+        program.close()
+        rt.programs.remove(program)
+    try:
+        ref, ref_error = reference.run_program(program.file, tensors, method_name), None
+    except PteError as e:
+        ref, ref_error = None, f"{type(e).__name__}: {e}"
+    expected = [inputs.get(f"out{i}") for i in range(len(outputs))] if inputs else []
+    rows = [_output_row(i, out, ref[i] if ref else None,
+                        expected[i] if i < len(expected) else None)
+            for i, out in enumerate(outputs)]
+    return {
+        "adapter": rt.adapter.summary(),
+        "method": method_name,
+        "inputs": [{"name": n, "shape": list(t.shape), "dtype": t.dtype.name}
+                   for n, t in zip(names, tensors)],
+        "input_source": source,
+        "load_ms": load_seconds * 1e3,
+        "execute_ms": {"first": times[0] * 1e3,
+                       "median": statistics.median(times[1:] or times) * 1e3,
+                       "runs": len(times)},
+        "outputs": rows,
+        "reference_error": ref_error,
+        "max_abs_error": _max(r["max_abs_error"] for r in rows),
+        "max_rel_error": _max(r["max_rel_error"] for r in rows),
+        "expected_max_abs_error": _max(r.get("expected_max_abs_error") for r in rows),
+    }
+
+
+def random_inputs(specs, seed: int = 0) -> list[Tensor]:
+    """Standard normal inputs for ``method.input_specs()``, the same for the same seed."""
+    rng = random.Random(seed)
+    out = []
+    for shape, dtype_name in specs:
+        dtype = dtypes.BY_NAME[dtype_name]
+        n = dtypes.numel(shape)
+        values = reference.round_to([rng.gauss(0.0, 1.0) for _ in range(n)], dtype)
+        out.append(Tensor(struct.pack(f"<{n}{dtype.struct_code}", *values), shape, dtype))
+    return out
+
+
+def choose_inputs(specs, inputs: dict | None, seed: int):
+    """(tensors, names, description): uploaded arrays matched to the method's inputs."""
+    if not inputs:
+        return random_inputs(specs, seed), [f"in{i}" for i in range(len(specs))], \
+            f"random normal, seed {seed}"
+    wanted = [f"in{i}" for i in range(len(specs))]
+    if all(n in inputs for n in wanted):
+        names = wanted
+    else:  # fall back to the order in the file, skipping expected outputs
+        names = [n for n in inputs if not n.startswith("out")]
+        if len(names) != len(specs):
+            raise InputError(f"the method takes {len(specs)} inputs ({', '.join(wanted)}); the "
+                             f"uploaded file has {len(names)} arrays: {', '.join(names) or 'none'}")
+    tensors = [_as_dtype(inputs[n], dtype, n) for n, (_, dtype) in zip(names, specs)]
+    return tensors, names, "uploaded file"
+
+
+def _as_dtype(t: Tensor, dtype_name: str, name: str) -> Tensor:
+    if t.dtype.name == dtype_name:
+        return t
+    if t.dtype.name not in reference.FLOAT_DTYPES:
+        raise InputError(f"input {name!r} is {t.dtype.name}; the method expects {dtype_name}")
+    dtype = dtypes.BY_NAME[dtype_name]
+    return reference.to_tensor(reference.from_tensor(t), dtype) if dtype.struct_code else t
+
+
+def read_inputs_file(name: str, data) -> dict:
+    """Arrays of an uploaded ``.npz`` (by member name) or ``.npy`` (one array)."""
+    data = _as_bytes(data)
+    if name.lower().endswith(".npz"):
+        return npy.read_npz(data, name)
+    return {name.rsplit("/", 1)[-1].rsplit(".", 1)[0]: npy.read_npy(data, name)}
+
+
+def _output_row(index: int, out: Tensor, ref: Tensor | None, expected: Tensor | None) -> dict:
+    got = reference.from_tensor(out).values
+    row = {"index": index, "shape": list(out.shape), "dtype": out.dtype.name,
+           "first_values": got[:FIRST_VALUES], "max_abs_error": None, "max_rel_error": None}
+    if ref is not None:
+        row["max_abs_error"], row["max_rel_error"] = compare(got, reference.from_tensor(ref).values)
+    if expected is not None and tuple(expected.shape) == tuple(out.shape):
+        row["expected_max_abs_error"] = compare(got, reference.from_tensor(expected).values)[0]
+    return row
+
+
+def compare(got: list, want: list) -> tuple[float, float]:
+    """(max |got - want|, that divided by max |want|): error relative to the output's scale."""
+    if not want:
+        return 0.0, 0.0
+    diff = max(abs(g - w) if g == g else float("inf") for g, w in zip(got, want))
+    scale = max(abs(w) for w in want)
+    return diff, diff / scale if scale else diff
+
+
+def _max(values):
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+# --- page entry points ----------------------------------------------------------------
+
+async def page_adapter() -> dict:
+    return await _for_page(adapter_info)
+
+
+async def page_describe(pte_bytes, data_files, file_name="") -> dict:
+    return await _for_page(describe_file, pte_bytes, data_files, _absent_to_none(file_name) or "")
+
+
+async def page_run(pte_bytes, data_files, inputs_file=None, repeat=1, seed=0) -> dict:
+    async def go():
+        pair = _absent_to_none(inputs_file)
+        inputs = read_inputs_file(str(pair[0]), pair[1]) if pair is not None else None
+        result = await run(pte_bytes, data_files, inputs, int(repeat), int(seed))
+        if inputs:
+            result["input_source"] = f"file {pair[0]}"
+        return result
+    return await _for_page(go)
+
+
+async def _for_page(fn, *args) -> dict:
+    try:
+        return {"ok": True, "result": await fn(*args)}
+    except PteError as e:
+        return {"ok": False, "error": _error(e, plain=True)}
+    except Exception as e:  # a bug, not bad input: still shown on the page, labelled as such
+        return {"ok": False, "error": _error(e, plain=False)}
+
+
+def _error(e: BaseException, plain: bool) -> dict:
+    message = str(e) if plain else f"internal error ({type(e).__name__}: {e})"
+    return {"type": type(e).__name__, "message": message,
+            "traceback": "".join(traceback.format_exception(e))}
+
+
+# --- bytes from Python or JavaScript ------------------------------------------------------
+
+def _absent_to_none(value):
+    """JS null/undefined arrive as None or pyodide's JsNull."""
+    return None if value is None or type(value).__name__ == "JsNull" else value
+
+
+def _as_bytes(data) -> bytes | memoryview:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return data
+    if type(data).__name__.startswith("Js") and hasattr(data, "to_bytes"):  # Uint8Array proxy
+        return data.to_bytes()
+    raise InputError(f"expected file bytes, got {type(data).__name__}")
+
+
+def _data_files(files) -> list[tuple[str, bytes]]:
+    """``[(name, bytes), ...]``; from JS, an array of ``[name, Uint8Array]`` pairs."""
+    files = _absent_to_none(files)
+    return [] if files is None else [(str(f[0]), _as_bytes(f[1])) for f in files]

@@ -1,0 +1,189 @@
+"""The demo page (web/index.html) and the console (web/console.html), driven like a user would.
+
+Each test fails on console errors or uncaught exceptions of its page. Screenshots
+land in build/screenshots/ for a person to look at.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from pte_webgpu.chromium.config import default_timeout_ms
+
+pytestmark = pytest.mark.browser
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
+MAX_ERROR = 1e-4
+
+
+class WebPage:
+    """One page of web/ opened in the session's browser (Playwright's sync API allows
+    one instance per process), booted, with its console errors and exceptions kept."""
+
+    def __init__(self, browser_session, base_url: str, name: str):
+        self.page = browser_session.page.context.browser.new_page()
+        self.page.set_default_timeout(default_timeout_ms())
+        self.errors: list[str] = []
+        self.log: list[str] = []
+        self.page.on("console", self._on_console)
+        self.page.on("pageerror", lambda e: self.errors.append(f"[pageerror] {e}"))
+        self.page.goto(f"{base_url}{name}?indexURL=/pyodide/")
+        self.page.evaluate("window.pyodideReady.then(() => true)")
+        self.boot_stages = self.page.evaluate("window.bootStages")
+
+    def _on_console(self, message):
+        self.log.append(f"[{message.type}] {message.text}")
+        if message.type == "error":
+            self.errors.append(self.log[-1])
+
+    def check_and_close(self):
+        errors, log = list(self.errors), "\n".join(self.log)
+        self.page.close()
+        assert errors == [], log
+
+
+@pytest.fixture(scope="module")
+def demo_page(browser_session, web_server):
+    page = WebPage(browser_session, web_server.url, "index.html")
+    yield page
+    page.check_and_close()
+
+
+@pytest.fixture
+def demo(demo_page):
+    """The demo page; a test fails on the console errors or exceptions it caused."""
+    start = len(demo_page.errors)
+    yield demo_page.page
+    assert demo_page.errors[start:] == [], "\n".join(demo_page.log)
+
+
+def screenshot(page, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / name
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def run_and_wait(page):
+    page.get_by_test_id("run-button").click()
+    page.wait_for_selector("[data-testid=result]:not([data-state=running])", state="attached")
+    return page.get_by_test_id("result").get_attribute("data-state")
+
+
+def max_error(page) -> float:
+    return float(page.get_by_test_id("max-abs-error").get_attribute("data-value"))
+
+
+def wait_for_graph(page, file_name: str):
+    page.wait_for_selector("#graph-section:not([hidden]) [data-testid=op-row]")
+    assert file_name in page.get_by_test_id("graph").inner_text()
+
+
+def test_page_boots_with_progress_then_ready(demo_page, demo):
+    stages = [s["stage"] for s in demo_page.boot_stages]
+    assert {"import-module", "load-pyodide", "load-package", "ready"} <= set(stages)
+    status = demo.get_by_test_id("boot-status")
+    assert status.get_attribute("data-state") == "ready"
+    assert re.search(r"Ready: Pyodide .*pte-webgpu .* in \d+\.\d s", status.inner_text())
+    demo.wait_for_function("document.getElementById('adapter').textContent.includes('WebGPU adapter')")
+    assert demo.get_by_test_id("example-select").locator("option").count() == \
+        len(json.loads((FIXTURES / "index.json").read_text()))
+
+
+def test_bundled_example_runs_and_matches_reference(demo):
+    demo.get_by_test_id("example-select").select_option("add_rmsnorm_2out_4x128")
+    demo.get_by_test_id("load-example").click()
+    wait_for_graph(demo, "add_rmsnorm_2out_4x128.pte")
+    ops = demo.get_by_test_id("op-row").all_inner_texts()
+    assert any("aten.add.Tensor" in t and "float32[4, 128]" in t for t in ops)
+    assert any("et_vk.rms_norm.default" in t and "✓ WebGPU" in t for t in ops)
+    assert "pte" in demo.get_by_test_id("constant-row").inner_text()
+    assert "add_rmsnorm_2out_4x128.npz" in demo.get_by_test_id("inputs-info").inner_text()
+
+    assert run_and_wait(demo) == "done"
+    assert max_error(demo) < MAX_ERROR
+    assert float(demo.get_by_test_id("expected-error").inner_text()) < MAX_ERROR  # vs torch
+    assert demo.get_by_test_id("output-row").count() == 2
+    assert "ms" in demo.get_by_test_id("execute-median").inner_text()
+    assert demo.get_by_test_id("error-box").is_hidden()
+    print("screenshot:", screenshot(demo, "demo_after_run.png"))
+
+
+def test_uploaded_pte_and_ptd_show_graph_and_run(demo):
+    name = "rmsnorm_extdata_1x8x64"
+    ptd = next((FIXTURES / name).glob("*.ptd"))
+    demo.get_by_test_id("file-input").set_input_files([str(FIXTURES / f"{name}.pte"), str(ptd)])
+    wait_for_graph(demo, f"{name}.pte")
+    assert ptd.name in demo.get_by_test_id("constant-row").inner_text()  # resolves to the .ptd
+    assert f"{name}.pte" in demo.get_by_test_id("file-list").inner_text()
+    assert "random" in demo.get_by_test_id("inputs-info").inner_text()
+
+    assert run_and_wait(demo) == "done"
+    assert max_error(demo) < MAX_ERROR
+    assert "random normal, seed 0" in demo.get_by_test_id("result").inner_text()
+
+
+def test_uploaded_npz_inputs_are_used(demo):
+    name = "add_bcast_4x4_4x1"
+    demo.get_by_test_id("file-input").set_input_files([str(FIXTURES / f"{name}.pte")])
+    wait_for_graph(demo, f"{name}.pte")
+    demo.get_by_test_id("inputs-file").set_input_files(str(FIXTURES / f"{name}.npz"))
+    assert run_and_wait(demo) == "done"
+    assert max_error(demo) == 0.0 and float(demo.get_by_test_id("expected-error").inner_text()) == 0.0
+
+
+def assert_readable_error(page, *fragments):
+    page.wait_for_selector("[data-testid=error-box]:not([hidden])")
+    message = page.get_by_test_id("error-message").inner_text()
+    assert "Traceback" not in message and message.strip()
+    for fragment in fragments:
+        assert fragment in message
+    details = page.get_by_test_id("error-traceback").text_content()
+    assert details.startswith("Traceback")
+    return message
+
+
+def test_corrupted_pte_shows_a_readable_error(demo):
+    data = bytearray((FIXTURES / "add_2x3x4.pte").read_bytes())
+    data[4:8] = b"XXXX"  # the flatbuffer file identifier
+    demo.get_by_test_id("file-input").set_input_files(
+        [{"name": "corrupted.pte", "mimeType": "application/octet-stream", "buffer": bytes(data)}])
+    message = assert_readable_error(demo, "ET12")
+    assert demo.get_by_test_id("error-title").inner_text() == "Could not read the program"
+    assert demo.locator("#graph-section").is_hidden()
+    print("error shown:", message, "screenshot:", screenshot(demo, "demo_error.png"))
+
+
+def test_missing_ptd_is_explained_on_run(demo):
+    demo.get_by_test_id("file-input").set_input_files([str(FIXTURES / "rmsnorm_extdata_1x8x64.pte")])
+    wait_for_graph(demo, "rmsnorm_extdata_1x8x64.pte")
+    assert "not found" in demo.get_by_test_id("constant-row").inner_text()
+    assert run_and_wait(demo) == "error"
+    assert_readable_error(demo, "named data key", "not found")
+
+
+def test_ops_without_cpu_reference_still_run_against_npz(demo):
+    # linear/softmax/sigmoid run on the GPU; the CPU reference knows add and rms_norm only.
+    demo.get_by_test_id("example-select").select_option("block_1x8x64")
+    demo.get_by_test_id("load-example").click()
+    wait_for_graph(demo, "block_1x8x64.pte")
+    assert run_and_wait(demo) == "done"
+    assert "No CPU reference" in demo.get_by_test_id("result").inner_text()
+    assert demo.get_by_test_id("max-abs-error").inner_text() == "n/a"
+    assert float(demo.get_by_test_id("expected-error").inner_text()) < MAX_ERROR  # vs torch
+
+
+def test_console_runs_a_fixture(browser_session, web_server):
+    console = WebPage(browser_session, web_server.url, "console.html")
+    page = console.page
+    page.get_by_test_id("console-run").click()
+    page.wait_for_selector("[data-testid=console-output][data-state=idle] >> text=Tensor(shape=")
+    text = page.get_by_test_id("console-output").inner_text()
+    assert "pte_webgpu 0.1.0 imported" in text and "Traceback" not in text
+    error = float(re.search(r"max abs error vs CPU reference: (\S+)", text).group(1))
+    assert error < MAX_ERROR
+    print("screenshot:", screenshot(page, "console_after_run.png"))
+    console.check_and_close()

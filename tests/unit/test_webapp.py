@@ -1,0 +1,81 @@
+"""webapp on the host: the graph summary, input matching, and errors as page dicts."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from pte_webgpu import inspect, webapp
+from pte_webgpu.errors import InputError
+from pte_webgpu.formats import npy
+from pte_webgpu.ops import registry
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def run_async(coro):
+    # A fresh thread: the browser tests' Playwright keeps an event loop running in this one.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def describe(name: str, files=()):
+    return run_async(webapp.describe_file((FIXTURES / f"{name}.pte").read_bytes(), files, name))
+
+
+def test_summary_of_a_supported_program():
+    method, = describe("add_rmsnorm_1x8x64")["methods"]
+    assert method["runnable"] and not method["problems"]
+    ops = method["steps"][0]["ops"]
+    assert [op["name"] for op in ops] == ["aten.add.Tensor", "et_vk.rms_norm.default"]
+    assert ops[1]["args"][1] == "%0 float32[64] const#0"
+    constant, = method["steps"][0]["constants"]
+    assert constant["resolves_to"] == "pte" and len(constant["first_values"]) == 6
+
+
+def test_summary_explains_what_cannot_run(monkeypatch):
+    # Every fixture op runs today: pretend add.Scalar and mean.dim do not.
+    runs = [op for op in registry.supported_ops() if op not in ("aten.add.Scalar", "aten.mean.dim")]
+    monkeypatch.setattr(inspect, "supported_ops", lambda: runs)
+    monkeypatch.setattr(registry, "supported_ops", lambda: runs)
+    method, = describe("rmsnorm_nndefault_1x8x64_eps1e-6")["methods"]
+    assert not method["runnable"]
+    assert any("non-delegated aten::add.Scalar_out" in p for p in method["problems"])
+    assert any("aten.mean.dim" in p for p in method["problems"])
+
+
+def test_missing_ptd_is_an_unresolved_constant_not_a_failure():
+    method, = describe("rmsnorm_extdata_1x8x64")["methods"]
+    assert "not found" in method["steps"][0]["constants"][0]["error"]
+
+
+def test_page_errors_are_plain_dicts():
+    reply = run_async(webapp.page_describe(b"not a program at all", [], "bad.pte"))
+    assert not reply["ok"]
+    assert reply["error"]["type"] == "FormatError" and "Traceback" not in reply["error"]["message"]
+    assert reply["error"]["traceback"].startswith("Traceback")
+
+
+def test_inputs_match_by_name_then_order():
+    specs = [((4, 4), "float32"), ((4, 1), "float32")]
+    arrays = npy.read_npz((FIXTURES / "add_bcast_4x4_4x1.npz").read_bytes())
+    _, names, _ = webapp.choose_inputs(specs, arrays, 0)
+    assert names == ["in0", "in1"]
+    _, names, _ = webapp.choose_inputs(specs, {"b": arrays["in0"], "a": arrays["in1"]}, 0)
+    assert names == ["b", "a"]
+    with pytest.raises(InputError, match="takes 2 inputs"):
+        webapp.choose_inputs(specs, {"x": arrays["in0"]}, 0)
+
+
+def test_random_inputs_are_seeded():
+    specs = [((2, 3), "float32")]
+    a, b = webapp.random_inputs(specs, 1), webapp.random_inputs(specs, 1)
+    assert a[0].tobytes() == b[0].tobytes() != webapp.random_inputs(specs, 2)[0].tobytes()
+
+
+def test_compare_is_relative_to_the_output_scale():
+    assert webapp.compare([1.0, 2.5], [1.0, 2.0]) == (0.5, 0.25)
+    assert webapp.compare([float("nan")], [1.0])[0] == float("inf")

@@ -22,7 +22,7 @@ async def run_job(pte: bytes, data_files=(), inputs_npz: bytes | None = None, re
     started = time.perf_counter()
     program = await rt.load_program(pte, data_files)
     try:
-        method = await program.load_method("forward")
+        method = program.load_method("forward")
         load_s = time.perf_counter() - started
         arrays = npy.read_npz(inputs_npz, "inputs") if inputs_npz is not None else {}
         names = sorted((k for k in arrays if k.startswith("in")), key=lambda k: int(k[2:] or 0))

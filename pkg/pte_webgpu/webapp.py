@@ -147,7 +147,7 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
     started = time.perf_counter()
     program = await rt.load_program(pte, files)
     try:
-        method = await program.load_method(method_name)
+        method = program.load_method(method_name)
         load_seconds = time.perf_counter() - started
         tensors, names, source = choose_inputs(method.input_specs(), inputs, seed)
         times, outputs = [], []

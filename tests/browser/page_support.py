@@ -46,7 +46,7 @@ async def run_fixture(name, ptd_files=(), repeat=1):
     wants = [arrays[k] for k in sorted(arrays) if k.startswith("out")]
     program = await rt.load_program(pte, data)
     try:
-        method = await program.load_method("forward")
+        method = program.load_method("forward")
         for _ in range(repeat):
             outs = await method.execute(inputs)
         return {
@@ -65,7 +65,7 @@ async def load_error(pte, data=()):
     before = rt.device.live_buffer_count
     try:
         program = await rt.load_program(pte, data)
-        await program.load_method("forward")
+        program.load_method("forward")
     except pte_webgpu.PteError as e:
         return type(e).__name__, str(e), rt.device.live_buffer_count - before
     program.close()

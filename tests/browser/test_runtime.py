@@ -75,7 +75,7 @@ def test_wrong_input_shape_is_an_input_error(page):
     message = page.run_python(
         "rt = await runtime()\n"
         "program = await rt.load_program(await fetch_bytes('/fixtures/rmsnorm_4x128_eps1e-6.pte'))\n"
-        "method = await program.load_method()\n"
+        "method = program.load_method()\n"
         "try:\n"
         "    await method.execute([pte_webgpu.Tensor(bytes(4 * 4 * 64), (4, 64))])\n"
         "    message = None\n"
@@ -91,7 +91,7 @@ def test_close_destroys_every_buffer(page):
         "rt = await runtime()\n"
         "before = rt.device.live_buffer_count\n"
         "program = await rt.load_program(await fetch_bytes('/fixtures/add_rmsnorm_2out_4x128.pte'))\n"
-        "method = await program.load_method()\n"
+        "method = program.load_method()\n"
         "loaded = rt.device.live_buffer_count\n"
         "program.close()\n"
         "[before, loaded, rt.device.live_buffer_count]")
@@ -105,7 +105,7 @@ def test_outputs_without_numpy_are_tensors(page):
         "import importlib.util\n"
         "rt = await runtime()\n"
         "program = await rt.load_program(await fetch_bytes('/fixtures/add_2x3x4.pte'))\n"
-        "method = await program.load_method()\n"
+        "method = program.load_method()\n"
         "x = pte_webgpu.Tensor(bytes(range(0, 96)), (2, 3, 4))\n"
         "import array\n"
         "y = (array.array('f', [1.0] * 24), (2, 3, 4))\n"

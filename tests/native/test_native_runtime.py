@@ -36,7 +36,7 @@ def _run(rt, name, ptd_files=()):
         data = [(p, (FIXTURES / p).read_bytes()) for p in ptd_files]
         program = await rt.load_program(pte, data)
         try:
-            method = await program.load_method()
+            method = program.load_method()
             ref = np.load(FIXTURES / f"{name}.npz")
             ins = [ref[k] for k in sorted(ref.files) if k.startswith("in")]
             outs = await method.execute(ins)

@@ -1,4 +1,4 @@
-"""A loaded program: parsed file plus the methods built from it."""
+"""A loaded program: the parsed file and every method, built on the GPU at load."""
 
 from __future__ import annotations
 
@@ -9,32 +9,34 @@ from .method import Method
 class Program:
     def __init__(self, runtime, file):
         self.runtime = runtime
-        self._file = file
+        self.file = file  # the parsed ProgramFile (formats.open_program)
         self.method_names = [p.name for p in file.plans]
         self.methods: dict[str, Method] = {}
-        self._pipelines: dict = {}
+        self._pipelines: dict = {}  # shared by the methods: same shader + constants, one pipeline
 
-    @property
-    def file(self):
-        """The parsed ProgramFile (formats.open_program)."""
-        return self._file
-
-    async def load_method(self, name: str = "forward") -> Method:
-        if name in self.methods:
-            return self.methods[name]
-        if name not in self.method_names:
-            raise InputError(f"no method {name!r}; the program has {self.method_names}")
-        method = Method(self, self._file.plan(name), self.runtime.device)
+    async def _build(self) -> None:
+        """Build every method; on any failure destroy what was made, then raise."""
         try:
-            await method._build(self._file, self._pipelines)
+            for plan in self.file.plans:
+                method = Method(self, plan, self.runtime.device)
+                self.methods[plan.name] = method  # registered first so close() reaches it
+                await method._build(self.file, self._pipelines)
         except BaseException:
-            method.close()  # destroy every buffer made before the failure
+            self.close()
             raise
-        self.methods[name] = method
-        return method
+
+    def load_method(self, name: str = "forward") -> Method:
+        """The method ``name``, ready to execute (built by Runtime.load_program)."""
+        try:
+            return self.methods[name]
+        except KeyError:
+            raise InputError(f"no method {name!r}; the program has {self.method_names}") from None
 
     def close(self) -> None:
+        """Destroy every GPU buffer of every method; the program cannot run after this."""
         for m in self.methods.values():
             m.close()
         self.methods.clear()
         self._pipelines.clear()
+        if self in self.runtime.programs:
+            self.runtime.programs.remove(self)

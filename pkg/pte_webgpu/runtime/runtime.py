@@ -2,9 +2,13 @@
 
     rt = await Runtime.create()
     program = await rt.load_program(pte_bytes, data_files=[ptd_bytes])
-    method = await program.load_method("forward")
+    method = program.load_method("forward")
     outputs = await method.execute([x])
     program.close()
+
+Loading is where all the work and all the checks happen: parsing, buffers,
+constant uploads, pipelines. A program that cannot run fails there, with
+nothing left allocated.
 """
 
 from __future__ import annotations
@@ -42,8 +46,10 @@ class Runtime:
         return self.device.info
 
     async def load_program(self, pte, data_files=()) -> Program:
-        """Parse ``pte`` (bytes-like) with external ``.ptd`` files (bytes or (name, bytes))."""
+        """Parse ``pte`` (bytes-like) with external ``.ptd`` files (bytes or (name, bytes))
+        and build every method on the GPU."""
         program = Program(self, formats.open_program(pte, data_files))
+        await program._build()
         self.programs.append(program)
         return program
 

@@ -18,6 +18,7 @@ const state = {
   pte: null, // {name, bytes}
   ptd: [], // [[name, bytes], ...]
   inputs: null, // {name, bytes} of an .npy/.npz, or null for random inputs
+  refusal: null, // why this runtime cannot run the program (its unsupported ops), or null
   busy: false,
 };
 
@@ -111,6 +112,7 @@ async function addFiles(files) {
 function setProgram(pte, ptd) {
   state.pte = pte;
   state.ptd = ptd;
+  setRefusal(null);
   setInputs(null);
   $("result-section").hidden = true;
 }
@@ -158,6 +160,8 @@ async function describe() {
   const summary = await busy("Reading the program…", () =>
     callPython("page_describe", state.pte.bytes, state.ptd, state.pte.name));
   if (!summary) return;
+  // Unsupported ops cannot run at all; other problems (a missing .ptd) the run explains.
+  setRefusal(summary.unsupported_ops.length ? `no WebGPU kernel for ${summary.unsupported_ops.join(", ")}` : null);
   $("graph").replaceChildren(...renderGraph(summary));
   $("graph-section").hidden = false;
 }
@@ -168,10 +172,17 @@ async function run() {
   const inputs = state.inputs ? [state.inputs.name, state.inputs.bytes] : undefined;
   const result = await busy("Running…", () =>
     callPython("page_run", state.pte.bytes, state.ptd, inputs, Number($("repeat").value) || 1,
-      Number($("seed").value) || 0));
+      Number($("seed").value) || 0, $("profile").checked));
   $("result-section").hidden = !result;
   $("result").dataset.state = result ? "done" : "error";
   if (result) $("result").replaceChildren(...renderResult(result));
+}
+
+function setRefusal(text) {
+  state.refusal = text;
+  $("run-refusal").textContent = text ? `Cannot run this program on WebGPU: ${text}` : "";
+  $("run-refusal").hidden = !text;
+  updateButtons();
 }
 
 async function busy(text, work) {
@@ -189,7 +200,7 @@ async function busy(text, work) {
 
 function updateButtons() {
   const pythonReady = Boolean(state.webapp);
-  $("run-button").disabled = !pythonReady || !state.pte || state.busy;
+  $("run-button").disabled = !pythonReady || !state.pte || state.busy || Boolean(state.refusal);
   $("load-example").disabled = !pythonReady || !examples.length || state.busy;
   $("example-select").disabled = !examples.length;
 }

@@ -97,5 +97,49 @@ export function renderResult(r) {
     table("outputs-table", ["output", "tensor", "first values", "max abs error"], rows),
     el("p", { class: "muted" },
       `inputs: ${r.input_source} (${r.inputs.map((i) => `${i.name} ${tensorText(i)}`).join(", ")}) · adapter: ${r.adapter}`),
+    r.profile ? renderProfile(r.profile, r.timestamps) : null,
   ].filter(Boolean);
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+/** Like el(), in the SVG namespace. */
+function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+  for (const child of children.flat()) node.append(child instanceof Node ? child : String(child));
+  return node;
+}
+
+/** Where a profiled op runs: its delegate, or the plan's own (non-delegated) kernel. */
+const where = (row) => (row.delegate != null ? `delegate ${row.delegate}` : `kernel ${row.kernel ?? ""}`.trim());
+
+/** The per-op rows of method.last_profile as a horizontal bar chart (SVG). */
+export function renderProfile(profile, timestamps) {
+  const total = profile.reduce((sum, row) => sum + row.us, 0);
+  const [labelWidth, barWidth, valueWidth, rowHeight] = [360, 380, 140, 22];
+  const width = labelWidth + barWidth + valueWidth;
+  const longest = Math.max(...profile.map((row) => row.us), 0) || 1;
+  const bars = profile.map((row, i) => {
+    const share = total ? row.us / total : 0;
+    const y = i * rowHeight;
+    const label = `${row.op} · ${where(row)}${row.variant ? ` [${row.variant}]` : ""}`;
+    const value = `${row.us.toFixed(1)} µs · ${(100 * share).toFixed(1)}%`;
+    return svg("g", { "data-testid": "profile-bar", "data-op": row.op, "data-where": where(row),
+      "data-us": row.us, "data-share": share },
+    svg("title", {}, `${label}: ${value}, ${row.dispatches} dispatch(es)`),
+    svg("text", { x: labelWidth - 8, y: y + 15, "text-anchor": "end", class: "bar-label" }, label),
+    svg("rect", { x: labelWidth, y: y + 3, height: rowHeight - 6, rx: 2, class: "bar",
+      width: Math.max(row.us > 0 ? 1 : 0, (barWidth * row.us) / longest) }),
+    svg("text", { x: labelWidth + barWidth + 8, y: y + 15, class: "bar-value" }, value));
+  });
+  const clock = timestamps ? "GPU timestamps (timestamp-query)" : "wall time per dispatch (no timestamp-query)";
+  return el("div", { class: "profile", "data-testid": "profile" },
+    el("h3", {}, "Time per op"),
+    el("p", { class: "muted" }, "clock: ", el("strong", { "data-testid": "profile-clock" }, clock),
+      ` · one extra execute after the timed runs · total `,
+      el("span", { "data-testid": "profile-total", "data-value": total }, `${total.toFixed(1)} µs`),
+      " · views and copies record no dispatch and show 0"),
+    svg("svg", { "data-testid": "profile-chart", viewBox: `0 0 ${width} ${profile.length * rowHeight}`,
+      width, height: profile.length * rowHeight, role: "img", "aria-label": "time per op" }, bars));
 }

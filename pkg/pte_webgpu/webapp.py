@@ -56,7 +56,8 @@ async def describe_file(pte_bytes, data_files=(), file_name: str = "") -> dict:
     methods = [_method_summary(p, gpu_ops, cpu_ops) for p in report["plans"]]
     return {"file": report["file"], "data_files": report["data_files"],
             "supported_ops": sorted(gpu_ops), "methods": methods,
-            "runnable": all(m["runnable"] for m in methods)}
+            "runnable": all(m["runnable"] for m in methods),
+            "unsupported_ops": sorted({op for m in methods for op in m["unsupported_ops"]})}
 
 
 def _method_summary(plan: dict, gpu_ops: set, cpu_ops: set) -> dict:
@@ -78,8 +79,11 @@ def _method_summary(plan: dict, gpu_ops: set, cpu_ops: set) -> dict:
                           "supported": True})
     io = {role: [{"id": v, "shape": values[v].get("shape"), "dtype": values[v].get("dtype")}
                  for v in plan[role]] for role in ("inputs", "outputs")}
+    unsupported = sorted({op["name"] for s in steps for op in s.get("ops", ())
+                          if not op["supported"]}
+                         | {s["op"] for s in steps if not s.get("supported", True)})
     return {"name": plan["name"], **io, "steps": steps, "problems": problems,
-            "runnable": not problems}
+            "runnable": not problems, "unsupported_ops": unsupported}
 
 
 def _runs_on_gpu(entry: dict, op_name: str, gpu_ops: set) -> bool:
@@ -133,12 +137,14 @@ def _arg_text(v: dict) -> str:
 # --- run ---------------------------------------------------------------------------
 
 async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int = 1,
-              seed: int = 0, method_name: str = "forward") -> dict:
+              seed: int = 0, method_name: str = "forward", profile: bool = False) -> dict:
     """Load and execute on the GPU, check against the CPU reference, time it.
 
     ``inputs``: {name: Tensor} (e.g. from an .npz; ``in0``, ``in1``... or in order)
     or None for seeded random inputs. Members named ``out0``... are taken as
-    expected outputs and compared too.
+    expected outputs and compared too. With ``profile``, one more execute after
+    the timed runs measures each op: ``profile`` rows (method.last_profile) and
+    ``timestamps`` (GPU timestamp queries, else wall time per dispatch).
     """
     global _runtime
     pte, files = _as_bytes(pte_bytes), _data_files(data_files)
@@ -155,12 +161,13 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
             t = time.perf_counter()
             outputs = await method.execute(tensors, as_numpy=False)
             times.append(time.perf_counter() - t)
+        if profile:  # after the timed runs, so they stay free of profiling overhead
+            await method.execute(tensors, as_numpy=False, profile=True)
     except DeviceLostError:
         _runtime = None  # a lost device cannot be reused: the next run makes a new one
         raise
     finally:
-        program.close()
-        rt.programs.remove(program)
+        program.close()  # also drops it from the runtime
     try:
         ref, ref_error = reference.run_program(program.file, tensors, method_name), None
     except PteError as e:
@@ -184,6 +191,8 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
         "max_abs_error": _max(r["max_abs_error"] for r in rows),
         "max_rel_error": _max(r["max_rel_error"] for r in rows),
         "expected_max_abs_error": _max(r.get("expected_max_abs_error") for r in rows),
+        "profile": method.last_profile if profile else None,
+        "timestamps": "timestamp-query" in rt.adapter.features,
     }
 
 
@@ -268,11 +277,13 @@ async def page_describe(pte_bytes, data_files, file_name="") -> dict:
     return await _for_page(describe_file, pte_bytes, data_files, _absent_to_none(file_name) or "")
 
 
-async def page_run(pte_bytes, data_files, inputs_file=None, repeat=1, seed=0) -> dict:
+async def page_run(pte_bytes, data_files, inputs_file=None, repeat=1, seed=0,
+                   profile=False) -> dict:
     async def go():
         pair = _absent_to_none(inputs_file)
         inputs = read_inputs_file(str(pair[0]), pair[1]) if pair is not None else None
-        result = await run(pte_bytes, data_files, inputs, int(repeat), int(seed))
+        result = await run(pte_bytes, data_files, inputs, int(repeat), int(seed),
+                           profile=bool(profile))
         if inputs:
             result["input_source"] = f"file {pair[0]}"
         return result

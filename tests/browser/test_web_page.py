@@ -82,6 +82,12 @@ def wait_for_graph(page, file_name: str):
     assert file_name in page.get_by_test_id("graph").inner_text()
 
 
+def load_example(page, name: str):
+    page.get_by_test_id("example-select").select_option(name)
+    page.get_by_test_id("load-example").click()
+    wait_for_graph(page, f"{name}.pte")
+
+
 def test_page_boots_with_progress_then_ready(demo_page, demo):
     stages = [s["stage"] for s in demo_page.boot_stages]
     assert {"import-module", "load-pyodide", "load-package", "ready"} <= set(stages)
@@ -94,9 +100,7 @@ def test_page_boots_with_progress_then_ready(demo_page, demo):
 
 
 def test_bundled_example_runs_and_matches_reference(demo):
-    demo.get_by_test_id("example-select").select_option("add_rmsnorm_2out_4x128")
-    demo.get_by_test_id("load-example").click()
-    wait_for_graph(demo, "add_rmsnorm_2out_4x128.pte")
+    load_example(demo, "add_rmsnorm_2out_4x128")
     ops = demo.get_by_test_id("op-row").all_inner_texts()
     assert any("aten.add.Tensor" in t and "float32[4, 128]" in t for t in ops)
     assert any("et_vk.rms_norm.default" in t and "✓ WebGPU" in t for t in ops)
@@ -165,15 +169,60 @@ def test_missing_ptd_is_explained_on_run(demo):
     assert_readable_error(demo, "named data key", "not found")
 
 
-def test_ops_without_cpu_reference_still_run_against_npz(demo):
-    # linear/softmax/sigmoid run on the GPU; the CPU reference knows add and rms_norm only.
-    demo.get_by_test_id("example-select").select_option("block_1x8x64")
-    demo.get_by_test_id("load-example").click()
-    wait_for_graph(demo, "block_1x8x64.pte")
+@pytest.mark.parametrize("name", ["block_1x8x64", "mlp_4x32"])
+def test_whole_models_match_the_cpu_reference(demo, name):
+    # linear, softmax, sigmoid, views...: the CPU reference computes every GPU op too
+    load_example(demo, name)
     assert run_and_wait(demo) == "done"
-    assert "No CPU reference" in demo.get_by_test_id("result").inner_text()
-    assert demo.get_by_test_id("max-abs-error").inner_text() == "n/a"
+    assert "No CPU reference" not in demo.get_by_test_id("result").inner_text()
+    assert max_error(demo) < MAX_ERROR
     assert float(demo.get_by_test_id("expected-error").inner_text()) < MAX_ERROR  # vs torch
+    assert demo.get_by_test_id("profile").count() == 0  # profiling is off by default
+
+
+def test_unsupported_ops_are_refused_with_their_names(demo):
+    # tanh and gelu have neither a WebGPU kernel nor a CPU reference
+    name = "tanh_gelu_4x8"
+    demo.get_by_test_id("file-input").set_input_files([str(FIXTURES / "extra" / f"{name}.pte")])
+    wait_for_graph(demo, f"{name}.pte")
+    problems = demo.get_by_test_id("problems").inner_text()
+    refusal = demo.get_by_test_id("run-refusal")
+    assert refusal.is_visible() and demo.get_by_test_id("run-button").is_disabled()
+    for op in ("aten.tanh.default", "aten.gelu.default"):
+        assert op in problems and op in refusal.inner_text()
+    # another program clears the refusal
+    demo.get_by_test_id("file-input").set_input_files([str(FIXTURES / "add_2x3x4.pte")])
+    wait_for_graph(demo, "add_2x3x4.pte")
+    assert refusal.is_hidden() and demo.get_by_test_id("run-button").is_enabled()
+
+
+def test_profile_draws_a_bar_per_op(demo):
+    load_example(demo, "block_1x8x64")
+    checkbox = demo.get_by_test_id("profile-checkbox")
+    checkbox.check()
+    try:
+        assert run_and_wait(demo) == "done"
+        demo.get_by_test_id("profile").scroll_into_view_if_needed()
+        path = screenshot(demo, "demo_profile.png")
+    finally:
+        checkbox.uncheck()  # later tests run without profiling
+    assert max_error(demo) < MAX_ERROR
+    bars = demo.get_by_test_id("profile-bar")
+    assert bars.count() == 12  # one per delegate op, views included
+    rows = [{"op": b.get_attribute("data-op"), "where": b.get_attribute("data-where"),
+             "us": float(b.get_attribute("data-us")), "share": float(b.get_attribute("data-share"))}
+            for b in bars.all()]
+    assert all(r["us"] >= 0 for r in rows) and sum(r["us"] for r in rows) > 0
+    assert abs(sum(r["share"] for r in rows) - 1) < 1e-9
+    assert rows[0]["op"] == "et_vk.rms_norm.default" and rows[0]["where"] == "delegate 0"
+    text = bars.first.text_content()  # an SVG group has no innerText
+    assert "et_vk.rms_norm.default · delegate 0" in text and "µs" in text and "%" in text
+    clock = demo.get_by_test_id("profile-clock").inner_text()
+    assert clock.startswith("GPU timestamps") or clock.startswith("wall time")
+    print("clock:", clock)
+    for r in rows:
+        print(f"  {r['op']:<28} {r['where']:<11} {r['us']:9.1f} us {r['share']:6.1%}")
+    print("screenshot:", path)
 
 
 def test_console_runs_a_fixture(browser_session, web_server):

@@ -1,39 +1,39 @@
-"""The pure-Python CPU reference agrees with torch's outputs stored in the fixtures."""
+"""The pure-Python CPU reference: every op the GPU registry builds, and whole programs
+agreeing with torch's outputs stored in the fixtures."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pte_webgpu import formats, reference
+from pte_webgpu import dtypes, formats, reference
 from pte_webgpu.errors import UnsupportedError
+from pte_webgpu.graph import ListValue, Null, OpCall, Scalar, TensorValue
+from pte_webgpu.ops.registry import supported_ops
 from pte_webgpu.runtime.tensor import Tensor
+from tests.fixture_index import FIXTURES, INDEX, needed_ops, tolerance
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-INDEX = json.loads((FIXTURES / "index.json").read_text())
 SUPPORTED = set(reference.supported_ops())
 
 
 def computable(entry) -> bool:
-    return not entry["non_delegated_ops"] and all(
-        op in SUPPORTED for ops in entry["vk_ops"] for op in ops)
+    return needed_ops(entry) <= SUPPORTED
 
 
 def open_fixture(entry):
-    pte = (FIXTURES / entry["pte"]).read_bytes()
-    files = [(Path(p).name, (FIXTURES / p).read_bytes()) for p in entry["ptd_files"]]
-    arrays = dict(np.load(FIXTURES / entry["npz"]))
+    folder = (FIXTURES / entry["name"]).parent  # extra/ fixtures name files relative to it
+    pte = (folder / entry["pte"]).read_bytes()
+    files = [(Path(p).name, (folder / p).read_bytes()) for p in entry["ptd_files"]]
+    arrays = dict(np.load(folder / entry["npz"]))
     inputs = [arrays[k] for k in sorted(arrays) if k.startswith("in")]
     outputs = [arrays[k] for k in sorted(arrays) if k.startswith("out")]
     return formats.open_program(pte, files), inputs, outputs
 
 
-def tolerance(entry) -> float:
-    # fp16 graphs round every op output to half precision; torch computed the same in fp32
-    return 1e-2 if "fp16" in entry["name"] else 1e-5
+def test_reference_covers_every_gpu_op():
+    assert SUPPORTED == set(supported_ops())
 
 
 @pytest.mark.parametrize("entry", [e for e in INDEX if computable(e)], ids=lambda e: e["name"])
@@ -41,9 +41,9 @@ def test_matches_torch(entry):
     program, inputs, expected = open_fixture(entry)
     got = reference.run_program(program, inputs)
     assert len(got) == len(expected)
+    tol = tolerance(entry)
     for g, want in zip(got, expected):
         assert g.shape == want.shape and g.dtype.name == want.dtype.name
-        tol = tolerance(entry)
         np.testing.assert_allclose(g.numpy().astype(np.float64), want.astype(np.float64),
                                    rtol=tol, atol=tol)
 
@@ -51,25 +51,120 @@ def test_matches_torch(entry):
 @pytest.mark.parametrize("entry", [e for e in INDEX if not computable(e)], ids=lambda e: e["name"])
 def test_other_ops_are_unsupported(entry):
     program, inputs, _ = open_fixture(entry)
-    with pytest.raises(UnsupportedError):
+    with pytest.raises(UnsupportedError, match="has no CPU reference"):
         reference.run_program(program, inputs)
 
 
 def test_fixture_sets_cover_both_cases():
-    assert sum(map(computable, INDEX)) >= 10 and not all(map(computable, INDEX))
+    assert sum(map(computable, INDEX)) >= 30 and not all(map(computable, INDEX))
+    kernels = [e for e in INDEX if computable(e) and e["non_delegated_ops"]]
+    assert kernels  # a plan with a non-delegated kernel runs through the reference too
+
+
+# --- single ops against numpy ------------------------------------------------------------
+
+F32, F16 = dtypes.BY_NAME["float32"], dtypes.BY_NAME["float16"]
+
+
+def run_one(name: str, tensors: list, args: list, out_shape, out_dtype=F32) -> np.ndarray:
+    """Run op ``name`` on numpy ``tensors`` (value ids 0..) then non-tensor ``args``."""
+    values = [TensorValue(F32, t.shape) for t in tensors] + list(args)
+    values.append(TensorValue(out_dtype, tuple(out_shape)))
+    arrays = {i: reference.from_tensor(t) for i, t in enumerate(tensors)}
+    op = OpCall(name, tuple(range(len(values))))
+    out = reference.run_op(op, values, arrays.__getitem__, "test")
+    return np.array(out.values).reshape(out.shape)
+
+
+def ints(*items):
+    return ListValue("int_list", tuple(items))
+
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+X64 = X.astype(np.float64)
 
 
 @pytest.mark.parametrize("a_shape,b_shape", [
     ((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (1, 3, 1)), ((4, 4), (4, 1)), ((2, 3, 4), (4,)),
     ((5,), (3, 1, 5)), ((1,), (2, 2)), ((), (3,))])
 def test_add_broadcasts_like_numpy(a_shape, b_shape):
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal(a_shape).astype(np.float32)
-    b = rng.standard_normal(b_shape).astype(np.float32)
+    a = RNG.standard_normal(a_shape).astype(np.float32)
+    b = RNG.standard_normal(b_shape).astype(np.float32)
     out_shape = np.broadcast_shapes(a_shape, b_shape)
     got = reference.add(reference.from_tensor(a), reference.from_tensor(b), 0.5, out_shape)
     np.testing.assert_allclose(np.array(got).reshape(out_shape),
                                a.astype(np.float64) + 0.5 * b.astype(np.float64), rtol=1e-12)
+
+
+def test_binary_ops_broadcast_and_divide_by_zero_like_ieee():
+    b = np.array([[2.0], [0.0], [-0.5]], dtype=np.float32)
+    b64 = b.astype(np.float64)
+    np.testing.assert_allclose(run_one("aten.sub.Tensor", [X, b], [Scalar("double", 2.0)],
+                                       X.shape), X64 - 2 * b64, rtol=1e-6)
+    np.testing.assert_allclose(run_one("aten.mul.Tensor", [X, b], [], X.shape), X64 * b64,
+                               rtol=1e-6)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(run_one("aten.div.Tensor", [X, b], [], X.shape), X64 / b64,
+                                   rtol=1e-6)
+    zeros = np.zeros((2,), np.float32)
+    assert np.isnan(run_one("aten.div.Tensor", [zeros, zeros], [], (2,))).all()
+
+
+def test_unary_ops_follow_ieee_at_the_edges():
+    x = np.array([4.0, 0.0, -1.0, 100.0, -100.0, np.inf], dtype=np.float32)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        np.testing.assert_allclose(run_one("aten.rsqrt.default", [x], [], x.shape),
+                                   1 / np.sqrt(x.astype(np.float64)), rtol=1e-6)
+        np.testing.assert_allclose(run_one("aten.sigmoid.default", [x], [], x.shape),
+                                   1 / (1 + np.exp(-x.astype(np.float64))), rtol=1e-6, atol=1e-40)
+        for e in (2.0, 3.0, 0.5, -1.0):
+            got = run_one("aten.pow.Tensor_Scalar", [x], [Scalar("double", e)], x.shape)
+            np.testing.assert_allclose(got, np.power(x, np.float32(e)), rtol=1e-6)
+    got = run_one("aten.add.Scalar", [X], [Scalar("int", 3), Scalar("double", 0.5)], X.shape)
+    np.testing.assert_allclose(got, X64 + 1.5, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dims,keepdim", [([1], True), ([0, 2], False), ([-1], False),
+                                          ([], True)])
+def test_mean_over_dims(dims, keepdim):
+    want = X64.mean(axis=tuple(dims) or None, keepdims=keepdim)
+    got = run_one("aten.mean.dim", [X], [ints(*dims), Scalar("bool", keepdim), Null()],
+                  want.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_softmax_over_a_dim(dim):
+    e = np.exp(X64 - X64.max(axis=dim, keepdims=True))
+    got = run_one("aten._softmax.default", [X], [Scalar("int", dim), Scalar("bool", False)],
+                  X.shape)
+    np.testing.assert_allclose(got, e / e.sum(axis=dim, keepdims=True), rtol=1e-6)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_batched_with_and_without_bias(bias):
+    w = RNG.standard_normal((5, 4)).astype(np.float32)
+    b = RNG.standard_normal((5,)).astype(np.float32)
+    want = X64 @ w.T.astype(np.float64) + (b if bias else 0)
+    tensors, args = ([X, w, b], []) if bias else ([X, w], [Null()])
+    got = run_one("aten.linear.default", tensors, args, (2, 3, 5))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_permute_and_views():
+    got = run_one("aten.permute_copy.default", [X], [ints(2, 0, 1)], (4, 2, 3))
+    np.testing.assert_array_equal(got, X.transpose(2, 0, 1))
+    got = run_one("aten.view_copy.default", [X], [ints(6, -1)], (6, 4))
+    np.testing.assert_array_equal(got, X.reshape(6, 4))
+    got = run_one("aten.unsqueeze_copy.default", [X], [Scalar("int", 0)], (1, 2, 3, 4))
+    np.testing.assert_array_equal(got, X[None])
+
+
+def test_to_dim_order_copy_rounds_to_the_out_dtype():
+    args = [Null(), Null(), Null(), Null(), Scalar("bool", False), ints(0, 1, 2)]
+    got = run_one("dim_order_ops._to_dim_order_copy.default", [X], args, X.shape, F16)
+    np.testing.assert_array_equal(got, X.astype(np.float16).astype(np.float64))
 
 
 def test_rms_norm_default_eps_on_zero_rows():

@@ -45,6 +45,14 @@ def test_summary_explains_what_cannot_run(monkeypatch):
     assert not method["runnable"]
     assert any("non-delegated aten::add.Scalar_out" in p for p in method["problems"])
     assert any("aten.mean.dim" in p for p in method["problems"])
+    assert "aten.mean.dim" in method["unsupported_ops"]
+
+
+def test_summary_names_the_unsupported_ops():
+    summary = describe("extra/tanh_gelu_4x8")
+    assert not summary["runnable"]
+    assert summary["unsupported_ops"] == ["aten.gelu.default", "aten.tanh.default"]
+    assert describe("block_1x8x64")["unsupported_ops"] == []
 
 
 def test_missing_ptd_is_an_unresolved_constant_not_a_failure():

@@ -1,4 +1,5 @@
-"""A plan's values seen as a graph, so non-delegated kernels reuse the op library.
+"""A plan seen as a graph (so non-delegated kernels reuse the op library), and the
+instruction-chain facts both the GPU runtime and the CPU reference need.
 
 Plan tensors become TensorValue (dedicated buffers, never pooled); kernel names
 map from the out-variant schema to the op name the registry uses:
@@ -7,8 +8,10 @@ map from the out-variant schema to the op name the registry uses:
 
 from __future__ import annotations
 
-from ..formats.pte import PlanTensor
-from ..graph import Graph, OpCall, TensorValue
+from ..errors import FormatError, UnsupportedError
+from ..formats import VULKAN_BACKEND_ID
+from ..formats.pte import JumpFalseCall, PlanTensor
+from ..graph import Graph, OpCall, Scalar, TensorValue
 
 
 def plan_as_graph(plan) -> Graph:
@@ -32,3 +35,37 @@ def kernel_op(plan, call) -> OpCall:
     if len(args) >= 2 and args[-1] == args[-2]:
         args = args[:-1]
     return OpCall(kernel_op_name(name, overload), tuple(args))
+
+
+def linear_chain(plan):
+    """(index, instruction) in execution order; JumpFalse on a constant Bool resolved."""
+    pc, seen = 0, set()
+    while pc < len(plan.instructions):
+        ins = plan.instructions[pc]
+        if isinstance(ins, JumpFalseCall):
+            cond = plan.values[ins.cond_value_index]
+            if not (isinstance(cond, Scalar) and cond.kind == "bool"):
+                raise UnsupportedError(f"instruction {pc} of {plan.name!r} jumps on value "
+                                       f"{ins.cond_value_index}, which is computed at run "
+                                       "time; only constant conditions are supported")
+            if pc in seen:
+                raise UnsupportedError(f"instruction {pc} of {plan.name!r} loops")
+            seen.add(pc)
+            pc = pc + 1 if cond.value else ins.destination_instruction
+            continue
+        yield pc, ins
+        pc += 1
+
+
+def delegate_of(plan, index: int, call):
+    """The VulkanDelegate a DelegateCall runs, once its backend and arity are checked."""
+    delegate = plan.delegates[call.delegate_index]
+    label = f"instruction {index} delegate {call.delegate_index}"
+    if delegate.id != VULKAN_BACKEND_ID or delegate.graph is None:
+        raise UnsupportedError(f"{label}: backend {delegate.id!r} is not supported "
+                               f"(only {VULKAN_BACKEND_ID})")
+    graph = delegate.graph.graph
+    if len(call.args) != len(graph.input_ids) + len(graph.output_ids):
+        raise FormatError(f"{label}: {len(call.args)} arguments for a graph with "
+                          f"{len(graph.input_ids)} inputs and {len(graph.output_ids)} outputs")
+    return delegate.graph

@@ -1,8 +1,22 @@
 // RMSNorm over the last dimension: y = x * inverseSqrt(mean(x^2) + eps) * weight.
-// One workgroup per row; lanes stride over the row, then a shared-memory halving
-// tree sums their partials. Rows beyond one grid dimension fold into y.
+//
+// One kernel family, shaped by two override constants (ops/rms_norm.py picks them):
+//   wg_size  invocations per workgroup (a power of two)
+//   lanes    invocations per row, a power of two <= wg_size; a workgroup holds
+//            wg_size / lanes rows.  lanes == wg_size: one row per workgroup with a
+//            halving tree in workgroup memory (the "tree" variants); lanes == 1: one
+//            row per invocation, no barrier at all ("row"); between: "tile".
+// main_vec4 reads a row once when it fits in 4 vec4s per lane (kept in registers
+// between the sum and the write), else twice, 4 loads in flight per lane.
+// Entry points: main (f32 loads) and main_vec4 (vec4 loads; width % 4 == 0 only).
+// Workgroups beyond one grid dimension fold into y (gpu/interface.py fold_grid).
+//
+// Squares are summed in f32 and divided by the width, as torch does: a row whose sum
+// overflows gives inf, rstd 0 and zeros, like the reference
+// (tests/fixtures/extra/rmsnorm_overflow_*).
 
-override wg_size: u32 = 64;  // a power of two, <= 256
+override wg_size: u32 = 64;
+override lanes: u32 = 64;
 
 struct Params {
   num_rows: u32,
@@ -11,39 +25,135 @@ struct Params {
   _pad: u32,
 }
 
+// The scalar and the vec4 entry point each use one view of bindings 0-2.
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> weight: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> weight4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> y4: array<vec4<f32>>;
 @group(0) @binding(3) var<uniform> params: Params;
 
-var<workgroup> partial: array<f32, 256>;
+var<workgroup> partial: array<f32, wg_size>;
+
+struct Slot {
+  row: u32,
+  sub: u32,    // this invocation's index among its row's lanes
+  live: bool,  // false for the padding rows of the last workgroup
+}
+
+fn slot(wid: vec3<u32>, groups: vec3<u32>, li: u32) -> Slot {
+  let row = (wid.x + wid.y * groups.x) * (wg_size / lanes) + li / lanes;
+  return Slot(row, li % lanes, row < params.num_rows);
+}
+
+// Sum of `sum` over the `lanes` invocations that share a row. Every invocation of the
+// workgroup calls it (barriers), padding rows included.
+fn row_total(sum: f32, li: u32) -> f32 {
+  if (lanes == 1u) {
+    return sum;
+  }
+  partial[li] = sum;
+  workgroupBarrier();
+  let sub = li % lanes;
+  for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+    if (sub < stride) {
+      partial[li] += partial[li + stride];
+    }
+    workgroupBarrier();
+  }
+  return partial[li - sub];
+}
 
 @compute @workgroup_size(wg_size)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>,
-        @builtin(local_invocation_index) lane: u32) {
-  let row = wid.x + wid.y * groups.x;
-  if (row >= params.num_rows) {
-    return;  // uniform for the whole workgroup
-  }
-  let base = row * params.width;
-  // Sum the squares in f32 as torch does: a row whose sum overflows gives inf,
-  // rstd 0 and zeros, like the reference (tests/fixtures/extra/rmsnorm_overflow_*).
+        @builtin(local_invocation_index) li: u32) {
+  let s = slot(wid, groups, li);
+  let width = params.width;
+  let base = s.row * width;
   var sum = 0.0;
-  for (var j = lane; j < params.width; j += wg_size) {
-    let v = x[base + j];
-    sum += v * v;
-  }
-  partial[lane] = sum;
-  workgroupBarrier();
-  for (var stride = wg_size / 2u; stride > 0u; stride /= 2u) {
-    if (lane < stride) {
-      partial[lane] += partial[lane + stride];
+  if (s.live) {
+    for (var j = s.sub; j < width; j += lanes) {
+      let v = x[base + j];
+      sum += v * v;
     }
-    workgroupBarrier();
   }
-  let rstd = inverseSqrt(partial[0] / f32(params.width) + params.eps);
-  for (var j = lane; j < params.width; j += wg_size) {
-    y[base + j] = x[base + j] * rstd * weight[j];
+  let rstd = inverseSqrt(row_total(sum, li) / f32(width) + params.eps);
+  if (s.live) {
+    for (var j = s.sub; j < width; j += lanes) {
+      y[base + j] = x[base + j] * rstd * weight[j];
+    }
+  }
+}
+
+fn load4(i: u32, ok: bool) -> vec4<f32> {
+  if (ok) {
+    return x4[i];
+  }
+  return vec4<f32>(0.0);
+}
+
+fn store4(i: u32, j: u32, v: vec4<f32>, rstd: f32, ok: bool) {
+  if (ok) {
+    y4[i] = v * rstd * weight4[j];
+  }
+}
+
+@compute @workgroup_size(wg_size)
+fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
+             @builtin(num_workgroups) groups: vec3<u32>,
+             @builtin(local_invocation_index) li: u32) {
+  let s = slot(wid, groups, li);
+  let width4 = params.width / 4u;
+  let base = s.row * width4;
+  if (width4 <= 4u * lanes) {  // uniform: the row fits in registers, read it once
+    let j0 = s.sub;
+    let j1 = j0 + lanes;
+    let j2 = j1 + lanes;
+    let j3 = j2 + lanes;
+    let a = load4(base + j0, s.live && j0 < width4);
+    let b = load4(base + j1, s.live && j1 < width4);
+    let c = load4(base + j2, s.live && j2 < width4);
+    let d = load4(base + j3, s.live && j3 < width4);
+    let sum = ((dot(a, a) + dot(b, b)) + dot(c, c)) + dot(d, d);
+    let rstd = inverseSqrt(row_total(sum, li) / f32(params.width) + params.eps);
+    store4(base + j0, j0, a, rstd, s.live && j0 < width4);
+    store4(base + j1, j1, b, rstd, s.live && j1 < width4);
+    store4(base + j2, j2, c, rstd, s.live && j2 < width4);
+    store4(base + j3, j3, d, rstd, s.live && j3 < width4);
+    return;
+  }
+  var sum = 0.0;
+  if (s.live) {
+    var j = s.sub;
+    for (; j + 3u * lanes < width4; j += 4u * lanes) {
+      let a = x4[base + j];
+      let b = x4[base + j + lanes];
+      let c = x4[base + j + 2u * lanes];
+      let d = x4[base + j + 3u * lanes];
+      sum += ((dot(a, a) + dot(b, b)) + dot(c, c)) + dot(d, d);
+    }
+    for (; j < width4; j += lanes) {
+      let v = x4[base + j];
+      sum += dot(v, v);
+    }
+  }
+  let rstd = inverseSqrt(row_total(sum, li) / f32(params.width) + params.eps);
+  if (s.live) {
+    var j = s.sub;
+    for (; j + 3u * lanes < width4; j += 4u * lanes) {
+      let a = x4[base + j];
+      let b = x4[base + j + lanes];
+      let c = x4[base + j + 2u * lanes];
+      let d = x4[base + j + 3u * lanes];
+      y4[base + j] = a * rstd * weight4[j];
+      y4[base + j + lanes] = b * rstd * weight4[j + lanes];
+      y4[base + j + 2u * lanes] = c * rstd * weight4[j + 2u * lanes];
+      y4[base + j + 3u * lanes] = d * rstd * weight4[j + 3u * lanes];
+    }
+    for (; j < width4; j += lanes) {
+      y4[base + j] = x4[base + j] * rstd * weight4[j];
+    }
   }
 }

@@ -1,4 +1,4 @@
-"""Command line: ``pte-webgpu inspect | run | serve``.
+"""Command line: ``pte-webgpu inspect | run | bench | serve``.
 
 Bad input ends with exit code 2 and one readable line on stderr.
 """
@@ -47,6 +47,9 @@ def _print_run(result: dict, repeat: int) -> None:
         if repeat > 1 else ""))
     for note in result.get("notes", []):
         print(f"note: {note}")
+    for k in result.get("kernels", []):
+        if k.get("variant"):
+            print(f"kernel: {k['op']} -> {k['variant']} ({k.get('picked', 'auto')})")
     for out in result["outputs"]:
         print(f"{out['name']}: {out['dtype']}{out['shape']}")
     if result.get("profile"):
@@ -93,6 +96,28 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    import importlib.util
+    from pathlib import Path
+
+    # bench/ sits beside pkg/ in the repository (not in the wheel); else the current folder.
+    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
+        script = root / "bench" / "rms_norm_bench.py"
+        if script.is_file():
+            break
+    else:
+        raise PteError("bench/rms_norm_bench.py not found: run from the pte-webgpu repository")
+    spec = importlib.util.spec_from_file_location("rms_norm_bench", script)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    try:
+        bench.parse_shapes(args.shapes)
+    except ValueError as e:
+        raise PteError(str(e)) from None
+    return bench.main(args.backend, args.shapes, args.output, args.plot, args.markdown,
+                      args.variants, ort=not args.no_ort)
+
+
 def cmd_serve(args) -> int:
     from .chromium.remote import serve_forever
 
@@ -118,6 +143,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("browser", "native"), default="browser")
     p.add_argument("--profile", action="store_true", help="print per-op GPU times")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("bench", help="benchmark rms_norm variants against copy, ORT Web, torch")
+    p.add_argument("--backend", choices=("browser", "native"), default="browser")
+    p.add_argument("--shapes", metavar="RxW,...", help="e.g. 512x4096,4096x64 (default: six)")
+    p.add_argument("--output", metavar="FILE.json", help="write the records as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help="plot (default: beside --output)")
+    p.add_argument("--markdown", metavar="FILE.md", help="also write the tables here")
+    p.add_argument("--variants", metavar="V,...", help="rms_norm variants to measure "
+                   "(default: the candidates for the adapter)")
+    p.add_argument("--no-ort", action="store_true", help="browser: skip ONNX Runtime Web")
+    p.set_defaults(func=cmd_bench)
     p = sub.add_parser("serve", help="serve the demo page and console on 127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.set_defaults(func=cmd_serve)

@@ -12,7 +12,7 @@ from . import formats
 from .errors import PteError
 from .graph import ListValue, Null, Scalar, TensorValue
 from .formats.pte import PlanTensor
-from .ops.registry import supported_ops
+from .ops.registry import kernel_choices, supported_ops
 from .runtime.plan_graph import kernel_op_name
 
 SCHEMA = "pte-webgpu.inspect/1"
@@ -114,7 +114,8 @@ def _delegate(program, index: int, d) -> dict:
         "output_ids": g.output_ids,
         "values": [dict(id=i, **value_json(v)) for i, v in enumerate(g.values)],
         "ops": [{"index": i, "name": op.name, "node_id": op.node_id, "runs_on": _runs_on(op.name),
-                 "args": [{"id": a, "kind": g.values[a].kind} for a in op.args]}
+                 "args": [{"id": a, "kind": g.values[a].kind} for a in op.args],
+                 "kernel_choices": kernel_choices(g, op)}
                 for i, op in enumerate(g.ops)],
         "constants": [_constant(program, vk, c) for c in g.constants],
     }
@@ -179,7 +180,10 @@ def render_text(report: dict) -> str:
             lines.append(f"    ops ({len(vk['ops'])}):")
             for op in vk["ops"]:
                 args = ", ".join(f"%{a['id']}:{a['kind']}" for a in op["args"])
-                lines.append(f"      [{op['index']}] {op['name']}({args})  -> {op['runs_on']}")
+                choice = "".join(f"\n          kernel on {a}: {v}"
+                                 for a, v in op["kernel_choices"].items())
+                lines.append(f"      [{op['index']}] {op['name']}({args})  -> {op['runs_on']}"
+                             + choice)
             lines.append(f"    constants ({len(vk['constants'])}):")
             for c in vk["constants"]:
                 where = c.get("resolves_to") or "UNRESOLVED: " + c.get("error", "")

@@ -1,33 +1,10 @@
 """The same runtime natively through wgpu (lavapipe here): fixtures match torch."""
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pytest
 
-import pte_webgpu
-
-wgpu = pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
-from tests.fixture_index import FIXTURES, INDEX, runnable, tolerance  # noqa: E402
-
-# One thread with its own event loops: the browser tests' sync Playwright keeps an
-# asyncio loop running on the main thread, where asyncio.run() would refuse.
-_GPU_THREAD = ThreadPoolExecutor(max_workers=1)
-
-
-def run_sync(coro):
-    return _GPU_THREAD.submit(asyncio.run, coro).result()
-
-
-@pytest.fixture(scope="module")
-def runtime():
-    try:
-        rt = run_sync(pte_webgpu.Runtime.create("native"))
-    except pte_webgpu.GpuError as e:
-        pytest.skip(f"no native adapter: {e}")
-    yield rt
-    rt.close()
+from tests.fixture_index import FIXTURES, INDEX, runnable, tolerance
+from tests.native.gpu_thread import run_sync
 
 
 def _run(rt, name, ptd_files=()):
@@ -56,3 +33,22 @@ def test_fixture_matches_torch_natively(runtime, entry):
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
                                    atol=tol, rtol=tol)
     assert runtime.device.live_buffer_count == 0
+
+
+def test_runtime_options_force_a_kernel_variant():
+    """Runtime.create(options=...) reaches the op builders; the choice is recorded."""
+    import pte_webgpu
+
+    async def go():
+        rt = await pte_webgpu.Runtime.create("native", options={"rms_norm_variant": "tree-64"})
+        try:
+            program = await rt.load_program((FIXTURES / "rmsnorm_4x128_eps1e-6.pte").read_bytes())
+            kernels = program.load_method().kernels
+            program.close()
+            return kernels
+        finally:
+            rt.close()
+
+    kernels = run_sync(go())
+    assert [(k["op"], k["variant"], k["picked"]) for k in kernels] == \
+        [("et_vk.rms_norm.default", "tree-64", "forced")]

@@ -17,7 +17,7 @@ from pte_webgpu.runtime.build import Resources, build_delegate
 from pte_webgpu.runtime.storage import storage_nbytes
 
 pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
-from tests.native.test_native_runtime import run_sync  # noqa: E402  (the one GPU thread)
+from tests.native.gpu_thread import run_sync  # noqa: E402  (the one GPU thread)
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from pte_webgpu.formats._generated import vkgraph_generated as vfb
 from pte_webgpu.formats.pte import DelegateCall, KernelCall
 from pte_webgpu.graph import ListValue, Null, Scalar, TensorValue
 
-from dump_parser import parse_dump
+from tests.unit.dump_parser import parse_dump
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.pte"))

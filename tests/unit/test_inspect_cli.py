@@ -54,3 +54,14 @@ def test_inspect_marks_unsupported_ops(capsys):
     ops = json.loads(capsys.readouterr().out)["plans"][0]["delegates"][0]["vulkan"]["ops"]
     assert {op["name"]: op["runs_on"] for op in ops} == {
         "aten.tanh.default": "unsupported", "aten.gelu.default": "unsupported"}
+
+
+def test_inspect_shows_the_rms_norm_kernel_each_adapter_would_run(capsys):
+    entry = next(e for e in INDEX if e["name"] == "rmsnorm_3x5x7x256_eps1e-6")
+    assert cli.main(["inspect", *_args(entry, "--json")]) == 0
+    op = json.loads(capsys.readouterr().out)["plans"][0]["delegates"][0]["vulkan"]["ops"][0]
+    from pte_webgpu.ops import rms_norm
+
+    assert set(op["kernel_choices"]) == set(rms_norm.TYPICAL_ADAPTERS)
+    for adapter, variant in op["kernel_choices"].items():
+        assert variant == rms_norm.choose(rms_norm.TYPICAL_ADAPTERS[adapter], 105, 256).name

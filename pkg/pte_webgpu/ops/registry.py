@@ -30,6 +30,15 @@ def supported_ops() -> list[str]:
     return sorted(_OPS)
 
 
+def kernel_choices(graph, op) -> dict[str, str]:
+    """For ops with adapter-dependent kernels: {typical adapter: variant} (else {})."""
+    _load_all()
+    from . import rms_norm
+
+    chooser = {"et_vk.rms_norm.default": rms_norm.choices}.get(op.name)
+    return chooser(graph, op) if chooser else {}
+
+
 def lookup(name: str, where: str):
     _load_all()
     try:

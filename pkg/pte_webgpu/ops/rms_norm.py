@@ -1,20 +1,208 @@
-"""``et_vk.rms_norm.default [in, weight, eps, out]``: one workgroup per row (rms_norm.wgsl)."""
+"""``et_vk.rms_norm.default [in, weight, eps, out]``: a family of kernels, one chosen per
+op from the row width, the row count and the adapter (shaders/rms_norm*.wgsl).
+
+Variant names (``parse``): ``tree-64`` one workgroup of 64 per row with a halving tree
+(the original design), ``tree4-256`` the same with vec4 loads and 256 lanes,
+``tile4-16x256`` 16 lanes per row and 256 per workgroup (16 rows each), ``row4-64`` one
+row per invocation in workgroups of 64 (no barrier), ``sg4-4`` one row per workgroup of 4
+reduced with subgroupAdd (adapters with subgroups). A ``4`` after the kind means vec4
+loads; on a width not divisible by 4 the same shape runs with scalar loads.
+
+Forcing a variant (tests, benchmarks): the build option ``rms_norm_variant`` when the
+build context carries options, else the environment variable ``PTE_WEBGPU_RMS_NORM``.
+"""
 
 from __future__ import annotations
 
+import os
+import re
 import struct
+from dataclasses import dataclass, replace
 
 from ..errors import FormatError, UnsupportedError
+from ..gpu.interface import AdapterInfo
+from ..graph import TensorValue
 from .registry import register
 
-WORKGROUP = 64
 F32_EPS = 2.0 ** -23  # PyTorch's default eps for rms_norm (float32 machine epsilon)
+ENV_VAR = "PTE_WEBGPU_RMS_NORM"
+OPTION = "rms_norm_variant"
+SEED = "tree-64"  # the original kernel: kept as a variant
+
+_NAME = re.compile(r"^(tree|tile|row|sg)(4?)-(\d+)(?:x(\d+))?$")
+_CPU_WORDS = ("swiftshader", "llvmpipe", "lavapipe", "softpipe", "warp")
 
 
-def workgroup_size(max_invocations: int) -> int:
-    """64 lanes, clamped to the adapter and floored to a power of two (the tree halves)."""
-    size = min(WORKGROUP, max_invocations, 256)
-    return 1 << (size.bit_length() - 1)
+@dataclass(frozen=True)
+class Variant:
+    kind: str  # "tree" | "tile" | "row" | "sg"
+    vec4: bool
+    wg_size: int  # invocations per workgroup
+    lanes: int  # invocations per row (wg_size for tree and sg, 1 for row)
+
+    @property
+    def name(self) -> str:
+        v = "4" if self.vec4 else ""
+        if self.kind == "tile":
+            return f"tile{v}-{self.lanes}x{self.wg_size}"
+        return f"{self.kind}{v}-{self.wg_size}"
+
+    @property
+    def shader(self) -> str:
+        return "rms_norm_subgroup" if self.kind == "sg" else "rms_norm"
+
+    @property
+    def entry(self) -> str:
+        return "main_vec4" if self.vec4 else "main"
+
+    @property
+    def constants(self) -> dict:
+        if self.kind == "sg":
+            return {"wg_size": self.wg_size}
+        return {"wg_size": self.wg_size, "lanes": self.lanes}
+
+    @property
+    def rows_per_group(self) -> int:
+        return self.wg_size // self.lanes
+
+    def workgroups(self, rows: int) -> int:
+        return -(-rows // self.rows_per_group)
+
+    def for_width(self, width: int) -> "Variant":
+        """vec4 loads need whole vec4 rows: other widths load scalars, same shape."""
+        return self if not self.vec4 or width % 4 == 0 else replace(self, vec4=False)
+
+
+def _pow2(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def parse(name: str) -> Variant:
+    m = _NAME.match(name.strip())
+    if not m:
+        raise UnsupportedError(f"unknown rms_norm variant {name!r}; names look like tree-64, "
+                               "tree4-256, tile4-16x256, row4-64, sg4-4")
+    kind, vec, a, b = m.group(1), m.group(2) == "4", int(m.group(3)), m.group(4)
+    if kind == "tile":
+        if b is None:
+            raise UnsupportedError(f"rms_norm variant {name!r}: tile needs LANESxWG, "
+                                   "e.g. tile4-16x256")
+        lanes, wg = a, int(b)
+    elif b is not None:
+        raise UnsupportedError(f"rms_norm variant {name!r}: only tile takes LANESxWG")
+    else:
+        wg, lanes = a, (1 if kind == "row" else a)
+    if not (_pow2(wg) and _pow2(lanes) and lanes <= wg):
+        raise UnsupportedError(f"rms_norm variant {name!r}: sizes must be powers of two "
+                               "with lanes <= workgroup size")
+    return Variant(kind, vec, wg, lanes)
+
+
+# --- adapters -------------------------------------------------------------------------
+def is_cpu(adapter) -> bool:
+    """Software adapters (SwiftShader, lavapipe/llvmpipe): barriers cost more than math."""
+    text = f"{adapter.vendor} {adapter.architecture} {adapter.description}".lower()
+    return bool(adapter.is_fallback) or any(w in text for w in _CPU_WORDS)
+
+
+def has_subgroups(adapter) -> bool:
+    # Browser only: wgpu-native's WGSL front end (naga) rejects `enable subgroups;`.
+    return adapter.backend == "browser" and "subgroups" in adapter.features
+
+
+def max_invocations(adapter) -> int:
+    lim = adapter.limits
+    return int(min(lim.get("maxComputeInvocationsPerWorkgroup") or 256,
+                   lim.get("maxComputeWorkgroupSizeX") or 256))
+
+
+def supported(variant: Variant, adapter) -> str | None:
+    """Why ``variant`` cannot run on ``adapter`` (None when it can)."""
+    if variant.wg_size > max_invocations(adapter):
+        return (f"{variant.wg_size} invocations per workgroup exceed the adapter's "
+                f"{max_invocations(adapter)}")
+    if variant.kind == "sg" and not has_subgroups(adapter):
+        return "needs the subgroups feature (browser adapters only)"
+    if variant.kind != "sg" and variant.wg_size * 4 > int(
+            adapter.limits.get("maxComputeWorkgroupStorageSize") or 16384):
+        return "workgroup storage too small"
+    return None
+
+
+def _floor_pow2(n: int) -> int:
+    return 1 << (max(1, n).bit_length() - 1)
+
+
+def choose(adapter, rows: int, width: int) -> Variant:
+    """The selection rule (measured: docs/performance.md).
+
+    CPU adapters (SwiftShader, lavapipe) run a workgroup's invocations as a few SIMD
+    lanes on one thread, and a barrier switches every invocation out and back: no
+    barriers there. From 16 rows up, one row per invocation in workgroups of 16 (the
+    rows spread over the adapter's threads); fewer rows: one row per subgroup-sized
+    workgroup summed with subgroupAdd where the adapter has subgroups.
+    GPUs: rows of at least 512 vec4s get one workgroup per row with a vec4 halving tree
+    of 256 lanes (512 when there are at most 64 rows, to spread one row wider);
+    narrower rows share a workgroup of 256 (tile), one lane per 2 vec4s of the row
+    (at most 32).
+    """
+    vec = 4 if width % 4 == 0 else 1
+    items = width // vec
+    top = max_invocations(adapter)
+    if is_cpu(adapter):
+        if rows < 16 and has_subgroups(adapter):
+            pick = Variant("sg", True, 4, 4)
+        else:
+            pick = Variant("row", True, min(16, top), 1)
+    elif items >= 512:
+        lanes = min(top, 512 if rows <= 64 else 256)
+        pick = Variant("tree", True, lanes, lanes)
+    else:
+        lanes = max(1, min(32, _floor_pow2(items // 2)))
+        pick = Variant("tile", True, min(256, top), lanes)
+    return pick.for_width(width)
+
+
+def candidates(adapter, width: int) -> list[Variant]:
+    """Variants worth measuring on this adapter (bench/): the seed, the chosen family's
+    neighbours and the other shapes; all runnable here."""
+    names = ["tree-64", "tree4-64", "tree4-128", "tree4-256", "tree4-512", "tree4-1024",
+             "tile4-4x256", "tile4-8x256", "tile4-16x256", "tile4-32x256", "tile4-16x128",
+             "row4-64", "sg4-32", "sg4-256"]
+    if is_cpu(adapter):
+        names = ["tree-64", "tree4-64", "tile4-4x64", "row4-16", "row4-64", "row-64",
+                 "sg4-4", "sg-4"]
+    out = []
+    for n in names:
+        v = parse(n).for_width(width)
+        if supported(v, adapter) is None and v not in out:
+            out.append(v)
+    return out
+
+
+def forced_variant(options: dict | None = None) -> str | None:
+    name = (options or {}).get(OPTION) or os.environ.get(ENV_VAR, "")
+    return name.strip() or None
+
+
+def resolve(adapter, rows: int, width: int, forced: str | None = None) -> tuple[Variant, str]:
+    """(variant to run, how it was picked: "auto" or "forced")."""
+    if forced:
+        variant = parse(forced).for_width(width)
+        why = supported(variant, adapter)
+        if why:
+            raise UnsupportedError(f"rms_norm variant {forced!r} cannot run on "
+                                   f"{adapter.summary()}: {why}")
+        return variant, "forced"
+    return choose(adapter, rows, width), "auto"
+
+
+async def record(ctx, op, variant: Variant, bindings, rows: int, width: int, eps: float):
+    """Record one rms_norm dispatch of ``variant`` (also used by bench/)."""
+    pipeline = await ctx.pipeline(variant.shader, variant.constants, variant.entry)
+    params = ctx.uniform(struct.pack("<IIfI", rows, width, eps, 0), "rms_norm params")
+    ctx.dispatch(op, pipeline, list(bindings) + [(3, params)],
+                 ctx.grid(variant.workgroups(rows)))
 
 
 @register("et_vk.rms_norm.default")
@@ -32,8 +220,29 @@ async def build(ctx, op):
         raise FormatError(f"{op.name}: output has {out.numel} elements, input {x.numel}",
                           field=f"value {out_id}")
     eps = ctx.float_scalar(eps_id, F32_EPS)
-    wg = workgroup_size(ctx.limit("maxComputeInvocationsPerWorkgroup", 256))
-    pipeline = await ctx.pipeline("rms_norm", {"wg_size": wg})
-    params = ctx.uniform(struct.pack("<IIfI", rows, width, eps, 0), "rms_norm params")
-    ctx.dispatch(op, pipeline, [(0, x_id), (1, w_id), (2, out_id), (3, params)],
-                 ctx.grid(rows))
+    variant, how = resolve(ctx.device.info, rows, width, forced_variant(ctx.options))
+    await record(ctx, op, variant, [(0, x_id), (1, w_id), (2, out_id)], rows, width, eps)
+    ctx.note_kernel(op, variant=variant.name, picked=how)
+
+
+# Two adapters ``inspect`` shows the choice for, without a GPU at hand.
+TYPICAL_ADAPTERS = {
+    "chromium-swiftshader": AdapterInfo(
+        "browser", "google", "swiftshader", "", True, frozenset({"subgroups"}),
+        {"maxComputeInvocationsPerWorkgroup": 256, "maxComputeWorkgroupSizeX": 256,
+         "maxComputeWorkgroupStorageSize": 32768}),
+    "discrete-gpu": AdapterInfo(
+        "browser", "", "", "discrete GPU", False, frozenset(),
+        {"maxComputeInvocationsPerWorkgroup": 1024, "maxComputeWorkgroupSizeX": 1024,
+         "maxComputeWorkgroupStorageSize": 32768}),
+}
+
+
+def choices(graph, op) -> dict[str, str]:
+    """The variant each typical adapter would run for this op (shown by inspect)."""
+    x = graph.values[op.args[0]] if len(op.args) == 4 else None
+    if not isinstance(x, TensorValue) or not x.shape or not x.shape[-1]:
+        return {}  # malformed op: inspect shows it, the build refuses it
+    rows, width = x.numel // x.shape[-1], x.shape[-1]
+    return {name: choose(adapter, rows, width).name
+            for name, adapter in TYPICAL_ADAPTERS.items()}

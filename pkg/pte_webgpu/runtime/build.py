@@ -45,9 +45,10 @@ class BuildContext:
     """What an op build function sees: its graph, buffers, pipelines and the recording."""
 
     def __init__(self, device, graph: Graph, resources: Resources, recording,
-                 pipelines: dict, label: str):
+                 pipelines: dict, label: str, options: dict | None = None):
         self.device, self.graph, self.resources = device, graph, resources
         self.recording, self.pipelines, self.label = recording, pipelines, label
+        self.options = options or {}  # Runtime.create(options=...), e.g. rms_norm_variant
         self.buffers: dict[int, Buffer] = {}
         self.io_ids: set[int] = set()  # graph inputs/outputs: they own plan buffers
         self.op_index = -1
@@ -180,10 +181,10 @@ def _bind_size(graph: Graph, vid: int) -> int:
 
 async def build_delegate(device, vk: formats.VulkanDelegate, named: formats.NamedData,
                          io_buffers: dict[int, Buffer], resources: Resources, recording,
-                         pipelines: dict, label: str) -> BuildContext:
+                         pipelines: dict, label: str, options: dict | None = None) -> BuildContext:
     """Allocate, upload constants, and record every op of one Vulkan delegate."""
     graph = vk.graph
-    ctx = BuildContext(device, graph, resources, recording, pipelines, label)
+    ctx = BuildContext(device, graph, resources, recording, pipelines, label, options)
     ctx.buffers.update(io_buffers)
     ctx.io_ids = set(io_buffers)
     handlers = [registry.lookup(op.name, f"{label} op {i}") for i, op in enumerate(graph.ops)]

@@ -13,15 +13,12 @@ from __future__ import annotations
 import asyncio
 import time
 
-from .. import formats
 from ..errors import InputError, UnsupportedError
-from ..formats.pte import (DelegateCall, ExecutionPlan, JumpFalseCall, KernelCall,
-                           MoveCall, PlanTensor)
+from ..formats.pte import DelegateCall, ExecutionPlan, KernelCall, MoveCall, PlanTensor
 from ..gpu.interface import Copy, Recording
-from ..graph import Scalar
 from ..ops import registry
 from .build import BuildContext, Resources, build_delegate, upload
-from .plan_graph import kernel_op, plan_as_graph
+from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
 from .storage import from_storage, storage_dtype, storage_nbytes, to_storage
 from .tensor import numpy_available, output, to_host_tensor
 
@@ -29,6 +26,7 @@ from .tensor import numpy_available, output, to_host_tensor
 class Method:
     def __init__(self, program, plan: ExecutionPlan, device):
         self.program, self.plan, self.device = program, plan, device
+        self.options = program.runtime.options
         self.name = plan.name
         self.graph = plan_as_graph(plan)
         self.resources = Resources(device)
@@ -51,7 +49,7 @@ class Method:
             self._plan_tensor(vid, "input" if vid in plan.inputs else "output")
         await self.device.push_error_scopes()
         try:
-            for index, ins in self._linear_chain():
+            for index, ins in linear_chain(plan):
                 if isinstance(ins, DelegateCall):
                     await self._build_delegate(index, ins, file, pipelines)
                 elif isinstance(ins, KernelCall):
@@ -74,25 +72,6 @@ class Method:
         graphs = [self.graph] + [d.graph.graph for d in self.plan.delegates if d.graph]
         return any(v.kind == "tensor" and v.dtype.name == "float16"
                    for g in graphs for v in g.values)
-
-    def _linear_chain(self):
-        """Instructions in execution order; constant JumpFalse conditions resolved here."""
-        plan, pc, seen = self.plan, 0, set()
-        while pc < len(plan.instructions):
-            ins = plan.instructions[pc]
-            if isinstance(ins, JumpFalseCall):
-                cond = plan.values[ins.cond_value_index]
-                if not (isinstance(cond, Scalar) and cond.kind == "bool"):
-                    raise UnsupportedError(f"instruction {pc} of {plan.name!r} jumps on value "
-                                           f"{ins.cond_value_index}, which is computed at run "
-                                           "time; only constant conditions are supported")
-                if pc in seen:
-                    raise UnsupportedError(f"instruction {pc} of {plan.name!r} loops")
-                seen.add(pc)
-                pc = pc + 1 if cond.value else ins.destination_instruction
-                continue
-            yield pc, ins
-            pc += 1
 
     def _plan_tensor(self, vid: int, role: str) -> PlanTensor:
         value = self.plan.values[vid]
@@ -125,16 +104,9 @@ class Method:
         return file.constant_tensor_bytes(t, nbytes, where)
 
     async def _build_delegate(self, index: int, call: DelegateCall, file, pipelines) -> None:
-        delegate = self.plan.delegates[call.delegate_index]
+        vk = delegate_of(self.plan, index, call)
+        graph = vk.graph
         label = f"instruction {index} delegate {call.delegate_index}"
-        if delegate.id != formats.VULKAN_BACKEND_ID or delegate.graph is None:
-            raise UnsupportedError(f"{label}: backend {delegate.id!r} is not supported "
-                                   f"(only {formats.VULKAN_BACKEND_ID})")
-        graph = delegate.graph.graph
-        n_in = len(graph.input_ids)
-        if len(call.args) != n_in + len(graph.output_ids):
-            raise InputError(f"{label}: {len(call.args)} arguments for a graph with {n_in} "
-                             f"inputs and {len(graph.output_ids)} outputs")
         io = {}
         for gid, pid in zip(graph.input_ids + graph.output_ids, call.args):
             gt, pt = graph.values[gid], self._plan_tensor(pid, "delegate argument")
@@ -143,8 +115,8 @@ class Method:
                                  f"{list(gt.shape)}) does not fit plan value {pid} "
                                  f"({pt.dtype.name}{list(pt.sizes)})")
             io[gid] = self._buffer(pid, file)
-        ctx = await build_delegate(self.device, delegate.graph, file.named, io, self.resources,
-                                   self.recording, pipelines, label)
+        ctx = await build_delegate(self.device, vk, file.named, io, self.resources,
+                                   self.recording, pipelines, label, self.options)
         self.kernels += [dict(k, delegate=call.delegate_index) for k in ctx.kernels]
 
     async def _build_kernel(self, index: int, call: KernelCall, file, pipelines) -> None:
@@ -152,7 +124,7 @@ class Method:
         label = f"instruction {index} kernel"
         handler = registry.lookup(op.name, f"{label} {'::'.join(self.plan.operators[call.op_index])}")
         ctx = BuildContext(self.device, self.graph, self.resources, self.recording, pipelines,
-                           label)
+                           label, self.options)
         for vid in op.args:
             if isinstance(self.plan.values[vid], PlanTensor):
                 ctx.buffers[vid] = self._buffer(vid, file)

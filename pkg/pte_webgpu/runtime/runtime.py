@@ -24,13 +24,18 @@ def _in_browser() -> bool:
 
 
 class Runtime:
-    def __init__(self, device):
+    def __init__(self, device, options: dict | None = None):
         self.device = device
+        self.options = dict(options or {})
         self.programs: list[Program] = []
 
     @classmethod
-    async def create(cls, backend: str = "auto") -> "Runtime":
-        """``backend``: "browser" (navigator.gpu), "native" (wgpu) or "auto"."""
+    async def create(cls, backend: str = "auto", options: dict | None = None) -> "Runtime":
+        """``backend``: "browser" (navigator.gpu), "native" (wgpu) or "auto".
+
+        ``options``: build-time choices, e.g. ``{"rms_norm_variant": "tree-64"}`` to
+        force a kernel variant (see ops/rms_norm.py).
+        """
         if backend == "auto":
             backend = "browser" if _in_browser() else "native"
         if backend == "browser":
@@ -39,7 +44,7 @@ class Runtime:
             from ..gpu.native import NativeDevice as Device
         else:
             raise ValueError(f"unknown backend {backend!r}; use browser, native or auto")
-        return cls(await Device.create())
+        return cls(await Device.create(), options)
 
     @property
     def adapter(self):

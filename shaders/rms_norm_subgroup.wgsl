@@ -1,0 +1,88 @@
+// RMSNorm, subgroup variants (adapters with the "subgroups" feature): one row per
+// workgroup of wg_size invocations; subgroupAdd sums each subgroup's squares, and only
+// when the workgroup spans several subgroups do their totals meet in workgroup memory
+// (one barrier). With wg_size <= the subgroup size there is no barrier at all, which
+// is what CPU adapters (SwiftShader: subgroups of 4) want.
+// Same bindings, params and semantics as rms_norm.wgsl.
+enable subgroups;
+
+override wg_size: u32 = 4;
+
+struct Params {
+  num_rows: u32,
+  width: u32,
+  eps: f32,
+  _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> weight: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> weight4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> y4: array<vec4<f32>>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+var<workgroup> partial: array<f32, wg_size>;
+
+fn row_total(sum: f32, li: u32, sg_size: u32, sg_lane: u32) -> f32 {
+  let total = subgroupAdd(sum);
+  if (sg_size >= wg_size) {
+    return total;  // the whole workgroup is one subgroup
+  }
+  // Which invocations share a subgroup is the implementation's choice: the first lane
+  // of each subgroup posts its total, the others zeros, and every lane adds them all.
+  partial[li] = select(0.0, total, sg_lane == 0u);
+  workgroupBarrier();
+  var all = 0.0;
+  for (var k = 0u; k < wg_size; k++) {
+    all += partial[k];
+  }
+  return all;
+}
+
+@compute @workgroup_size(wg_size)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) li: u32,
+        @builtin(subgroup_size) sg_size: u32,
+        @builtin(subgroup_invocation_id) sg_lane: u32) {
+  let row = wid.x + wid.y * groups.x;
+  if (row >= params.num_rows) {
+    return;  // uniform for the whole workgroup
+  }
+  let width = params.width;
+  let base = row * width;
+  var sum = 0.0;
+  for (var j = li; j < width; j += wg_size) {
+    let v = x[base + j];
+    sum += v * v;
+  }
+  let rstd = inverseSqrt(row_total(sum, li, sg_size, sg_lane) / f32(width) + params.eps);
+  for (var j = li; j < width; j += wg_size) {
+    y[base + j] = x[base + j] * rstd * weight[j];
+  }
+}
+
+@compute @workgroup_size(wg_size)
+fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
+             @builtin(num_workgroups) groups: vec3<u32>,
+             @builtin(local_invocation_index) li: u32,
+             @builtin(subgroup_size) sg_size: u32,
+             @builtin(subgroup_invocation_id) sg_lane: u32) {
+  let row = wid.x + wid.y * groups.x;
+  if (row >= params.num_rows) {
+    return;
+  }
+  let width4 = params.width / 4u;
+  let base = row * width4;
+  var sum = 0.0;
+  for (var j = li; j < width4; j += wg_size) {
+    let v = x4[base + j];
+    sum += dot(v, v);
+  }
+  let rstd = inverseSqrt(row_total(sum, li, sg_size, sg_lane) / f32(params.width) + params.eps);
+  for (var j = li; j < width4; j += wg_size) {
+    y4[base + j] = x4[base + j] * rstd * weight4[j];
+  }
+}

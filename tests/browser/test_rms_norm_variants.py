@@ -1,0 +1,152 @@
+"""Every rms_norm variant in headless Chromium (SwiftShader), subgroup ones included:
+fixtures with the variant forced, random rows of widths not divisible by 4 and an
+overflowing row, against a float32 reference computed like torch."""
+
+import base64
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pte_webgpu.ops import rms_norm
+from tests.fixture_index import INDEX, runnable, tolerance
+
+pytestmark = pytest.mark.browser
+
+SUPPORT = (Path(__file__).parent / "page_support.py").read_text()
+RMS_FIXTURES = [e for e in INDEX if runnable(e) and "rmsnorm" in e["name"]]
+VARIANTS = ["tree-64", "tree4-64", "tree4-256", "tile4-4x64", "tile4-8x256", "tile-2x64",
+            "row4-16", "row4-64", "row-64", "sg4-4", "sg-4", "sg4-16", "sg4-64"]
+SHAPES = [(3, 7), (5, 130), (2, 1027), (6, 64), (2, 4096), (1, 1), (9, 2)]
+
+PAGE_CODE = r'''
+import base64, os
+from pte_webgpu import dtypes
+from pte_webgpu.gpu.interface import Recording
+from pte_webgpu.graph import Graph, OpCall, Scalar, TensorValue
+from pte_webgpu.ops import rms_norm
+from pte_webgpu.runtime.build import BuildContext, Resources
+
+
+async def rms_variant(variant, rows, width, x_b64, w_b64, eps):
+    """One rms_norm dispatch of `variant` (None: the rule's pick); output as base64."""
+    device = (await runtime()).device
+    x, w = base64.b64decode(x_b64), base64.b64decode(w_b64)
+    f32 = dtypes.FLOAT32
+    graph = Graph([TensorValue(f32, (rows, width)), TensorValue(f32, (width,)),
+                   Scalar("double", eps), TensorValue(f32, (rows, width))],
+                  [OpCall("et_vk.rms_norm.default", (0, 1, 2, 3))], [0], [3], [])
+    resources = Resources(device)
+    try:
+        bx, bw, by = (resources.buffer(len(d), n) for d, n in ((x, "x"), (w, "w"), (x, "y")))
+        staging = resources.buffer(len(x), "staging", ("map_read", "copy_dst"))
+        device.write_buffer(bx, x)
+        device.write_buffer(bw, w)
+        ctx = BuildContext(device, graph, resources, Recording(), {}, "test")
+        ctx.buffers = {0: bx, 1: bw, 3: by}
+        op = graph.ops[0]
+        ctx.begin_op(0, op)
+        if variant is None:
+            await rms_norm.build(ctx, op)
+        else:
+            v = rms_norm.parse(variant).for_width(width)
+            await rms_norm.record(ctx, op, v, [(0, 0), (1, 1), (2, 3)], rows, width, eps)
+        (raw,), _ = await device.run(ctx.recording, [(by, len(x))], staging)
+        return {"y": base64.b64encode(raw[:len(x)]).decode(), "kernel": ctx.kernels[-1]}
+    finally:
+        resources.release()
+
+
+async def fixture_with_variant(variant, name, ptd_files):
+    os.environ[rms_norm.ENV_VAR] = variant
+    try:
+        return await run_fixture(name, ptd_files)
+    finally:
+        del os.environ[rms_norm.ENV_VAR]
+
+
+def adapter_supports(variant):
+    return rms_norm.supported(rms_norm.parse(variant), _runtime.device.info)
+'''
+
+
+@pytest.fixture(scope="module")
+def page(browser_session):
+    browser_session.run_python(SUPPORT)
+    browser_session.run_python(PAGE_CODE)
+    browser_session.run_python("await runtime(); None")
+    return browser_session
+
+
+def reference(x, w, eps):
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow -> inf -> zeros, as torch
+        ms = np.sum(x * x, axis=-1, dtype=np.float32, keepdims=True) / np.float32(x.shape[-1])
+        return x * (np.float32(1) / np.sqrt(ms + np.float32(eps))) * w
+
+
+def _data(rows, width, scale=2.0):
+    rng = np.random.default_rng(rows * 7919 + width)
+    return (rng.uniform(-scale, scale, (rows, width)).astype(np.float32),
+            rng.uniform(-2, 2, width).astype(np.float32))
+
+
+def run_in_page(page, variant, x, w, eps):
+    b64 = lambda a: base64.b64encode(a.tobytes()).decode()  # noqa: E731
+    out = page.run_python(f"await rms_variant({variant!r}, {x.shape[0]}, {x.shape[1]}, "
+                          f"{b64(x)!r}, {b64(w)!r}, {eps!r})")
+    y = np.frombuffer(base64.b64decode(out["y"]), np.float32).reshape(x.shape)
+    return y, out["kernel"]
+
+
+def _runnable(page, variant):
+    why = page.run_python(f"adapter_supports({variant!r})")
+    if why:
+        pytest.skip(f"{variant}: {why}")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_variant_matches_reference(page, variant):
+    _runnable(page, variant)
+    for shape in SHAPES:
+        x, w = _data(*shape)
+        got, _ = run_in_page(page, variant, x, w, 1e-6)
+        np.testing.assert_allclose(got, reference(x, w, 1e-6), rtol=2e-5, atol=2e-6,
+                                   err_msg=f"{variant} {shape}")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_overflowing_sum_gives_zeros_like_torch(page, variant):
+    _runnable(page, variant)
+    x, w = _data(3, 68, scale=1e20)
+    got, _ = run_in_page(page, variant, x, w, 1e-6)
+    np.testing.assert_array_equal(got, reference(x, w, 1e-6))
+    assert np.all(got == 0.0)
+
+
+def test_rows_beyond_one_grid_dimension_fold(page):
+    x, w = _data(70000, 4)
+    got, kernel = run_in_page(page, None, x, w, 1e-5)
+    np.testing.assert_allclose(got, reference(x, w, 1e-5), rtol=2e-5, atol=2e-6)
+    assert kernel["picked"] == "auto"
+
+
+def test_the_rule_picks_barrier_free_kernels_on_swiftshader(page):
+    info = page.run_python("_runtime.device.info.summary()")
+    if "swiftshader" not in info:
+        pytest.skip(f"not SwiftShader: {info}")
+    for rows, want in ((8, "sg4-4"), (64, "row4-16")):
+        x, w = _data(rows, 4096)
+        _, kernel = run_in_page(page, None, x, w, 1e-6)
+        assert kernel["variant"] == want, kernel
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_fixtures_with_the_variant_forced(page, variant):
+    _runnable(page, variant)
+    for entry in RMS_FIXTURES:
+        result = page.run_python(f"await fixture_with_variant({variant!r}, {entry['name']!r}, "
+                                 f"{entry.get('ptd_files', [])!r})")
+        assert result["shapes"] == result["want_shapes"]
+        tol = tolerance(entry)
+        for abs_err, rel_err in result["errors"]:
+            assert abs_err <= tol or rel_err <= tol, (entry["name"], result)

@@ -1,0 +1,135 @@
+"""Every rms_norm variant natively (wgpu; lavapipe here): the fixtures with the variant
+forced, and random rows of widths not divisible by 4, folded grids and overflow,
+against a float32 reference computed like torch."""
+
+import numpy as np
+import pytest
+
+from pte_webgpu import dtypes
+from pte_webgpu.gpu.interface import Recording
+from pte_webgpu.graph import Graph, OpCall, Scalar, TensorValue
+from pte_webgpu.ops import rms_norm
+from pte_webgpu.runtime.build import BuildContext, Resources
+from tests.fixture_index import FIXTURES, INDEX, runnable, tolerance
+from tests.native.gpu_thread import run_sync
+
+RMS_FIXTURES = [e for e in INDEX if runnable(e) and "rmsnorm" in e["name"]]
+# Both families' candidates (GPU and CPU lists), whatever this adapter is; sg variants
+# need browser subgroups (tests/browser/test_rms_norm_variants.py).
+VARIANTS = ["tree-64", "tree4-64", "tree4-256", "tree4-1024", "tile4-8x256", "tile4-32x256",
+            "tile4-4x64", "tile-2x64", "row4-16", "row4-64", "row-64"]
+SHAPES = [(3, 7), (5, 130), (2, 1027), (4, 4097), (9, 2), (1, 1), (6, 64), (2, 4096),
+          (3, 1000)]
+
+
+def reference(x, w, eps):
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow -> inf -> zeros, as torch
+        ms = np.sum(x * x, axis=-1, dtype=np.float32, keepdims=True) / np.float32(x.shape[-1])
+        return x * (np.float32(1) / np.sqrt(ms + np.float32(eps))) * w
+
+
+async def run_variant(device, variant, x, w, eps):
+    """One rms_norm dispatch of ``variant`` (None: the rule's choice) on ``x``."""
+    rows, width = x.shape
+    f32 = dtypes.FLOAT32
+    graph = Graph([TensorValue(f32, (rows, width)), TensorValue(f32, (width,)),
+                   Scalar("double", eps), TensorValue(f32, (rows, width))],
+                  [OpCall("et_vk.rms_norm.default", (0, 1, 2, 3))], [0], [3], [])
+    resources = Resources(device)
+    try:
+        bx, bw, by = (resources.buffer(a.nbytes, n) for a, n in ((x, "x"), (w, "w"), (x, "y")))
+        staging = resources.buffer(x.nbytes, "staging", ("map_read", "copy_dst"))
+        device.write_buffer(bx, x.tobytes())
+        device.write_buffer(bw, w.tobytes())
+        ctx = BuildContext(device, graph, resources, Recording(), {}, "test")
+        ctx.buffers = {0: bx, 1: bw, 3: by}
+        op = graph.ops[0]
+        ctx.begin_op(0, op)
+        if variant is None:
+            await rms_norm.build(ctx, op)
+        else:
+            v = rms_norm.parse(variant).for_width(width)
+            await rms_norm.record(ctx, op, v, [(0, 0), (1, 1), (2, 3)], rows, width, eps)
+        (raw,), _ = await device.run(ctx.recording, [(by, x.nbytes)], staging)
+        return np.frombuffer(raw[:x.nbytes], np.float32).reshape(rows, width), ctx.kernels
+    finally:
+        resources.release()
+
+
+def _data(rows, width, seed=0, scale=2.0):
+    rng = np.random.default_rng(seed + rows * 7919 + width)
+    return (rng.uniform(-scale, scale, (rows, width)).astype(np.float32),
+            rng.uniform(-2, 2, width).astype(np.float32))
+
+
+def _runnable(runtime, name):
+    why = rms_norm.supported(rms_norm.parse(name), runtime.device.info)
+    if why:
+        pytest.skip(f"{name}: {why}")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_variant_matches_reference(runtime, variant, shape):
+    _runnable(runtime, variant)
+    x, w = _data(*shape)
+    got, _ = run_sync(run_variant(runtime.device, variant, x, w, 1e-6))
+    np.testing.assert_allclose(got, reference(x, w, 1e-6), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("variant", ["tree4-256", "tile4-8x256", "row4-64", "tree-64"])
+def test_rows_beyond_one_grid_dimension_fold(runtime, variant):
+    _runnable(runtime, variant)
+    x, w = _data(70000 * 64 // rms_norm.parse(variant).rows_per_group // 64 + 3, 4)
+    if rms_norm.parse(variant).workgroups(x.shape[0]) <= 65535:
+        x, w = _data(70000 * rms_norm.parse(variant).rows_per_group, 4)
+    got, _ = run_sync(run_variant(runtime.device, variant, x, w, 1e-5))
+    np.testing.assert_allclose(got, reference(x, w, 1e-5), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_overflowing_sum_gives_zeros_like_torch(runtime, variant):
+    _runnable(runtime, variant)
+    x, w = _data(3, 68, scale=1e20)
+    got, _ = run_sync(run_variant(runtime.device, variant, x, w, 1e-6))
+    assert np.all(got == 0.0)
+    np.testing.assert_array_equal(got, reference(x, w, 1e-6))
+
+
+def test_the_choice_is_recorded(runtime, monkeypatch):
+    monkeypatch.delenv(rms_norm.ENV_VAR, raising=False)
+    x, w = _data(4, 4096)
+    _, kernels = run_sync(run_variant(runtime.device, None, x, w, 1e-6))
+    want = rms_norm.choose(runtime.device.info, 4, 4096).name
+    assert kernels[-1]["variant"] == want and kernels[-1]["picked"] == "auto"
+    monkeypatch.setenv(rms_norm.ENV_VAR, "tree-64")
+    _, kernels = run_sync(run_variant(runtime.device, None, x, w, 1e-6))
+    assert kernels[-1]["variant"] == "tree-64" and kernels[-1]["picked"] == "forced"
+
+
+def _run_fixture(rt, name, ptd_files):
+    async def go():
+        pte = (FIXTURES / f"{name}.pte").read_bytes()
+        data = [(p, (FIXTURES / p).read_bytes()) for p in ptd_files]
+        program = await rt.load_program(pte, data)
+        try:
+            method = program.load_method()
+            ref = np.load(FIXTURES / f"{name}.npz")
+            ins = [ref[k] for k in sorted(ref.files) if k.startswith("in")]
+            outs = await method.execute(ins)
+            return outs, [ref[k] for k in sorted(ref.files) if k.startswith("out")]
+        finally:
+            program.close()
+    return run_sync(go())
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_fixtures_with_the_variant_forced(runtime, variant, monkeypatch):
+    _runnable(runtime, variant)
+    monkeypatch.setenv(rms_norm.ENV_VAR, variant)
+    for entry in RMS_FIXTURES:
+        outs, wants = _run_fixture(runtime, entry["name"], entry.get("ptd_files", []))
+        tol = tolerance(entry)
+        for got, want in zip(outs, wants):
+            np.testing.assert_allclose(got, want, atol=tol, rtol=tol, err_msg=entry["name"])
+    assert runtime.device.live_buffer_count == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 
 from . import formats
+from .dtypes import FLOAT16
 from .errors import PteError
 from .graph import ListValue, Null, Scalar, TensorValue
 from .formats.pte import PlanTensor
@@ -38,7 +39,18 @@ def describe(program, file_name: str = "", file_size: int | None = None) -> dict
         "data_files": [{"name": f.name, "keys": sorted(f.named_data)}
                        for f in program.named.data_files],
         "plans": [_plan(program, p) for p in program.plans],
+        "notes": _notes(program),
     }
+
+
+def _notes(program) -> list[str]:
+    """How the runtime will treat this program, where that differs from the file."""
+    graphs = [d.graph.graph for p in program.plans for d in p.delegates if d.graph]
+    values = [v for g in graphs for v in g.values] + [v for p in program.plans for v in p.values]
+    if any(getattr(v, "dtype", None) is FLOAT16 for v in values if v.kind == "tensor"):
+        return ["float16 tensors are stored and computed as float32 on the GPU "
+                "(converted at upload/download)"]
+    return []
 
 
 def _plan(program, plan) -> dict:
@@ -154,6 +166,7 @@ def render_text(report: dict) -> str:
     lines.append(f"named data ({len(report['named_data'])}):")
     lines += [f"  {n['key']} -> segment {n['segment_index']} ({n['size']} bytes)"
               for n in report["named_data"]]
+    lines += [f"note: {n}" for n in report["notes"]]
     for f in report["data_files"]:
         lines.append(f"data file {f['name']}: {len(f['keys'])} keys")
     for p in report["plans"]:

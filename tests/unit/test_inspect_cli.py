@@ -65,3 +65,15 @@ def test_inspect_shows_the_rms_norm_kernel_each_adapter_would_run(capsys):
     assert set(op["kernel_choices"]) == set(rms_norm.TYPICAL_ADAPTERS)
     for adapter, variant in op["kernel_choices"].items():
         assert variant == rms_norm.choose(rms_norm.TYPICAL_ADAPTERS[adapter], 105, 256).name
+
+
+@pytest.mark.parametrize("entry", INDEX, ids=lambda e: e["name"])
+def test_inspect_notes_float16_storage_exactly_when_the_program_has_float16(entry, capsys):
+    assert cli.main(["inspect", *_args(entry, "--json")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    has_fp16 = any(v.get("dtype") == "float16"
+                   for p in report["plans"]
+                   for v in p["values"] + [v for d in p["delegates"]
+                                           for v in d["vulkan"]["values"]])
+    assert bool(report["notes"]) == has_fp16
+    assert has_fp16 == ("fp16" in entry["name"])

@@ -9,12 +9,12 @@ from __future__ import annotations
 import struct
 
 from . import formats
-from .dtypes import FLOAT16
 from .errors import PteError
 from .graph import ListValue, Null, Scalar, TensorValue
 from .formats.pte import PlanTensor
 from .ops.registry import kernel_choices, supported_ops
 from .runtime.plan_graph import kernel_op_name
+from .runtime.storage import storage_notes
 
 SCHEMA = "pte-webgpu.inspect/1"
 FIRST_VALUES = 6
@@ -47,10 +47,7 @@ def _notes(program) -> list[str]:
     """How the runtime will treat this program, where that differs from the file."""
     graphs = [d.graph.graph for p in program.plans for d in p.delegates if d.graph]
     values = [v for g in graphs for v in g.values] + [v for p in program.plans for v in p.values]
-    if any(getattr(v, "dtype", None) is FLOAT16 for v in values if v.kind == "tensor"):
-        return ["float16 tensors are stored and computed as float32 on the GPU "
-                "(converted at upload/download)"]
-    return []
+    return storage_notes(values)
 
 
 def _plan(program, plan) -> dict:

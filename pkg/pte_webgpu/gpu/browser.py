@@ -135,13 +135,14 @@ class BrowserDevice(GpuDevice):
         self.device.pushErrorScope("out-of-memory")
         self.device.pushErrorScope("validation")
 
-    async def pop_error_scopes(self, what):
+    async def pop_error_scopes(self, what, raise_errors=True):
         validation = await self.device.popErrorScope()
         memory = await self.device.popErrorScope()
         for err in (validation, memory):
-            if not _absent(err):
+            if raise_errors and not _absent(err):
                 raise GpuValidationError(f"{what}: {err.message}")
-        self.check_alive()
+        if raise_errors:
+            self.check_alive()
 
     # --- hooks of GpuDevice.run --------------------------------------------------------
     def _check_lost(self):

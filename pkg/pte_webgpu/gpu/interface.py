@@ -275,8 +275,9 @@ class GpuDevice:
     async def push_error_scopes(self) -> None:
         raise NotImplementedError
 
-    async def pop_error_scopes(self, what: str) -> None:
-        """Raise GpuValidationError if anything since push_error_scopes failed."""
+    async def pop_error_scopes(self, what: str, raise_errors: bool = True) -> None:
+        """Raise GpuValidationError if anything since push_error_scopes failed
+        (unless ``raise_errors`` is False: the scopes are only closed)."""
         raise NotImplementedError
 
     def close(self) -> None:

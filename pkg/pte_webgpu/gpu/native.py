@@ -130,5 +130,5 @@ class NativeDevice(GpuDevice):
     async def push_error_scopes(self):
         pass  # wgpu-py raises validation errors as Python exceptions where they happen
 
-    async def pop_error_scopes(self, what):
+    async def pop_error_scopes(self, what, raise_errors=True):
         pass

@@ -19,7 +19,7 @@ from ..gpu.interface import Copy, Recording
 from ..ops import registry
 from .build import BuildContext, Resources, build_delegate, upload
 from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
-from .storage import from_storage, storage_dtype, storage_nbytes, to_storage
+from .storage import from_storage, storage_dtype, storage_nbytes, storage_notes, to_storage
 from .tensor import numpy_available, output, to_host_tensor
 
 
@@ -34,7 +34,7 @@ class Method:
         self.plan_buffers: dict = {}
         self.outputs: list = []
         self.staging = None
-        self.kernels: list[dict] = []  # one entry per dispatching op: where it runs and how
+        self.kernels: list[dict] = []  # one entry per op: where it runs, how, dispatches
         self.notes: list[str] = []
         self.load_seconds = 0.0
         self.last_profile: list[dict] | None = None
@@ -48,6 +48,7 @@ class Method:
         for vid in plan.inputs + plan.outputs:
             self._plan_tensor(vid, "input" if vid in plan.inputs else "output")
         await self.device.push_error_scopes()
+        built = False
         try:
             for index, ins in linear_chain(plan):
                 if isinstance(ins, DelegateCall):
@@ -57,21 +58,19 @@ class Method:
                 elif isinstance(ins, MoveCall):
                     self._build_move(index, ins, file)
             for vid in plan.outputs:
-                self.outputs.append((self._buffer(vid, file), storage_nbytes(self.graph.values[vid])))
+                size = storage_nbytes(self.graph.values[vid])
+                self.outputs.append((self._buffer(vid, file), size))
             total = sum(size for _, size in self.outputs)
             self.staging = self.resources.buffer(total, f"{plan.name} outputs staging",
                                                  ("map_read", "copy_dst"))
+            built = True
         finally:
-            await self.device.pop_error_scopes(f"loading method {plan.name!r}")
-        if self._has_float16():
-            self.notes.append("float16 tensors are stored and computed as float32 "
-                              "(converted at upload/download)")
+            # On failure the scopes are still popped, but the first error is the one raised.
+            await self.device.pop_error_scopes(f"loading method {plan.name!r}",
+                                               raise_errors=built)
+        graphs = [self.graph] + [d.graph.graph for d in plan.delegates if d.graph]
+        self.notes = storage_notes(v for g in graphs for v in g.values)
         self.load_seconds = time.perf_counter() - start
-
-    def _has_float16(self) -> bool:
-        graphs = [self.graph] + [d.graph.graph for d in self.plan.delegates if d.graph]
-        return any(v.kind == "tensor" and v.dtype.name == "float16"
-                   for g in graphs for v in g.values)
 
     def _plan_tensor(self, vid: int, role: str) -> PlanTensor:
         value = self.plan.values[vid]

@@ -19,6 +19,14 @@ except ImportError:  # Pyodide offline
 WIDENED = {dtypes.FLOAT16: dtypes.FLOAT32}
 
 
+def storage_notes(values) -> list[str]:
+    """What a user should know about how these graph/plan values are held on the GPU."""
+    if any(getattr(v, "dtype", None) in WIDENED for v in values if v.kind == "tensor"):
+        return ["float16 tensors are stored and computed as float32 on the GPU "
+                "(converted at upload/download)"]
+    return []
+
+
 def storage_dtype(dtype: dtypes.DType) -> dtypes.DType:
     return WIDENED.get(dtype, dtype)
 

@@ -54,3 +54,21 @@ def test_run_missing_ptd_names_the_key(pyodide_dist):
     done = _cli("run", FIXTURES / f"{name}.pte", "--inputs", FIXTURES / f"{name}.npz")
     assert done.returncode == 2 and "MissingDataError" in done.stderr
     assert "named data key" in done.stderr
+
+
+def test_serve_prints_the_url_and_serves_page_console_and_dist(pyodide_dist):
+    import urllib.request
+
+    proc = subprocess.Popen([sys.executable, "-m", "pte_webgpu", "serve", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("pte-webgpu demo: http://127.0.0.1:"), line
+        url = line.split()[2]
+        for path in ("index.html", "console.html", "pyodide/pyodide-lock.json",
+                     "fixtures/index.json"):
+            with urllib.request.urlopen(url + path, timeout=10) as response:
+                assert response.status == 200, path
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -101,15 +101,20 @@ def cmd_bench(args) -> int:
     from pathlib import Path
 
     # bench/ sits beside pkg/ in the repository (not in the wheel); else the current folder.
+    name = "roundtrip" if args.roundtrip else "rms_norm_bench"
     for root in (Path(__file__).resolve().parents[2], Path.cwd()):
-        script = root / "bench" / "rms_norm_bench.py"
+        script = root / "bench" / f"{name}.py"
         if script.is_file():
             break
     else:
-        raise PteError("bench/rms_norm_bench.py not found: run from the pte-webgpu repository")
-    spec = importlib.util.spec_from_file_location("rms_norm_bench", script)
+        raise PteError(f"bench/{name}.py not found: run from the pte-webgpu repository")
+    spec = importlib.util.spec_from_file_location(name, script)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    if args.roundtrip:
+        if args.backend != "browser":
+            raise PteError("--roundtrip measures Pyodide against plain JS: browser only")
+        return bench.main(None, 200, args.output, args.markdown)
     try:
         bench.parse_shapes(args.shapes)
     except ValueError as e:
@@ -152,6 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variants", metavar="V,...", help="rms_norm variants to measure "
                    "(default: the candidates for the adapter)")
     p.add_argument("--no-ort", action="store_true", help="browser: skip ONNX Runtime Web")
+    p.add_argument("--roundtrip", action="store_true", help="instead: execute() round trip from "
+                   "Python vs the same work from plain JS (bench/roundtrip.py)")
     p.set_defaults(func=cmd_bench)
     p = sub.add_parser("serve", help="serve the demo page and console on 127.0.0.1")
     p.add_argument("--port", type=int, default=8000)

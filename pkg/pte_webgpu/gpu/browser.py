@@ -53,6 +53,8 @@ class BrowserDevice(GpuDevice):
         super().__init__(info)
         js, create_proxy, to_js = _js()
         self.js, self.to_js, self.create_proxy = js, to_js, create_proxy
+        # Looked up once: every attribute of a JS global costs a call on the execute path.
+        self._map_read, self._u8, self._array_of = js.GPUMapMode.READ, js.Uint8Array, js.Array.of
         self.device, self.queue = device, device.queue
         self.lost_reason: str | None = None
         self.uncaptured: list[str] = []
@@ -176,14 +178,14 @@ class BrowserDevice(GpuDevice):
         encoder.copyBufferToBuffer(src.handle, src_offset, dst.handle, dst_offset, size)
 
     def _submit(self, encoder):
-        self.queue.submit(self.to_js([encoder.finish()]))
+        self.queue.submit(self._array_of(encoder.finish()))
 
     async def _read(self, buf, size):
         if size == 0:
             return b""
-        await buf.handle.mapAsync(self.js.GPUMapMode.READ, 0, size)
+        await buf.handle.mapAsync(self._map_read, 0, size)
         try:
-            return self.js.Uint8Array.new(buf.handle.getMappedRange(0, size)).to_bytes()
+            return self._u8.new(buf.handle.getMappedRange(0, size)).to_bytes()
         finally:
             buf.handle.unmap()
 

@@ -152,8 +152,8 @@ class GpuDevice:
         self.check_alive()
         if profile and "timestamp-query" not in self.info.features:
             return await self._run_timed_by_wall(recording, outputs, staging)
-        dispatches = sum(isinstance(s, Dispatch) for s in recording.steps)
-        query = self._query_set(2 * dispatches) if profile and dispatches else None
+        dispatches = sum(isinstance(s, Dispatch) for s in recording.steps) if profile else 0
+        query = self._query_set(2 * dispatches) if dispatches else None
         try:
             encoder = self._encoder()
             self._encode(encoder, recording.steps, query)

@@ -543,3 +543,18 @@ def test_unreadable_data_file_path_is_a_pte_error(tmp_path):
     pte = (Path(__file__).resolve().parents[1] / "fixtures" / "rmsnorm_extdata_1x8x64.pte")
     with pytest.raises(PteError, match="cannot read data file .*missing.ptd"):
         formats.open_program(pte.read_bytes(), [tmp_path / "missing.ptd"])
+
+
+def test_negative_plan_tensor_size_is_a_format_error():
+    """Plan sizes are signed in the schema; a negative one must not reach allocation."""
+    from pte_webgpu.formats import read_program
+
+    data = bytearray((FIXTURES / "add_2x3x4.pte").read_bytes())
+    program = read_program(bytes(data))
+    sizes = program.plans[0].values[0].sizes
+    # find the first plan tensor's sizes vector [2, 3, 4] (int32 LE) and negate its 3
+    needle = struct.pack("<3i", *sizes)
+    at = bytes(data).index(needle)
+    struct.pack_into("<i", data, at + 4, -3)
+    with pytest.raises(FormatError, match="negative dimension"):
+        read_program(bytes(data))

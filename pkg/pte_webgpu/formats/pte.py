@@ -305,10 +305,14 @@ def _evalue(ev, where: str):
 def _tensor(t, where: str) -> PlanTensor:
     alloc = t.AllocationInfo()
     extra = t.ExtraTensorInfo()
+    sizes = scalar_vector(t.SizesLength(), t.Sizes)
+    if any(s < 0 for s in sizes):
+        raise FormatError(f"tensor sizes {list(sizes)} have a negative dimension",
+                          field=where + ".sizes")
     return PlanTensor(
         scalar_type=t.ScalarType(),
         dtype=dtypes.FROM_SCALAR_TYPE.get(t.ScalarType()),
-        sizes=scalar_vector(t.SizesLength(), t.Sizes),
+        sizes=sizes,
         dim_order=scalar_vector(t.DimOrderLength(), t.DimOrder),
         data_buffer_idx=t.DataBufferIdx(),
         memory_id=alloc.MemoryId() if alloc else None,

@@ -126,7 +126,8 @@ async def rt_load(name):
     def err(a, b):
         a = struct.unpack(f"<{len(a) // 4}f", a); b = struct.unpack(f"<{len(b) // 4}f", b)
         return max((abs(x - y) for x, y in zip(a, b)), default=0.0)
-    return {"adapter": _rt.device.info.summary(), "kernels": [k.get("variant") or k["op"] for k in method.kernels],
+    return {"adapter": _rt.device.info.summary(),
+            "kernels": [k.get("variant") or k["op"] for k in method.kernels],
             "dispatches": sum(isinstance(s, Dispatch) for s in method.recording.steps),
             "steps": len(method.recording.steps), "inputs": len(inputs), "outputs": len(wants),
             "input_bytes": sum(t.nbytes for t in inputs),

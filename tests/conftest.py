@@ -33,7 +33,8 @@ def web_server(repo_root, pyodide_dist):
     Tests can serve more folders with `web_server.mount("/name/", folder)`."""
     from pte_webgpu.chromium.server import StaticServer
 
-    mounts = {"/": repo_root / "web", "/pyodide/": pyodide_dist, "/fixtures/": repo_root / "tests" / "fixtures"}
+    mounts = {"/": repo_root / "web", "/pyodide/": pyodide_dist,
+              "/fixtures/": repo_root / "tests" / "fixtures"}
     with StaticServer(mounts) as server:
         yield server
 
@@ -52,7 +53,8 @@ def browser_session(web_server):
 def _mark_page_log_start(request):
     if request.node.get_closest_marker("browser"):
         session = request.getfixturevalue("browser_session")
-        request.node.stash[_PAGE_LOG_START] = (session, len(session.console_messages), len(session.page_errors))
+        request.node.stash[_PAGE_LOG_START] = (session, len(session.console_messages),
+                                               len(session.page_errors))
 
 
 @pytest.hookimpl(wrapper=True)

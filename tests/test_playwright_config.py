@@ -13,3 +13,4 @@ def test_builtin_defaults_match_playwright_config():
     for name in ("CHROMIUM", "LAUNCH_ARGS", "TIMEOUT_MS"):
         assert builtin[name] == from_file[name], name
     assert builtin["launch_options"]() == from_file["launch_options"]()
+

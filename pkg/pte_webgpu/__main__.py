@@ -1,1 +1,7 @@
-from .cli import main; import sys; sys.exit(main())
+"""``python -m pte_webgpu``: the command line."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pte_webgpu.ops import rms_norm
 from tests.fixture_index import INDEX, runnable, tolerance
 
 pytestmark = pytest.mark.browser

@@ -52,8 +52,8 @@ def npm_tarball(build: Path, log) -> Path:
     tarball = folder / f"pyodide-{PYODIDE_VERSION}.tgz"
     if not tarball.is_file():
         folder.mkdir(parents=True, exist_ok=True)
-        _run(["npm", "pack", f"pyodide@{PYODIDE_VERSION}", "--pack-destination", folder, "--loglevel=error"], log,
-             stdout=subprocess.DEVNULL)
+        _run(["npm", "pack", f"pyodide@{PYODIDE_VERSION}", "--pack-destination", folder,
+              "--loglevel=error"], log, stdout=subprocess.DEVNULL)
     return tarball
 
 

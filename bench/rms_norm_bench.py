@@ -361,7 +361,8 @@ def main(backend="browser", shapes=None, output=None, plot_path=None, markdown_p
         Path(output).write_text(json.dumps(records, indent=1) + "\n")
         _log(f"wrote {output}")
     plot_path = plot_path or (str(Path(output).with_suffix(".png")) if output else
-                              f"bench-rms_norm-{backend}.png")
+                              f"build/bench/rms_norm-{backend}.png")
+    Path(plot_path).parent.mkdir(parents=True, exist_ok=True)
     if plot(records, plot_path):
         _log(f"wrote {plot_path}")
     if markdown_path:

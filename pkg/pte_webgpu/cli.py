@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("browser", "native"), default="browser")
     p.add_argument("--shapes", metavar="RxW,...", help="e.g. 512x4096,4096x64 (default: six)")
     p.add_argument("--output", metavar="FILE.json", help="write the records as JSON")
-    p.add_argument("--plot", metavar="FILE.png", help="plot (default: beside --output)")
+    p.add_argument("--plot", metavar="FILE.png", help="plot (default: beside --output, else build/bench/)")
     p.add_argument("--markdown", metavar="FILE.md", help="also write the tables here")
     p.add_argument("--variants", metavar="V,...", help="rms_norm variants to measure "
                    "(default: the candidates for the adapter)")

@@ -4,6 +4,10 @@
 // through strides over out's coordinates (0 on broadcast dims), so the same
 // index math also serves `gather`: out = a read through any strides (a permute).
 
+// The shader also has an f16 form (registry.shader_source): storage arrays and `elem`
+// become f16; reads convert to f32, so the arithmetic stays f32.
+alias elem = f32;
+
 override wg_size: u32 = 256;
 override op: u32 = 0u;  // 0 add, 1 sub, 2 mul, 3 div
 
@@ -60,11 +64,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
     return;
   }
   if (params.same_shape == 1u) {
-    out[i] = combine(a[i], b[i]);
+    out[i] = elem(combine(f32(a[i]), f32(b[i])));
     return;
   }
   let o = operand_offsets(i);
-  out[i] = combine(a[o.x], b[o.y]);
+  out[i] = elem(combine(f32(a[o.x]), f32(b[o.y])));
 }
 
 // out[i] = a[offset of i through a_strides]; binds a, out and params only.

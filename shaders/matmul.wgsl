@@ -5,6 +5,10 @@
 // Loads past M, N or K read as zero, so any sizes work. Tiles are numbered
 // row-major over a grid that may be folded into two dimensions.
 
+// The shader also has an f16 form (registry.shader_source): storage arrays and `elem`
+// become f16; reads convert to f32, so the arithmetic stays f32.
+alias elem = f32;
+
 override tw: u32 = 8;  // <= 8
 
 const TK = 16u;
@@ -49,12 +53,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
       let kk = k0 + idx % TK;
       var a = 0.0;
       if (m0 + r < params.m && kk < params.k) {
-        a = input[(m0 + r) * params.k + kk];
+        a = f32(input[(m0 + r) * params.k + kk]);
       }
       a_tile[idx] = a;
       var w = 0.0;
       if (n0 + r < params.n && kk < params.k) {
-        w = weight[(n0 + r) * params.k + kk];
+        w = f32(weight[(n0 + r) * params.k + kk]);
       }
       w_tile[idx] = w;
     }
@@ -81,9 +85,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
       if (row < params.m && col < params.n) {
         var v = acc[i * 4u + j];
         if (params.has_bias == 1u) {
-          v += bias[col];
+          v += f32(bias[col]);
         }
-        out[row * params.n + col] = v;
+        out[row * params.n + col] = elem(v);
       }
     }
   }

@@ -5,6 +5,10 @@
 // merges adjacent dims first so the common cases cost one div/mod per element.
 // Lines beyond one grid dimension fold into y.
 
+// The shader also has an f16 form (registry.shader_source): storage arrays and `elem`
+// become f16; reads convert to f32, so the arithmetic stays f32.
+alias elem = f32;
+
 override wg_size: u32 = 64;  // a power of two, <= 256
 override op: u32 = 0u;  // 0 mean, 1 softmax
 
@@ -68,30 +72,30 @@ fn combine(lane: u32, value: f32, take_max: bool) -> f32 {
 fn mean(line: u32, base: u32, lane: u32) {
   var sum = 0.0;
   for (var j = lane; j < params.r; j += wg_size) {
-    sum += x[element(base, j)];
+    sum += f32(x[element(base, j)]);
   }
   let total = combine(lane, sum, false);
   if (lane == 0u) {
-    y[line] = total / f32(params.r);
+    y[line] = elem(total / f32(params.r));
   }
 }
 
 // Softmax along the line, written in place of its elements: subtract the line's
 // max before exp, so large logits neither overflow nor lose the small terms.
 fn softmax(base: u32, lane: u32) {
-  var top = x[element(base, 0u)];  // every line has an element 0: a safe identity
+  var top = f32(x[element(base, 0u)]);  // every line has an element 0: a safe identity
   for (var j = lane; j < params.r; j += wg_size) {
-    top = max(top, x[element(base, j)]);
+    top = max(top, f32(x[element(base, j)]));
   }
   let line_max = combine(lane, top, true);
   var sum = 0.0;
   for (var j = lane; j < params.r; j += wg_size) {
-    sum += exp(x[element(base, j)] - line_max);
+    sum += exp(f32(x[element(base, j)]) - line_max);
   }
   let total = combine(lane, sum, false);
   for (var j = lane; j < params.r; j += wg_size) {
     let o = element(base, j);
-    y[o] = exp(x[o] - line_max) / total;
+    y[o] = elem(exp(f32(x[o]) - line_max) / total);
   }
 }
 

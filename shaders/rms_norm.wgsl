@@ -15,6 +15,10 @@
 // overflows gives inf, rstd 0 and zeros, like the reference
 // (tests/fixtures/extra/rmsnorm_overflow_*).
 
+// The shader also has an f16 form (registry.shader_source): storage arrays and `elem`
+// become f16; every read converts to f32, so sums and products stay f32.
+alias elem = f32;
+
 override wg_size: u32 = 64;
 override lanes: u32 = 64;
 
@@ -75,28 +79,28 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
   var sum = 0.0;
   if (s.live) {
     for (var j = s.sub; j < width; j += lanes) {
-      let v = x[base + j];
+      let v = f32(x[base + j]);
       sum += v * v;
     }
   }
   let rstd = inverseSqrt(row_total(sum, li) / f32(width) + params.eps);
   if (s.live) {
     for (var j = s.sub; j < width; j += lanes) {
-      y[base + j] = x[base + j] * rstd * weight[j];
+      y[base + j] = elem(f32(x[base + j]) * rstd * f32(weight[j]));
     }
   }
 }
 
 fn load4(i: u32, ok: bool) -> vec4<f32> {
   if (ok) {
-    return x4[i];
+    return vec4<f32>(x4[i]);
   }
   return vec4<f32>(0.0);
 }
 
 fn store4(i: u32, j: u32, v: vec4<f32>, rstd: f32, ok: bool) {
   if (ok) {
-    y4[i] = v * rstd * weight4[j];
+    y4[i] = vec4<elem>(v * rstd * vec4<f32>(weight4[j]));
   }
 }
 
@@ -128,14 +132,14 @@ fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
   if (s.live) {
     var j = s.sub;
     for (; j + 3u * lanes < width4; j += 4u * lanes) {
-      let a = x4[base + j];
-      let b = x4[base + j + lanes];
-      let c = x4[base + j + 2u * lanes];
-      let d = x4[base + j + 3u * lanes];
+      let a = vec4<f32>(x4[base + j]);
+      let b = vec4<f32>(x4[base + j + lanes]);
+      let c = vec4<f32>(x4[base + j + 2u * lanes]);
+      let d = vec4<f32>(x4[base + j + 3u * lanes]);
       sum += ((dot(a, a) + dot(b, b)) + dot(c, c)) + dot(d, d);
     }
     for (; j < width4; j += lanes) {
-      let v = x4[base + j];
+      let v = vec4<f32>(x4[base + j]);
       sum += dot(v, v);
     }
   }
@@ -143,17 +147,17 @@ fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
   if (s.live) {
     var j = s.sub;
     for (; j + 3u * lanes < width4; j += 4u * lanes) {
-      let a = x4[base + j];
-      let b = x4[base + j + lanes];
-      let c = x4[base + j + 2u * lanes];
-      let d = x4[base + j + 3u * lanes];
-      y4[base + j] = a * rstd * weight4[j];
-      y4[base + j + lanes] = b * rstd * weight4[j + lanes];
-      y4[base + j + 2u * lanes] = c * rstd * weight4[j + 2u * lanes];
-      y4[base + j + 3u * lanes] = d * rstd * weight4[j + 3u * lanes];
+      let a = vec4<f32>(x4[base + j]);
+      let b = vec4<f32>(x4[base + j + lanes]);
+      let c = vec4<f32>(x4[base + j + 2u * lanes]);
+      let d = vec4<f32>(x4[base + j + 3u * lanes]);
+      y4[base + j] = vec4<elem>(a * rstd * vec4<f32>(weight4[j]));
+      y4[base + j + lanes] = vec4<elem>(b * rstd * vec4<f32>(weight4[j + lanes]));
+      y4[base + j + 2u * lanes] = vec4<elem>(c * rstd * vec4<f32>(weight4[j + 2u * lanes]));
+      y4[base + j + 3u * lanes] = vec4<elem>(d * rstd * vec4<f32>(weight4[j + 3u * lanes]));
     }
     for (; j < width4; j += lanes) {
-      y4[base + j] = x4[base + j] * rstd * weight4[j];
+      y4[base + j] = vec4<elem>(vec4<f32>(x4[base + j]) * rstd * vec4<f32>(weight4[j]));
     }
   }
 }

@@ -1,6 +1,10 @@
 // Elementwise unary ops on contiguous tensors: one invocation per element, the
 // flat index rebuilt from a grid that may be folded into two dimensions.
 
+// The shader also has an f16 form (registry.shader_source): storage arrays and `elem`
+// become f16; reads convert to f32, so the arithmetic stays f32.
+alias elem = f32;
+
 override wg_size: u32 = 256;
 override op: u32 = 0u;  // 0 rsqrt, 1 sigmoid, 2 square, 3 pow by a scalar, 4 add a scalar,
                         // 5 round to the nearest float16 (float16 tensors live in f32)
@@ -120,6 +124,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
   let i = gid.x + gid.y * groups.x * wg_size;
   if (i < params.numel) {
-    y[i] = apply(x[i]);
+    y[i] = elem(apply(f32(x[i])));
   }
 }

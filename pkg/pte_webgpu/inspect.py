@@ -14,7 +14,8 @@ from .graph import ListValue, Null, Scalar, TensorValue
 from .formats.pte import PlanTensor
 from .ops.registry import kernel_choices, supported_ops
 from .runtime.plan_graph import kernel_op_name
-from .runtime.storage import storage_notes
+from .runtime.storage import WIDE
+from .runtime.half import program_can_use_half
 
 SCHEMA = "pte-webgpu.inspect/1"
 FIRST_VALUES = 6
@@ -47,7 +48,12 @@ def _notes(program) -> list[str]:
     """How the runtime will treat this program, where that differs from the file."""
     graphs = [d.graph.graph for p in program.plans for d in p.delegates if d.graph]
     values = [v for g in graphs for v in g.values] + [v for p in program.plans for v in p.values]
-    return storage_notes(values)
+    notes = WIDE.notes(values)
+    if notes and program_can_use_half(program):
+        return ["float16 tensors stay float16 on adapters with shader-f16 (kernels accumulate "
+                "in float32), else are stored and computed as float32 (converted at "
+                "upload/download)"]
+    return notes
 
 
 def _plan(program, plan) -> dict:

@@ -52,3 +52,43 @@ def test_runtime_options_force_a_kernel_variant():
     kernels = run_sync(go())
     assert [(k["op"], k["variant"], k["picked"]) for k in kernels] == \
         [("et_vk.rms_norm.default", "tree-64", "forced")]
+
+
+FP16 = [e for e in INDEX if "fp16" in e["name"]]
+
+
+@pytest.mark.parametrize("float16", ["auto", "f32"])
+@pytest.mark.parametrize("entry", FP16, ids=lambda e: e["name"])
+def test_float16_programs_in_both_storage_modes(entry, float16):
+    """With shader-f16 (lavapipe has it) float16 stays f16 where every op allows it;
+    {"float16": "f32"} widens it. Both match torch within the fp16 tolerance."""
+    import pte_webgpu
+
+    async def go():
+        rt = await pte_webgpu.Runtime.create("native", options={"float16": float16})
+        try:
+            program = await rt.load_program((FIXTURES / f"{entry['name']}.pte").read_bytes())
+            ref = np.load(FIXTURES / f"{entry['name']}.npz")
+            ins = [ref[k] for k in sorted(ref.files) if k.startswith("in")]
+            method = program.load_method()
+            outs = await method.execute(ins)
+            half = program.storage.half
+            notes = method.notes
+            program.close()
+            return outs, [ref[k] for k in sorted(ref.files) if k.startswith("out")], half, notes, \
+                "shader-f16" in rt.adapter.features
+        finally:
+            rt.close()
+
+    outs, wants, half, notes, has_f16 = run_sync(go())
+    # f16 storage needs the feature, one dtype per op, and no dtype change at a delegate
+    # boundary: force_fp16 (f32 plan, f16 graph) and the unfused graph's casts stay wide.
+    expect_half = float16 == "auto" and has_f16 and entry["name"] in (
+        "add_fp16_2x3x4", "rmsnorm_fp16_1x8x64_eps1e-6")
+    assert half == expect_half
+    assert any(("stored as float16" if half else "stored and computed as float32") in n
+               for n in notes)
+    for got, want in zip(outs, wants):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   atol=1e-2, rtol=1e-2)

@@ -13,8 +13,8 @@ from pte_webgpu.errors import FormatError, UnsupportedError
 from pte_webgpu.formats import NamedData
 from pte_webgpu.gpu.interface import Recording
 from pte_webgpu.graph import ConstantRef, Graph, ListValue, Null, OpCall, Scalar, TensorValue
-from pte_webgpu.runtime.build import Resources, build_delegate
-from pte_webgpu.runtime.storage import storage_nbytes
+from pte_webgpu.runtime.build import Resources, build_delegate, upload
+from pte_webgpu.runtime.storage import WIDE
 
 pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
 from tests.native.gpu_thread import run_sync  # noqa: E402  (the one GPU thread)
@@ -48,9 +48,10 @@ class Limited:
 class G:
     """A delegate graph under construction."""
 
-    def __init__(self):
+    def __init__(self, storage=WIDE):
         self.values, self.ops, self.inputs, self.outputs = [], [], [], []
         self.constants, self.blob, self.feeds = [], bytearray(), []
+        self.storage = storage  # Storage(half=True): float16 tensors run the f16 kernels
 
     def _add(self, value) -> int:
         self.values.append(value)
@@ -62,15 +63,18 @@ class G:
     def input(self, array, dtype=dtypes.FLOAT32) -> int:
         vid = self.tensor(array.shape, dtype=dtype)
         self.inputs.append(vid)
-        self.feeds.append(np.ascontiguousarray(array, np.float32))
+        self.feeds.append(np.ascontiguousarray(array, self._np_storage(dtype)))
         return vid
 
-    def const(self, array) -> int:
-        data = np.ascontiguousarray(array, np.float32).tobytes()
+    def const(self, array, dtype=dtypes.FLOAT32) -> int:
+        data = np.ascontiguousarray(array, dtype.name).tobytes()
         ref = ConstantRef(len(self.constants), len(self.blob), len(data), None)
         self.constants.append(ref)
         self.blob += data + bytes(-len(data) % 16)
-        return self._add(TensorValue(dtypes.FLOAT32, tuple(array.shape), constant_id=ref.index))
+        return self._add(TensorValue(dtype, tuple(array.shape), constant_id=ref.index))
+
+    def _np_storage(self, dtype):
+        return self.storage.dtype(dtype).name
 
     def int(self, v) -> int:
         return self._add(Scalar("int", v))
@@ -101,19 +105,20 @@ class G:
         vk = SimpleNamespace(graph=graph, constant_bytes=memoryview(bytes(self.blob)))
         resources = Resources(device)
         try:
-            io = {vid: resources.buffer(storage_nbytes(self.values[vid]), f"io {vid}")
+            io = {vid: resources.buffer(self.storage.nbytes(self.values[vid]), f"io {vid}")
                   for vid in self.inputs + self.outputs}
             recording = Recording()
             await build_delegate(device, vk, NamedData(None), io, resources, recording, {},
-                                 "test")
+                                 "test", storage=self.storage)
             for vid, array in zip(self.inputs, self.feeds):
                 if array.size:
-                    device.write_buffer(io[vid], array.tobytes())
-            outs = [(io[v], storage_nbytes(self.values[v])) for v in self.outputs]
+                    upload(device, io[vid], array.tobytes())  # padded to 4 bytes
+            outs = [(io[v], self.storage.nbytes(self.values[v])) for v in self.outputs]
             staging = resources.buffer(sum(s for _, s in outs), "staging", ("map_read", "copy_dst"))
             raw, _ = await device.run(recording, outs, staging)
-            return [np.frombuffer(data, np.float32)[:self.values[v].numel]
-                    .reshape(self.values[v].shape) for data, v in zip(raw, self.outputs)]
+            return [np.frombuffer(data, self._np_storage(self.values[v].dtype))
+                    [:self.values[v].numel].reshape(self.values[v].shape).astype(np.float32)
+                    for data, v in zip(raw, self.outputs)]
         finally:
             resources.release()
 

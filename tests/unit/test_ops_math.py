@@ -149,3 +149,25 @@ def test_every_op_family_has_its_shader():
     ops = set(registry.supported_ops())
     assert {"aten.linear.default", "aten.mean.dim", "aten._softmax.default",
             "aten.permute_copy.default", "et_vk.prepack.default", "aten.add.Scalar"} <= ops
+
+
+@pytest.mark.parametrize("name", ["binary", "unary", "reduce", "matmul", "rms_norm"])
+def test_every_storage_array_has_an_f16_form(name):
+    """The f16 form turns every f32 storage array and `elem` into f16, nothing else."""
+    import re
+
+    from pte_webgpu.ops import registry
+
+    wide, half = registry.shader_source(name), registry.shader_source(name, half=True)
+    assert half.startswith("enable f16;\n")
+    assert re.search(r"var<storage, [a-z_]+> \w+: array<(vec4<)?f32>", wide)
+    assert not re.search(r"var<storage, [a-z_]+> \w+: array<(vec4<)?f32>", half)
+    assert "alias elem = f16;" in half and "alias elem = f32;" not in half
+    assert half.count("var<workgroup>") == wide.count("var<workgroup>")  # untouched
+
+
+def test_a_shader_without_an_f16_form_says_so():
+    from pte_webgpu.ops import registry
+
+    with pytest.raises(ValueError, match="no f16 form"):
+        registry.shader_source("rms_norm_subgroup", half=True)

@@ -50,13 +50,13 @@ async def gather(ctx, op, x_id: int, out_id: int, out_shape, src_strides) -> Non
     """out (contiguous, ``out_shape``) = x read at ``sum(coord[d] * src_strides[d])``."""
     numel = prod(out_shape)
     wg = elementwise_workgroup(ctx)
-    pipeline = await ctx.pipeline("binary", {"wg_size": wg}, "gather")
+    pipeline = await ctx.pipeline("binary", {"wg_size": wg}, "gather", half=ctx.half(out_id))
     uniform = ctx.uniform(_params(numel, out_shape, src_strides, []), f"{op.name} params")
     ctx.dispatch(op, pipeline, [(0, x_id), (2, out_id), (3, uniform)],
                  ctx.grid(-(-numel // wg)))
 
 
-@register(*OPS)
+@register(*OPS, half=True)
 async def build(ctx, op):
     code, has_alpha = OPS[op.name]
     if has_alpha:
@@ -73,7 +73,7 @@ async def build(ctx, op):
     same = int(a.shape == out.shape == b.shape)
     params = _params(out.numel, out.shape, a_strides, b_strides, alpha, same)
     wg = elementwise_workgroup(ctx)
-    pipeline = await ctx.pipeline("binary", {"wg_size": wg, "op": code})
+    pipeline = await ctx.pipeline("binary", {"wg_size": wg, "op": code}, half=ctx.half(out_id))
     uniform = ctx.uniform(params, f"{op.name} params")
     ctx.dispatch(op, pipeline, [(0, a_id), (1, b_id), (2, out_id), (3, uniform)],
                  ctx.grid(-(-out.numel // wg)))

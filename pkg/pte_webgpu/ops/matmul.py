@@ -42,7 +42,7 @@ def linear_dims(in_shape, w_shape, out_shape, name: str) -> tuple[int, int, int]
     return prod(lead), n, k
 
 
-@register("aten.linear.default")
+@register("aten.linear.default", half=True)
 async def build_linear(ctx, op):
     x_id, w_id, b_id, out_id = ctx.args(op, 4)
     x, w, out = (ctx.float_tensor(i, op) for i in (x_id, w_id, out_id))
@@ -58,7 +58,7 @@ async def build_linear(ctx, op):
     t = threads_per_side(ctx.limit("maxComputeInvocationsPerWorkgroup", 256))
     tiles_n, tiles = tile_counts(m, n, 4 * t)
     params = struct.pack("<8I", m, n, k, int(has_bias), tiles_n, tiles, 0, 0)
-    pipeline = await ctx.pipeline("matmul", {"tw": t})
+    pipeline = await ctx.pipeline("matmul", {"tw": t}, half=ctx.half(out_id))
     uniform = ctx.uniform(params, f"{op.name} params")
     # Without a bias the weight stands in for binding 4; the shader never reads it.
     ctx.dispatch(op, pipeline, [(0, x_id), (1, w_id), (2, out_id), (3, uniform),

@@ -60,12 +60,12 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:
               + vec8(s for s, _ in kept) + vec8(t for _, t in kept)
               + vec8(s for s, _ in reduced) + vec8(t for _, t in reduced))
     wg = pow2_workgroup(ctx, r)
-    pipeline = await ctx.pipeline("reduce", {"wg_size": wg, "op": code})
+    pipeline = await ctx.pipeline("reduce", {"wg_size": wg, "op": code}, half=ctx.half(out_id))
     uniform = ctx.uniform(params, f"{op.name} params")
     ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id), (2, uniform)], ctx.grid(lines))
 
 
-@register("aten.mean.dim")
+@register("aten.mean.dim", half=True)
 async def build_mean(ctx, op):
     x_id, dims_id, keep_id, _dtype_id, out_id = ctx.args(op, 5)
     x, out = ctx.float_tensor(x_id, op), ctx.float_tensor(out_id, op)
@@ -79,7 +79,7 @@ async def build_mean(ctx, op):
     await _dispatch(ctx, op, x_id, out_id, MEAN, dims)
 
 
-@register("aten._softmax.default")
+@register("aten._softmax.default", half=True)
 async def build_softmax(ctx, op):
     x_id, dim_id, _half_id, out_id = ctx.args(op, 4)
     x, out = ctx.float_tensor(x_id, op), ctx.float_tensor(out_id, op)

@@ -7,22 +7,33 @@ records its dispatches. It runs once, at load.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from importlib import resources
 
 from ..errors import UnsupportedError
 
 _OPS: dict = {}
+_HALF: set = set()
 
 
-def register(*names: str):
+def register(*names: str, half: bool = False):
+    """``half``: the build function also runs float16 tensors stored as f16
+    (``ctx.half``), with f32 accumulation."""
     def wrap(fn):
         for name in names:
             if name in _OPS:
                 raise ValueError(f"op {name} registered twice")
             _OPS[name] = fn
+            if half:
+                _HALF.add(name)
         return fn
     return wrap
+
+
+def has_half(name: str) -> bool:
+    _load_all()
+    return name in _HALF
 
 
 def supported_ops() -> list[str]:
@@ -49,10 +60,26 @@ def lookup(name: str, where: str):
             + ", ".join(sorted(_OPS))) from None
 
 
+_STORAGE_F32 = re.compile(r"(var<storage, [a-z_]+> \w+: array<(?:vec4<)?)f32(>)")
+_ELEM_F32 = re.compile(r"^alias elem = f32;", re.MULTILINE)
+
+
 @lru_cache(maxsize=None)
-def shader_source(name: str) -> str:
-    """WGSL text of ``shaders/<name>.wgsl`` (packaged as pte_webgpu.shaders)."""
-    return resources.files("pte_webgpu.shaders").joinpath(name + ".wgsl").read_text("utf-8")
+def shader_source(name: str, half: bool = False) -> str:
+    """WGSL text of ``shaders/<name>.wgsl`` (packaged as pte_webgpu.shaders).
+
+    ``half``: the f16 form, for shaders written to allow it: every storage array
+    of f32 (or vec4<f32>) becomes f16, the alias ``elem`` (the stored type, used
+    for writes) becomes f16, and ``enable f16;`` comes first. Reads convert to
+    f32 explicitly, so the arithmetic stays f32.
+    """
+    text = resources.files("pte_webgpu.shaders").joinpath(name + ".wgsl").read_text("utf-8")
+    if not half:
+        return text
+    if not _ELEM_F32.search(text):
+        raise ValueError(f"shaders/{name}.wgsl has no f16 form (no `alias elem = f32;`)")
+    text = _ELEM_F32.sub("alias elem = f16;", _STORAGE_F32.sub(r"\g<1>f16\2", text))
+    return "enable f16;\n" + text
 
 
 def _load_all() -> None:

@@ -197,15 +197,17 @@ def resolve(adapter, rows: int, width: int, forced: str | None = None) -> tuple[
     return choose(adapter, rows, width), "auto"
 
 
-async def record(ctx, op, variant: Variant, bindings, rows: int, width: int, eps: float):
-    """Record one rms_norm dispatch of ``variant`` (also used by bench/)."""
-    pipeline = await ctx.pipeline(variant.shader, variant.constants, variant.entry)
+async def record(ctx, op, variant: Variant, bindings, rows: int, width: int, eps: float,
+                 half: bool = False):
+    """Record one rms_norm dispatch of ``variant`` (also used by bench/); ``half``: the
+    f16 form of the shader (tensors stored as f16)."""
+    pipeline = await ctx.pipeline(variant.shader, variant.constants, variant.entry, half)
     params = ctx.uniform(struct.pack("<IIfI", rows, width, eps, 0), "rms_norm params")
     ctx.dispatch(op, pipeline, list(bindings) + [(3, params)],
                  ctx.grid(variant.workgroups(rows)))
 
 
-@register("et_vk.rms_norm.default")
+@register("et_vk.rms_norm.default", half=True)
 async def build(ctx, op):
     x_id, w_id, eps_id, out_id = ctx.args(op, 4)
     x, w, out = ctx.float_tensor(x_id, op), ctx.float_tensor(w_id, op), ctx.float_tensor(out_id, op)
@@ -220,8 +222,13 @@ async def build(ctx, op):
         raise FormatError(f"{op.name}: output has {out.numel} elements, input {x.numel}",
                           field=f"value {out_id}")
     eps = ctx.float_scalar(eps_id, F32_EPS)
-    variant, how = resolve(ctx.device.info, rows, width, forced_variant(ctx.options))
-    await record(ctx, op, variant, [(0, x_id), (1, w_id), (2, out_id)], rows, width, eps)
+    half = ctx.half(x_id)
+    adapter = ctx.device.info
+    if half:  # the subgroup shader has no f16 form: choose among the others
+        adapter = replace(adapter, features=adapter.features - {"subgroups"})
+    variant, how = resolve(adapter, rows, width, forced_variant(ctx.options))
+    await record(ctx, op, variant, [(0, x_id), (1, w_id), (2, out_id)], rows, width, eps,
+                 half)
     ctx.note_kernel(op, variant=variant.name, picked=how)
 
 

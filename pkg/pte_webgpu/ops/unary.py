@@ -42,20 +42,20 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, params: bytes) -
     if out.numel == 0:
         return
     wg = elementwise_workgroup(ctx)
-    pipeline = await ctx.pipeline("unary", {"wg_size": wg, "op": code})
+    pipeline = await ctx.pipeline("unary", {"wg_size": wg, "op": code}, half=ctx.half(out_id))
     uniform = ctx.uniform(params, f"{op.name} params")
     ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id), (2, uniform)],
                  ctx.grid(-(-out.numel // wg)))
 
 
-@register("aten.rsqrt.default", "aten.sigmoid.default")
+@register("aten.rsqrt.default", "aten.sigmoid.default", half=True)
 async def build_plain(ctx, op):
     x_id, out_id = ctx.args(op, 2)
     code = RSQRT if op.name == "aten.rsqrt.default" else SIGMOID
     await _dispatch(ctx, op, x_id, out_id, code, _params(ctx.tensor(out_id, op).numel))
 
 
-@register("aten.pow.Tensor_Scalar")
+@register("aten.pow.Tensor_Scalar", half=True)
 async def build_pow(ctx, op):
     x_id, e_id, out_id = ctx.args(op, 3)
     code, e, int_exp, odd_exp = pow_params(number_arg(ctx, e_id, op))
@@ -63,7 +63,7 @@ async def build_pow(ctx, op):
                     _params(ctx.tensor(out_id, op).numel, e, int_exp, odd_exp))
 
 
-@register("aten.add.Scalar")
+@register("aten.add.Scalar", half=True)
 async def build_add_scalar(ctx, op):
     x_id, other_id, alpha_id, out_id = ctx.args(op, 4)
     # torch rounds both scalars to the tensor's float32 before multiplying.

@@ -85,14 +85,14 @@ def _check_dim_order(ctx, op, vid: int, rank: int) -> None:
                                f"({ctx.where(op)})")
 
 
-@register("aten.view_copy.default")
+@register("aten.view_copy.default", half=True)
 async def build_view(ctx, op):
     x_id, size_id, out_id = ctx.args(op, 3)
     size = int_list_arg(ctx, size_id, op)
     _reshape(ctx, op, x_id, out_id, view_shape(ctx.tensor(x_id, op).shape, size, op.name))
 
 
-@register("aten.squeeze_copy.dims")
+@register("aten.squeeze_copy.dims", half=True)
 async def build_squeeze(ctx, op):
     x_id, dims_id, out_id = ctx.args(op, 3)
     shape = ctx.tensor(x_id, op).shape
@@ -100,7 +100,7 @@ async def build_squeeze(ctx, op):
     _reshape(ctx, op, x_id, out_id, squeeze_shape(shape, dims))
 
 
-@register("aten.unsqueeze_copy.default")
+@register("aten.unsqueeze_copy.default", half=True)
 async def build_unsqueeze(ctx, op):
     x_id, dim_id, out_id = ctx.args(op, 3)
     shape = ctx.tensor(x_id, op).shape
@@ -109,7 +109,7 @@ async def build_unsqueeze(ctx, op):
 
 
 @register("aten.clone.default", "aten.alias_copy.default",
-          "dim_order_ops._clone_dim_order.default")
+          "dim_order_ops._clone_dim_order.default", half=True)
 async def build_clone(ctx, op):
     if op.name == "dim_order_ops._clone_dim_order.default":
         x_id, _blocking, order_id, out_id = ctx.args(op, 4)
@@ -121,7 +121,7 @@ async def build_clone(ctx, op):
     _reshape(ctx, op, x_id, out_id, ctx.tensor(x_id, op).shape)
 
 
-@register("dim_order_ops._to_dim_order_copy.default")
+@register("dim_order_ops._to_dim_order_copy.default", half=True)
 async def build_to_dim_order_copy(ctx, op):
     x_id, *_, order_id, out_id = ctx.args(op, 8)
     x, out = ctx.tensor(x_id, op), ctx.tensor(out_id, op)
@@ -137,7 +137,7 @@ async def build_to_dim_order_copy(ctx, op):
     _reshape(ctx, op, x_id, out_id, x.shape)  # same dtype, or float16 -> float32 (exact)
 
 
-@register("aten.permute_copy.default")
+@register("aten.permute_copy.default", half=True)
 async def build_permute(ctx, op):
     x_id, dims_id, out_id = ctx.args(op, 3)
     x = ctx.float_tensor(x_id, op)
@@ -157,7 +157,7 @@ async def build_permute(ctx, op):
     await gather(ctx, op, x_id, out_id, out_shape, src_strides)
 
 
-@register("et_vk.prepack.default")
+@register("et_vk.prepack.default", half=True)
 async def build_prepack(ctx, op):
     src_id, out_id = ctx.args(op, 2)
     _reshape(ctx, op, src_id, out_id, ctx.tensor(src_id, op).shape)

@@ -15,7 +15,7 @@ from ..errors import FormatError, GpuLimitError, UnsupportedError
 from ..gpu.interface import Buffer, Copy, Dispatch, fold_grid
 from ..graph import Graph, ListValue, Scalar, TensorValue
 from ..ops import registry
-from .storage import storage_dtype, storage_nbytes, to_storage
+from .storage import WIDE, Storage
 
 STORAGE = ("storage", "copy_src", "copy_dst")
 
@@ -45,10 +45,12 @@ class BuildContext:
     """What an op build function sees: its graph, buffers, pipelines and the recording."""
 
     def __init__(self, device, graph: Graph, resources: Resources, recording,
-                 pipelines: dict, label: str, options: dict | None = None):
+                 pipelines: dict, label: str, options: dict | None = None,
+                 storage: Storage = WIDE):
         self.device, self.graph, self.resources = device, graph, resources
         self.recording, self.pipelines, self.label = recording, pipelines, label
         self.options = options or {}  # Runtime.create(options=...), e.g. rms_norm_variant
+        self.storage = storage
         self.buffers: dict[int, Buffer] = {}
         self.io_ids: set[int] = set()  # graph inputs/outputs: they own plan buffers
         self.op_index = -1
@@ -72,13 +74,18 @@ class BuildContext:
         return value
 
     def float_tensor(self, vid: int, op) -> TensorValue:
-        """A tensor the f32 kernels can read: float32, or float16 (stored as f32)."""
+        """A tensor the kernels can read: float32, or float16 (f16 when ``half(vid)``,
+        else stored as f32)."""
         t = self.tensor(vid, op)
-        if storage_dtype(t.dtype).name != "float32":
+        if t.dtype.name not in ("float32", "float16"):
             raise UnsupportedError(f"{op.name}: value {vid} is {t.dtype.name}; this runtime "
                                    f"supports float32 and float16 tensors only "
                                    f"({self.where(op)})")
         return t
+
+    def half(self, vid: int) -> bool:
+        """Whether tensor ``vid`` is stored as f16 (then the op runs its f16 kernel)."""
+        return self.storage.dtype(self.graph.values[vid].dtype).name == "float16"
 
     def float_scalar(self, vid: int, default: float) -> float:
         value = self.graph.values[vid]
@@ -90,11 +97,14 @@ class BuildContext:
         return self.device.limit(name, default)
 
     # --- GPU objects -----------------------------------------------------------------
-    async def pipeline(self, shader: str, constants: dict, entry: str = "main"):
-        key = (shader, entry, tuple(sorted(constants.items())))
+    async def pipeline(self, shader: str, constants: dict, entry: str = "main",
+                       half: bool = False):
+        """``half``: the shader's f16 form (registry.shader_source)."""
+        key = (shader, entry, tuple(sorted(constants.items())), half)
         if key not in self.pipelines:
+            label = f"{shader}:{entry}" + (":f16" if half else "")
             self.pipelines[key] = await self.device.create_pipeline(
-                registry.shader_source(shader), entry, constants, f"{shader}:{entry}")
+                registry.shader_source(shader, half), entry, constants, label)
         return self.pipelines[key]
 
     def uniform(self, data: bytes, label: str) -> Buffer:
@@ -110,11 +120,14 @@ class BuildContext:
         entries = []
         for binding, target in bindings:
             buf = target if isinstance(target, Buffer) else self.buffers[target]
-            size = buf.size if isinstance(target, Buffer) else _bind_size(self.graph, target)
+            size = buf.size if isinstance(target, Buffer) else self.bind_size(target)
             entries.append((binding, buf, size))
         group = self.device.bind_group(pipeline, entries, f"{op.name} #{self.op_index}")
         self.recording.steps.append(Dispatch(pipeline, group, grid, op.name))
         self.kernels[-1]["dispatches"] += 1
+
+    def bind_size(self, vid: int) -> int:
+        return self.storage.nbytes(self.graph.values[vid])
 
     def begin_op(self, index: int, op) -> None:
         self.op_index = index
@@ -128,8 +141,8 @@ class BuildContext:
     def copy(self, op, src_vid: int, dst_vid: int) -> None:
         """Record a buffer-to-buffer copy of ``dst``'s bytes from ``src`` (equal sizes)."""
         src, dst = self.graph.values[src_vid], self.graph.values[dst_vid]
-        size = storage_nbytes(dst)
-        if storage_nbytes(src) != size:
+        size = self.storage.nbytes(dst)
+        if self.storage.nbytes(src) != size:
             raise FormatError(f"{op.name}: value {src_vid} {src.dtype.name}{list(src.shape)} "
                               f"and value {dst_vid} {dst.dtype.name}{list(dst.shape)} differ in "
                               "size", field=self.where(op))
@@ -175,16 +188,13 @@ def _expand(graph: Graph, ids) -> set[int]:
     return out
 
 
-def _bind_size(graph: Graph, vid: int) -> int:
-    return storage_nbytes(graph.values[vid])
-
-
 async def build_delegate(device, vk: formats.VulkanDelegate, named: formats.NamedData,
                          io_buffers: dict[int, Buffer], resources: Resources, recording,
-                         pipelines: dict, label: str, options: dict | None = None) -> BuildContext:
+                         pipelines: dict, label: str, options: dict | None = None,
+                         storage: Storage = WIDE) -> BuildContext:
     """Allocate, upload constants, and record every op of one Vulkan delegate."""
     graph = vk.graph
-    ctx = BuildContext(device, graph, resources, recording, pipelines, label, options)
+    ctx = BuildContext(device, graph, resources, recording, pipelines, label, options, storage)
     ctx.buffers.update(io_buffers)
     ctx.io_ids = set(io_buffers)
     handlers = [registry.lookup(op.name, f"{label} op {i}") for i, op in enumerate(graph.ops)]
@@ -202,7 +212,7 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
     for vid, v in enumerate(graph.values):
         if isinstance(v, TensorValue) and vid not in ctx.buffers and v.constant_id < 0 \
                 and v.mem_obj_id >= 0 and vid not in dedicated:
-            pools[v.mem_obj_id] = max(pools.get(v.mem_obj_id, 4), _bind_size(graph, vid))
+            pools[v.mem_obj_id] = max(pools.get(v.mem_obj_id, 4), ctx.bind_size(vid))
     pool_buffers = {m: ctx.resources.buffer(size, f"{ctx.label} mem_obj {m}")
                     for m, size in sorted(pools.items())}
     for vid, v in enumerate(graph.values):
@@ -211,12 +221,12 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
         if v.constant_id >= 0:
             ref = graph.constants[v.constant_id]
             data = formats.resolve(ref, v.nbytes, named, vk.constant_bytes).data
-            buf = ctx.resources.buffer(_bind_size(graph, vid), f"{ctx.label} constant {ref.index}")
-            upload(ctx.device, buf, to_storage(data, v.dtype))
+            buf = ctx.resources.buffer(ctx.bind_size(vid), f"{ctx.label} constant {ref.index}")
+            upload(ctx.device, buf, ctx.storage.to_storage(data, v.dtype))
         elif v.mem_obj_id >= 0 and vid not in dedicated:
             buf = pool_buffers[v.mem_obj_id]
         else:
-            buf = ctx.resources.buffer(_bind_size(graph, vid), f"{ctx.label} value {vid}")
+            buf = ctx.resources.buffer(ctx.bind_size(vid), f"{ctx.label} value {vid}")
         ctx.buffers[vid] = buf
 
 

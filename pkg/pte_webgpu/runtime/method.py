@@ -19,14 +19,14 @@ from ..gpu.interface import Copy, Recording
 from ..ops import registry
 from .build import BuildContext, Resources, build_delegate, upload
 from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
-from .storage import from_storage, storage_dtype, storage_nbytes, storage_notes, to_storage
 from .tensor import numpy_available, output, to_host_tensor
 
 
 class Method:
-    def __init__(self, program, plan: ExecutionPlan, device):
+    def __init__(self, program, plan: ExecutionPlan, device, storage):
         self.program, self.plan, self.device = program, plan, device
         self.options = program.runtime.options
+        self.storage = storage  # how float16 is held (runtime/storage.py), one rule per program
         self.name = plan.name
         self.graph = plan_as_graph(plan)
         self.resources = Resources(device)
@@ -58,7 +58,7 @@ class Method:
                 elif isinstance(ins, MoveCall):
                     self._build_move(index, ins, file)
             for vid in plan.outputs:
-                size = storage_nbytes(self.graph.values[vid])
+                size = self.storage.nbytes(self.graph.values[vid])
                 self.outputs.append((self._buffer(vid, file), size))
             total = sum(size for _, size in self.outputs)
             self.staging = self.resources.buffer(total, f"{plan.name} outputs staging",
@@ -69,7 +69,7 @@ class Method:
             await self.device.pop_error_scopes(f"loading method {plan.name!r}",
                                                raise_errors=built)
         graphs = [self.graph] + [d.graph.graph for d in plan.delegates if d.graph]
-        self.notes = storage_notes(v for g in graphs for v in g.values)
+        self.notes = self.storage.notes([v for g in graphs for v in g.values])
         self.load_seconds = time.perf_counter() - start
 
     def _plan_tensor(self, vid: int, role: str) -> PlanTensor:
@@ -77,7 +77,7 @@ class Method:
         if not isinstance(value, PlanTensor):
             raise UnsupportedError(f"plan {self.plan.name!r} {role} value {vid} is a "
                                    f"{value.kind}; only tensor inputs/outputs are supported")
-        if value.dtype is None or storage_dtype(value.dtype).name != "float32":
+        if value.dtype is None or value.dtype.name not in ("float32", "float16"):
             name = value.dtype.name if value.dtype else f"ScalarType {value.scalar_type}"
             raise UnsupportedError(f"plan {self.plan.name!r} {role} value {vid} is {name}; "
                                    "this runtime supports float32 and float16 only")
@@ -87,10 +87,11 @@ class Method:
         """The GPU buffer of plan tensor ``vid``; plan constants are uploaded on first use."""
         if vid not in self.plan_buffers:
             t = self._plan_tensor(vid, "argument")
-            buf = self.resources.buffer(storage_nbytes(self.graph.values[vid]),
+            buf = self.resources.buffer(self.storage.nbytes(self.graph.values[vid]),
                                         f"{self.plan.name} value {vid}")
             if t.data_buffer_idx > 0 or t.external:
-                upload(self.device, buf, to_storage(self._constant(vid, t, file), t.dtype))
+                upload(self.device, buf, self.storage.to_storage(self._constant(vid, t, file),
+                                                                 t.dtype))
             self.plan_buffers[vid] = buf
         return self.plan_buffers[vid]
 
@@ -109,13 +110,14 @@ class Method:
         io = {}
         for gid, pid in zip(graph.input_ids + graph.output_ids, call.args):
             gt, pt = graph.values[gid], self._plan_tensor(pid, "delegate argument")
-            if gt.numel != pt.numel or storage_dtype(gt.dtype) != storage_dtype(pt.dtype):
+            if gt.numel != pt.numel or \
+                    self.storage.dtype(gt.dtype) is not self.storage.dtype(pt.dtype):
                 raise InputError(f"{label}: graph value {gid} ({gt.dtype.name}"
                                  f"{list(gt.shape)}) does not fit plan value {pid} "
                                  f"({pt.dtype.name}{list(pt.sizes)})")
             io[gid] = self._buffer(pid, file)
         ctx = await build_delegate(self.device, vk, file.named, io, self.resources,
-                                   self.recording, pipelines, label, self.options)
+                                   self.recording, pipelines, label, self.options, self.storage)
         self.kernels += [dict(k, delegate=call.delegate_index) for k in ctx.kernels]
 
     async def _build_kernel(self, index: int, call: KernelCall, file, pipelines) -> None:
@@ -123,7 +125,7 @@ class Method:
         label = f"instruction {index} kernel"
         handler = registry.lookup(op.name, f"{label} {'::'.join(self.plan.operators[call.op_index])}")
         ctx = BuildContext(self.device, self.graph, self.resources, self.recording, pipelines,
-                           label, self.options)
+                           label, self.options, self.storage)
         for vid in op.args:
             if isinstance(self.plan.values[vid], PlanTensor):
                 ctx.buffers[vid] = self._buffer(vid, file)
@@ -138,7 +140,7 @@ class Method:
         if not (isinstance(src, PlanTensor) and isinstance(dst, PlanTensor)):
             raise UnsupportedError(f"instruction {index} moves a {src.kind} value; only tensor "
                                    "moves are supported")
-        size = storage_nbytes(self.graph.values[call.move_to])
+        size = self.storage.nbytes(self.graph.values[call.move_to])
         self.recording.steps.append(Copy(self._buffer(call.move_from, file),
                                          self._buffer(call.move_to, file), size, "move"))
 
@@ -172,7 +174,8 @@ class Method:
             hosts.append((vid, t))
         async with self._lock:
             for vid, t in hosts:
-                upload(self.device, self.plan_buffers[vid], to_storage(t.memoryview(), t.dtype))
+                upload(self.device, self.plan_buffers[vid],
+                       self.storage.to_storage(t.memoryview(), t.dtype))
             raw, times = await self.device.run(self.recording, self.outputs, self.staging,
                                                profile=profile)
         if profile:
@@ -181,7 +184,8 @@ class Method:
         outs = []
         for vid, data in zip(self.plan.outputs, raw):
             t = self.plan.values[vid]
-            data = from_storage(data[:t.numel * storage_dtype(t.dtype).itemsize], t.dtype)
+            data = self.storage.from_storage(
+                data[:t.numel * self.storage.dtype(t.dtype).itemsize], t.dtype)
             outs.append(output(data, t.sizes, t.dtype, as_numpy))
         return outs
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from ..errors import InputError
+from .half import program_can_use_half
 from .method import Method
+from .storage import Storage
 
 
 class Program:
@@ -16,14 +18,23 @@ class Program:
 
     async def _build(self) -> None:
         """Build every method; on any failure destroy what was made, then raise."""
+        self.storage = Storage(half=self._use_half())
         try:
             for plan in self.file.plans:
-                method = Method(self, plan, self.runtime.device)
+                method = Method(self, plan, self.runtime.device, self.storage)
                 self.methods[plan.name] = method  # registered first so close() reaches it
                 await method._build(self.file, self._pipelines)
         except BaseException:
             self.close()
             raise
+
+    def _use_half(self) -> bool:
+        """float16 stays f16 with shader-f16, unless options say {"float16": "f32"}."""
+        wanted = self.runtime.options.get("float16", "auto")
+        if wanted not in ("auto", "f32"):
+            raise InputError(f"option float16={wanted!r}: use 'auto' or 'f32'")
+        return (wanted == "auto" and "shader-f16" in self.runtime.device.info.features
+                and program_can_use_half(self.file))
 
     def load_method(self, name: str = "forward") -> Method:
         """The method ``name``, ready to execute (built by Runtime.load_program)."""

@@ -1,0 +1,100 @@
+"""The f16 form of every kernel family (float16 tensors stored as f16, f32 math),
+natively where the adapter has shader-f16 (lavapipe does), against numpy in float64
+on the float16-rounded inputs."""
+
+import numpy as np
+import pytest
+
+from pte_webgpu import dtypes
+from pte_webgpu.runtime.storage import Storage
+from tests.native.test_ops import G, device  # noqa: F401  (the device fixture)
+
+F16 = dtypes.FLOAT16
+HALF = Storage(half=True)
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture(autouse=True)
+def needs_shader_f16(device):  # noqa: F811
+    if "shader-f16" not in device.info.features:
+        pytest.skip("the adapter has no shader-f16")
+
+
+def rand16(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float16)
+
+
+def close16(got, want):
+    """Within what rounding the result to float16 allows (plus f32 accumulation)."""
+    want16 = want.astype(np.float16).astype(np.float64)
+    np.testing.assert_allclose(got.astype(np.float64), want16, atol=2e-3, rtol=2e-3)
+
+
+def f64(a):
+    return a.astype(np.float64)
+
+
+@pytest.mark.parametrize("name,code", [("aten.add.Tensor", "+"), ("aten.sub.Tensor", "-"),
+                                       ("aten.mul.Tensor", "*"), ("aten.div.Tensor", "/")])
+def test_binary_broadcast(device, name, code):  # noqa: F811
+    a, b = rand16(5, 1, 7), rand16(1, 6, 1) + np.float16(3)
+    g = G(HALF)
+    args = [g.input(a, F16), g.input(b, F16)]
+    if name in ("aten.add.Tensor", "aten.sub.Tensor"):
+        args.append(g.double(1.5))
+    out = g.op(name, *args, g.tensor((5, 6, 7), dtype=F16))
+    (got,) = g.run(device, out)
+    x, y = f64(a), f64(b) * (1.5 if len(args) == 3 else 1.0)
+    close16(got, {"+": x + y, "-": x - y, "*": x * y, "/": x / y}[code])
+
+
+@pytest.mark.parametrize("width", [130, 64, 4096, 1])
+def test_rms_norm(device, width):  # noqa: F811
+    x, w = rand16(3, width), rand16(width) + np.float16(1)
+    g = G(HALF)
+    out = g.op("et_vk.rms_norm.default", g.input(x, F16), g.const(w, F16), g.double(1e-5),
+               g.tensor(x.shape, dtype=F16))
+    (got,) = g.run(device, out)
+    xx = f64(x)
+    close16(got, xx / np.sqrt((xx * xx).mean(-1, keepdims=True) + 1e-5) * f64(w))
+
+
+def test_linear_odd_shape(device):  # noqa: F811
+    x, w, b = rand16(3, 37), rand16(5, 37, scale=0.2), rand16(5)
+    g = G(HALF)
+    out = g.op("aten.linear.default", g.input(x, F16), g.const(w, F16), g.const(b, F16),
+               g.tensor((3, 5), dtype=F16))
+    (got,) = g.run(device, out)
+    close16(got, f64(x) @ f64(w).T + f64(b))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_softmax_and_mean(device, dim):  # noqa: F811
+    x = rand16(3, 7, scale=2.0)
+    g = G(HALF)
+    xi = g.input(x, F16)
+    sm = g.op("aten._softmax.default", xi, g.int(dim), g.bool(False),
+              g.tensor(x.shape, dtype=F16))
+    mean_shape = (1, 7) if dim == 0 else (3, 1)
+    mean = g.op("aten.mean.dim", xi, g.ints([dim]), g.bool(True), g.null(),
+                g.tensor(mean_shape, dtype=F16))
+    got_sm, got_mean = g.run(device, sm, mean)
+    e = np.exp(f64(x) - f64(x).max(axis=dim, keepdims=True))
+    close16(got_sm, e / e.sum(axis=dim, keepdims=True))
+    close16(got_mean, f64(x).mean(axis=dim, keepdims=True))
+
+
+def test_unary_and_permute(device):  # noqa: F811
+    x = np.abs(rand16(2, 3, 4)) + np.float16(0.5)
+    g = G(HALF)
+    xi = g.input(x, F16)
+    r = g.op("aten.rsqrt.default", xi, g.tensor(x.shape, dtype=F16))
+    s = g.op("aten.sigmoid.default", xi, g.tensor(x.shape, dtype=F16))
+    p = g.op("aten.pow.Tensor_Scalar", xi, g.int(3), g.tensor(x.shape, dtype=F16))
+    t = g.op("aten.permute_copy.default", xi, g.ints([2, 0, 1]),
+             g.tensor((4, 2, 3), dtype=F16))
+    got_r, got_s, got_p, got_t = g.run(device, r, s, p, t)
+    close16(got_r, 1 / np.sqrt(f64(x)))
+    close16(got_s, 1 / (1 + np.exp(-f64(x))))
+    close16(got_p, f64(x) ** 3)
+    np.testing.assert_array_equal(got_t, f64(x).transpose(2, 0, 1))

@@ -43,7 +43,6 @@ from pte_webgpu.formats import npy
 from pte_webgpu.gpu.interface import Dispatch, align4
 from pte_webgpu.runtime.build import upload
 from pte_webgpu.runtime.tensor import to_host_tensor, output
-from pte_webgpu.runtime.storage import to_storage, from_storage, storage_dtype
 
 _obj = lambda v: to_js(v, dict_converter=js.Object.fromEntries)
 _now = js.performance.now
@@ -203,14 +202,15 @@ async def phases(name, n):
                      for i, (x, vid) in enumerate(zip(inputs, method.plan.inputs))]
             t1 = _now()
             for vid, t in hosts:
-                upload(dev, method.plan_buffers[vid], to_storage(t.memoryview(), t.dtype))
+                upload(dev, method.plan_buffers[vid], method.storage.to_storage(t.memoryview(), t.dtype))
             t2 = _now()
             raw, _ = await dev.run(method.recording, method.outputs, method.staging)
             t3 = _now()
             outs = []
             for vid, data in zip(method.plan.outputs, raw):
                 t = method.plan.values[vid]
-                data = from_storage(data[:t.numel * storage_dtype(t.dtype).itemsize], t.dtype)
+                data = method.storage.from_storage(
+                    data[:t.numel * method.storage.dtype(t.dtype).itemsize], t.dtype)
                 outs.append(output(data, t.sizes, t.dtype, False))
             t4 = _now()
             await js.Promise.resolve(0)

@@ -1,4 +1,4 @@
-"""The one thread native GPU work runs on in tests.
+"""The one thread native GPU work runs on in tests, and running a fixture there.
 
 The browser tests' sync Playwright keeps an asyncio loop running on the main
 thread, where asyncio.run() would refuse; this thread has loops of its own.
@@ -12,3 +12,25 @@ _GPU_THREAD = ThreadPoolExecutor(max_workers=1)
 
 def run_sync(coro):
     return _GPU_THREAD.submit(asyncio.run, coro).result()
+
+
+def run_fixture(rt, name: str, ptd_files=()):
+    """Load ``tests/fixtures/<name>.pte`` (+ .ptd), run it on its npz inputs:
+    (outputs, torch reference outputs)."""
+    import numpy as np
+
+    from tests.fixture_index import FIXTURES
+
+    async def go():
+        pte = (FIXTURES / f"{name}.pte").read_bytes()
+        data = [(p, (FIXTURES / p).read_bytes()) for p in ptd_files]
+        program = await rt.load_program(pte, data)
+        try:
+            method = program.load_method()
+            ref = np.load(FIXTURES / f"{name}.npz")
+            ins = [ref[k] for k in sorted(ref.files) if k.startswith("in")]
+            outs = await method.execute(ins)
+            return outs, [ref[k] for k in sorted(ref.files) if k.startswith("out")]
+        finally:
+            program.close()
+    return run_sync(go())

@@ -4,28 +4,14 @@ import numpy as np
 import pytest
 
 from tests.fixture_index import FIXTURES, INDEX, runnable, tolerance
-from tests.native.gpu_thread import run_sync
+from tests.native.gpu_thread import run_fixture, run_sync
 
 
-def _run(rt, name, ptd_files=()):
-    async def go():
-        pte = (FIXTURES / f"{name}.pte").read_bytes()
-        data = [(p, (FIXTURES / p).read_bytes()) for p in ptd_files]
-        program = await rt.load_program(pte, data)
-        try:
-            method = program.load_method()
-            ref = np.load(FIXTURES / f"{name}.npz")
-            ins = [ref[k] for k in sorted(ref.files) if k.startswith("in")]
-            outs = await method.execute(ins)
-            return outs, [ref[k] for k in sorted(ref.files) if k.startswith("out")]
-        finally:
-            program.close()
-    return run_sync(go())
 
 
 @pytest.mark.parametrize("entry", [e for e in INDEX if runnable(e)], ids=lambda e: e["name"])
 def test_fixture_matches_torch_natively(runtime, entry):
-    outs, wants = _run(runtime, entry["name"], entry.get("ptd_files", []))
+    outs, wants = run_fixture(runtime, entry["name"], entry.get("ptd_files", []))
     tol = tolerance(entry)
     assert len(outs) == len(wants)
     for got, want in zip(outs, wants):

@@ -10,8 +10,8 @@ from pte_webgpu.gpu.interface import Recording
 from pte_webgpu.graph import Graph, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import rms_norm
 from pte_webgpu.runtime.build import BuildContext, Resources
-from tests.fixture_index import FIXTURES, INDEX, runnable, tolerance
-from tests.native.gpu_thread import run_sync
+from tests.fixture_index import INDEX, runnable, tolerance
+from tests.native.gpu_thread import run_fixture, run_sync
 
 RMS_FIXTURES = [e for e in INDEX if runnable(e) and "rmsnorm" in e["name"]]
 # Both families' candidates (GPU and CPU lists), whatever this adapter is; sg variants
@@ -107,20 +107,6 @@ def test_the_choice_is_recorded(runtime, monkeypatch):
     assert kernels[-1]["variant"] == "tree-64" and kernels[-1]["picked"] == "forced"
 
 
-def _run_fixture(rt, name, ptd_files):
-    async def go():
-        pte = (FIXTURES / f"{name}.pte").read_bytes()
-        data = [(p, (FIXTURES / p).read_bytes()) for p in ptd_files]
-        program = await rt.load_program(pte, data)
-        try:
-            method = program.load_method()
-            ref = np.load(FIXTURES / f"{name}.npz")
-            ins = [ref[k] for k in sorted(ref.files) if k.startswith("in")]
-            outs = await method.execute(ins)
-            return outs, [ref[k] for k in sorted(ref.files) if k.startswith("out")]
-        finally:
-            program.close()
-    return run_sync(go())
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -128,7 +114,7 @@ def test_fixtures_with_the_variant_forced(runtime, variant, monkeypatch):
     _runnable(runtime, variant)
     monkeypatch.setenv(rms_norm.ENV_VAR, variant)
     for entry in RMS_FIXTURES:
-        outs, wants = _run_fixture(runtime, entry["name"], entry.get("ptd_files", []))
+        outs, wants = run_fixture(runtime, entry["name"], entry.get("ptd_files", []))
         tol = tolerance(entry)
         for got, want in zip(outs, wants):
             np.testing.assert_allclose(got, want, atol=tol, rtol=tol, err_msg=entry["name"])

@@ -238,16 +238,19 @@ def upload(device, buf: Buffer, data) -> None:
 
 
 def _outputs_aliasing_inputs(graph: Graph) -> set[int]:
-    """Op outputs whose mem_obj_id matches one of the same op's inputs."""
+    """Op outputs (each tensor of a ValueList result too) whose mem_obj_id matches one
+    of the same op's inputs or an earlier output of the same op."""
     out = set()
     for op in graph.ops:
         if not op.args:
             continue
-        result = graph.values[op.args[-1]]
-        if not isinstance(result, TensorValue) or result.mem_obj_id < 0:
-            continue
-        for a in op.args[:-1]:
-            v = graph.values[a]
-            if isinstance(v, TensorValue) and v.mem_obj_id == result.mem_obj_id:
-                out.add(op.args[-1])
+        taken = {graph.values[a].mem_obj_id for a in _operands(graph, op)
+                 if isinstance(graph.values[a], TensorValue)}
+        for vid in sorted(_results(graph, op)):
+            result = graph.values[vid]
+            if not isinstance(result, TensorValue) or result.mem_obj_id < 0:
+                continue
+            if result.mem_obj_id in taken:
+                out.add(vid)
+            taken.add(result.mem_obj_id)
     return out

@@ -1,0 +1,83 @@
+"""``aten.native_layer_norm.default [input, normalized_shape, weight|Null, bias|Null, eps,
+out_list]`` (shaders/norm.wgsl): one workgroup per row, a row being the trailing dims
+that ``normalized_shape`` names, flattened.
+
+``out_list`` is a ValueList ``[out, mean, rstd]``: ``out`` has the input's shape, ``mean``
+and ``rstd`` one value per row (the input's shape with the normalized dims set to 1).
+One dispatch writes all three. A Null weight or bias is 1 or 0 (the shader skips it);
+a Null eps is float32's machine epsilon, as docs/FORMATS.md §5.4 says of the Vulkan
+delegate (torch always passes one).
+"""
+
+from __future__ import annotations
+
+import struct
+from math import prod
+
+from ..errors import FormatError, UnsupportedError
+from ..graph import ListValue, Null
+from .common import int_list_arg, pow2_workgroup
+from .registry import register
+
+F32_EPS = 2.0 ** -23  # eps when the graph has none (docs/FORMATS.md §5.4)
+
+
+def _optional(ctx, vid: int, op, width: int, what: str) -> int | None:
+    """A weight or bias tensor of ``width`` elements, or None for Null."""
+    if isinstance(ctx.graph.values[vid], Null):
+        return None
+    t = ctx.float_tensor(vid, op)
+    if t.numel != width:
+        raise FormatError(f"{op.name}: {what} has {t.numel} elements, the normalized "
+                          f"width is {width}", field=ctx.where(op))
+    return vid
+
+
+def _outputs(ctx, op, out_list_id: int) -> list[int]:
+    value = ctx.graph.values[out_list_id]
+    if not (isinstance(value, ListValue) and value.kind == "value_list"
+            and len(value.items) == 3):
+        raise FormatError(f"{op.name}: the output should be a ValueList [out, mean, rstd], "
+                          f"found {value.kind}", field=ctx.where(op))
+    return [int(v) for v in value.items]
+
+
+@register("aten.native_layer_norm.default", half=True)
+async def build_layer_norm(ctx, op):
+    x_id, shape_id, w_id, b_id, eps_id, list_id = ctx.args(op, 6)
+    x = ctx.float_tensor(x_id, op)
+    out_id, mean_id, rstd_id = _outputs(ctx, op, list_id)
+    out, mean, rstd = (ctx.float_tensor(v, op) for v in (out_id, mean_id, rstd_id))
+    norm_shape = tuple(int_list_arg(ctx, shape_id, op))
+    k = len(norm_shape)
+    if not 1 <= k <= len(x.shape) or tuple(x.shape[len(x.shape) - k:]) != norm_shape:
+        raise FormatError(f"{op.name}: normalized_shape {list(norm_shape)} is not the "
+                          f"trailing shape of the input {list(x.shape)}", field=ctx.where(op))
+    width = prod(norm_shape)
+    rows = x.numel // width if width else prod(x.shape[:len(x.shape) - k])
+    if tuple(out.shape) != tuple(x.shape):
+        raise FormatError(f"{op.name}: output shape {list(out.shape)} differs from input "
+                          f"{list(x.shape)}", field=ctx.where(op))
+    for t, what in ((mean, "mean"), (rstd, "rstd")):
+        if t.numel != rows:
+            raise FormatError(f"{op.name}: {what} has {t.numel} elements, expected one per "
+                              f"row ({rows})", field=ctx.where(op))
+    weight = _optional(ctx, w_id, op, width, "weight")
+    bias = _optional(ctx, b_id, op, width, "bias")
+    if rows == 0:
+        return  # nothing to normalize
+    if width == 0:
+        raise UnsupportedError(f"{op.name}: normalizing over an empty shape "
+                               f"{list(norm_shape)}")
+    eps = ctx.float_scalar(eps_id, F32_EPS)
+    wg = pow2_workgroup(ctx, width)
+    constants = {"wg_size": wg, "has_weight": int(weight is not None),
+                 "has_bias": int(bias is not None)}
+    pipeline = await ctx.pipeline("norm", constants, half=ctx.half(x_id))
+    params = ctx.uniform(struct.pack("<IIfI", rows, width, eps, 0), f"{op.name} params")
+    # An absent weight or bias binds the input (read-only, never read by the shader).
+    bindings = [(0, x_id), (1, x_id if weight is None else weight),
+                (2, x_id if bias is None else bias), (3, out_id), (4, mean_id),
+                (5, rstd_id), (6, params)]
+    ctx.dispatch(op, pipeline, bindings, ctx.grid(rows))
+    ctx.note_kernel(op, wg_size=wg)

@@ -1,0 +1,94 @@
+// LayerNorm over rows (aten.native_layer_norm): for each row of `width` elements
+//   mean = sum(x) / width, var = sum((x - mean)^2) / width (biased),
+//   rstd = inverseSqrt(var + eps), y = (x - mean) * rstd * weight + bias,
+// writing y, and mean and rstd (one value per row).
+//
+// One workgroup per row (wg_size lanes, a power of two) with a halving tree in
+// workgroup memory; rows beyond one grid dimension fold into y (ctx.grid).
+//
+// Numerics: two passes over shifted data. Every lane subtracts the row's first
+// element k before summing (x - k is exact for x near k), so a row like 1e4 + noise
+// sums small numbers; the mean is k + m with m = sum(x - k) / width, and the second
+// pass sums ((x - k) - m)^2, never E[x^2] - E[x]^2. A constant row gives var 0.
+//
+// The shader also has an f16 form (registry.shader_source): storage arrays and `elem`
+// become f16; reads convert to f32, so the arithmetic stays f32.
+alias elem = f32;
+
+override wg_size: u32 = 64;  // a power of two
+override has_weight: bool = true;
+override has_bias: bool = true;
+
+struct Params {
+  rows: u32,
+  width: u32,
+  eps: f32,
+  _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> weight: array<f32>;  // x when has_weight is false
+@group(0) @binding(2) var<storage, read> bias: array<f32>;  // x when has_bias is false
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<storage, read_write> mean_out: array<f32>;
+@group(0) @binding(5) var<storage, read_write> rstd_out: array<f32>;
+@group(0) @binding(6) var<uniform> params: Params;
+
+var<workgroup> partial: array<f32, wg_size>;
+
+// Every lane brings a partial sum; every lane gets the total.
+fn total(lane: u32, value: f32) -> f32 {
+  partial[lane] = value;
+  workgroupBarrier();
+  for (var stride = wg_size / 2u; stride > 0u; stride /= 2u) {
+    if (lane < stride) {
+      partial[lane] += partial[lane + stride];
+    }
+    workgroupBarrier();
+  }
+  let sum = partial[0];
+  workgroupBarrier();  // partial is reused by the next total
+  return sum;
+}
+
+@compute @workgroup_size(wg_size)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lane: u32) {
+  let row = wid.x + wid.y * groups.x;
+  if (row >= params.rows) {
+    return;  // uniform for the whole workgroup
+  }
+  let width = params.width;
+  let n = f32(width);
+  let base = row * width;
+  let k = f32(x[base]);  // the shift
+
+  var s = 0.0;
+  for (var j = lane; j < width; j += wg_size) {
+    s += f32(x[base + j]) - k;
+  }
+  let m = total(lane, s) / n;  // mean - k
+
+  var q = 0.0;
+  for (var j = lane; j < width; j += wg_size) {
+    let d = (f32(x[base + j]) - k) - m;
+    q += d * d;
+  }
+  let rstd = inverseSqrt(total(lane, q) / n + params.eps);
+
+  for (var j = lane; j < width; j += wg_size) {
+    var v = ((f32(x[base + j]) - k) - m) * rstd;
+    if (has_weight) {
+      v *= f32(weight[j]);
+    }
+    if (has_bias) {
+      v += f32(bias[j]);
+    }
+    y[base + j] = elem(v);
+  }
+  if (lane == 0u) {
+    mean_out[row] = elem(k + m);
+    rstd_out[row] = elem(rstd);
+  }
+}

@@ -157,6 +157,41 @@ def _pow(x: float, e: float) -> float:
         return math.nan
 
 
+def _exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _gelu(x: float) -> float:
+    """x/2 (1 + erf(x/sqrt2)), as x/2 erfc(-x/sqrt2): -inf gives NaN (-inf * 0), as torch."""
+    return 0.5 * x * math.erfc(-x / math.sqrt(2.0))
+
+
+def _gelu_tanh(x: float) -> float:
+    """x/2 (1 + tanh(u)), with 1 + tanh(u) = 2 / (1 + e^{-2u}): no cancellation for x < 0."""
+    inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
+    return x / (1.0 + _exp(-2.0 * inner))
+
+
+def _relu(x: float) -> float:
+    return 0.0 if x < 0 else x  # NaN and -0.0 pass through, as torch
+
+
+def _sqrt(x: float) -> float:
+    return math.nan if x < 0 else math.sqrt(x)
+
+
+def _clamp(x: float, low: float | None, high: float | None) -> float:
+    """torch.clamp: below ``low`` -> low, then above ``high`` -> high; NaN stays NaN."""
+    if low is not None and x < low:
+        x = low
+    if high is not None and x > high:
+        x = high
+    return x
+
+
 # --- ops: each takes (read, values, args) and returns the output's flat values ---------
 
 def elementwise(a: Array, b: Array, out_shape: tuple, fn) -> list:
@@ -224,6 +259,21 @@ def _op_add_scalar(read, values, args):
     return [v + shift for v in read(args[0]).values]
 
 
+def _op_gelu(read, values, args):
+    form = values[args[1]]
+    form = "none" if isinstance(form, Null) else form.value
+    if form not in ("none", "tanh"):
+        raise UnsupportedError(f"gelu: approximate={form!r} (expected 'none' or 'tanh')")
+    fn = _gelu if form == "none" else _gelu_tanh
+    return [fn(v) for v in read(args[0]).values]
+
+
+def _op_clamp(read, values, args):
+    low, high = (None if isinstance(values[a], Null) else _number(values[a])
+                 for a in (args[1], args[2]))
+    return [_clamp(v, low, high) for v in read(args[0]).values]
+
+
 def _op_mean(read, values, args):
     x = read(args[0])
     dims = _int_list(values[args[1]])
@@ -280,6 +330,27 @@ def _op_rms_norm(read, values, args):
     return rms_norm(read(args[0]), read(args[1]), _number(values[args[2]], F32_EPS))
 
 
+def _op_layer_norm(read, values, args):
+    """native_layer_norm: [out, mean, rstd] (its output is a ValueList)."""
+    x, k = read(args[0]), len(_int_list(values[args[1]]) or [])
+    width = math.prod(x.shape[len(x.shape) - k:])
+    if not width:
+        raise UnsupportedError("native_layer_norm: normalizing over an empty shape")
+    has_w, has_b = (not isinstance(values[a], Null) for a in (args[2], args[3]))
+    w = read(args[2]).values if has_w else [1.0] * width
+    b = read(args[3]).values if has_b else [0.0] * width
+    eps = _number(values[args[4]], F32_EPS)
+    out, means, rstds = [], [], []
+    for start in range(0, len(x.values), width):
+        row = x.values[start:start + width]
+        mean = math.fsum(row) / width
+        rstd = _rsqrt(math.fsum((v - mean) ** 2 for v in row) / width + eps)
+        out += [(v - mean) * rstd * w[j] + b[j] for j, v in enumerate(row)]
+        means.append(mean)
+        rstds.append(rstd)
+    return [out, means, rstds]
+
+
 # name -> (argument count, function(read, values, args) -> flat output values)
 OPS = {
     "aten.add.Tensor": (4, _binary(operator.add, True)),
@@ -290,6 +361,15 @@ OPS = {
     "aten.sigmoid.default": (2, _unary(_sigmoid)),
     "aten.pow.Tensor_Scalar": (3, _op_pow),
     "aten.add.Scalar": (4, _op_add_scalar),
+    "aten.tanh.default": (2, _unary(math.tanh)),
+    "aten.gelu.default": (3, _op_gelu),
+    "aten.relu.default": (2, _unary(_relu)),
+    "aten.exp.default": (2, _unary(_exp)),
+    "aten.neg.default": (2, _unary(operator.neg)),
+    "aten.abs.default": (2, _unary(abs)),
+    "aten.sqrt.default": (2, _unary(_sqrt)),
+    "aten.clamp.default": (4, _op_clamp),
+    "aten.hardtanh.default": (4, _op_clamp),
     "aten.mean.dim": (5, _op_mean),
     "aten._softmax.default": (4, _op_softmax),
     "aten.linear.default": (4, _op_linear),
@@ -303,6 +383,7 @@ OPS = {
     "et_vk.prepack.default": (2, _op_same_values),
     "aten.permute_copy.default": (3, _op_permute),
     "et_vk.rms_norm.default": (4, _op_rms_norm),
+    "aten.native_layer_norm.default": (6, _op_layer_norm),
 }
 
 
@@ -334,22 +415,40 @@ def _reader(arrays: dict, values: list, constant, label: str):
 
 
 def run_op(op, values: list, read, label: str) -> Array:
-    """One op: its output Array, rounded to the output tensor's dtype."""
+    """One op: its output Array, rounded to the output tensor's dtype (the first output
+    of an op whose output is a ValueList)."""
+    return next(iter(run_op_outputs(op, values, read, label).values()))
+
+
+def run_op_outputs(op, values: list, read, label: str) -> dict[int, Array]:
+    """One op: {value id: Array} for its output tensor, or for each tensor of its output
+    ValueList (multi-output ops such as native_layer_norm return one list per tensor)."""
     if op.name not in OPS:
         raise UnsupportedError(f"op {op.name!r} ({label}) has no CPU reference; "
                                f"the reference computes: {', '.join(supported_ops())}")
     count, fn = OPS[op.name]
     if len(op.args) != count:
         raise FormatError(f"{op.name} takes {count} arguments, found {len(op.args)}", field=label)
-    out = values[op.args[-1]]
-    if not isinstance(out, TensorValue):
-        raise FormatError(f"{label} {op.name}: output value {op.args[-1]} is a {out.kind}, "
-                          "not a tensor")
+    last = values[op.args[-1]]
+    multi = isinstance(last, ListValue) and last.kind == "value_list"
+    ids = list(last.items) if multi else [op.args[-1]]
+    for vid in ids:
+        if not isinstance(values[vid], TensorValue):
+            raise FormatError(f"{label} {op.name}: output value {vid} is a "
+                              f"{values[vid].kind}, not a tensor")
     result = fn(read, values, op.args)
-    if len(result) != out.numel:
-        raise FormatError(f"{label} {op.name}: computed {len(result)} elements, the output "
-                          f"tensor {list(out.shape)} holds {out.numel}")
-    return Array(out.shape, round_to(result, _float_dtype(out.dtype.name, "output")))
+    results = result if multi else [result]
+    if len(results) != len(ids):
+        raise FormatError(f"{label} {op.name}: computed {len(results)} outputs, the output "
+                          f"list holds {len(ids)}")
+    arrays = {}
+    for vid, flat in zip(ids, results):
+        out = values[vid]
+        if len(flat) != out.numel:
+            raise FormatError(f"{label} {op.name}: computed {len(flat)} elements, the output "
+                              f"tensor {list(out.shape)} holds {out.numel}")
+        arrays[vid] = Array(out.shape, round_to(flat, _float_dtype(out.dtype.name, "output")))
+    return arrays
 
 
 def run_delegate(vk: formats.VulkanDelegate, named: formats.NamedData,
@@ -372,7 +471,7 @@ def run_delegate(vk: formats.VulkanDelegate, named: formats.NamedData,
 
     read = _reader(arrays, graph.values, constant, label)
     for i, op in enumerate(graph.ops):
-        arrays[op.args[-1]] = run_op(op, graph.values, read, f"{label} op {i}")
+        arrays.update(run_op_outputs(op, graph.values, read, f"{label} op {i}"))
     return [read(gid) for gid in graph.output_ids]
 
 
@@ -412,7 +511,7 @@ def run_program(program: formats.ProgramFile, inputs: list, method: str = "forwa
             _delegate_call(program, plan, i, ins, read, env)
         elif isinstance(ins, KernelCall):
             op = kernel_op(plan, ins)
-            env[op.args[-1]] = run_op(op, values, read, f"instruction {i} kernel")
+            env.update(run_op_outputs(op, values, read, f"instruction {i} kernel"))
         elif isinstance(ins, MoveCall):
             env[ins.move_to] = read(ins.move_from)
         elif not isinstance(ins, FreeCall):

@@ -3,6 +3,7 @@ run through runtime.build.build_delegate and compared with numpy."""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -84,6 +85,9 @@ class G:
 
     def bool(self, v) -> int:
         return self._add(Scalar("bool", v))
+
+    def string(self, v) -> int:
+        return self._add(Scalar("string", v))
 
     def ints(self, items) -> int:
         return self._add(ListValue("int_list", tuple(items)))
@@ -349,6 +353,108 @@ def test_to_dim_order_copy_refuses_other_conversions(device):
     out = g.op("dim_order_ops._to_dim_order_copy.default", xi, *[g.null() for _ in range(4)],
                g.bool(False), g.null(), g.tensor((3,), dtype=dtypes.INT32))
     with pytest.raises(UnsupportedError, match="int32"):
+        g.run(device, out)
+
+
+# --- activations (unary family) ----------------------------------------------------------
+EDGES = np.array([-np.inf, -1e30, -1e13, -100.0, -88.8, -20.0, -10.5, -9.0, -6.0, -5.0, -3.0,
+                  -1.2, -1.0, -0.7, -0.625, -0.5, -1e-3, -1e-30, -0.0, 0.0, 1e-30, 1e-3, 0.3,
+                  0.6, 0.625, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 9.0, 20.0, 88.0, 88.72, 89.0, 100.0,
+                  1e13, 1e30, np.inf, np.nan], np.float32)
+ACT_X = np.concatenate([EDGES, rand(300, scale=4.0), rand(50, scale=30.0)])
+
+
+def _exp(x):
+    return math.inf if x > 709 else math.exp(x)
+
+
+def _gelu_tanh(x):  # x/2 (1 + tanh(u)) without cancellation for x < 0
+    return x / (1 + _exp(-2 * math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
+# name -> (extra args maker, float64 function of one float): torch's float32 semantics
+ACTIVATIONS = {
+    "tanh": ("aten.tanh.default", lambda g: [], math.tanh),
+    "gelu": ("aten.gelu.default", lambda g: [g.string("none")],
+             lambda x: 0.5 * x * math.erfc(-x / math.sqrt(2))),
+    "gelu_tanh": ("aten.gelu.default", lambda g: [g.string("tanh")], _gelu_tanh),
+    "relu": ("aten.relu.default", lambda g: [], lambda x: 0.0 if x < 0 else x),
+    "exp": ("aten.exp.default", lambda g: [], _exp),
+    "neg": ("aten.neg.default", lambda g: [], lambda x: -x),
+    "abs": ("aten.abs.default", lambda g: [], abs),
+    "sqrt": ("aten.sqrt.default", lambda g: [], lambda x: math.nan if x < 0 else math.sqrt(x)),
+    "clamp": ("aten.clamp.default", lambda g: [g.double(-0.5), g.int(2)],
+              lambda x: x if x != x else min(max(x, -0.5), 2.0)),
+    "clamp_min": ("aten.clamp.default", lambda g: [g.double(0.0), g.null()],
+                  lambda x: 0.0 if x < 0 else x),
+    "clamp_max": ("aten.clamp.default", lambda g: [g.null(), g.double(1 / 3)],
+                  lambda x: float(np.float32(1 / 3)) if x > 1 / 3 else x),
+    "clamp_crossed": ("aten.clamp.default", lambda g: [g.int(2), g.int(1)],
+                      lambda x: x if x != x else 1.0),
+    "hardtanh": ("aten.hardtanh.default", lambda g: [g.double(-1.0), g.double(1.0)],
+                 lambda x: x if x != x else min(max(x, -1.0), 1.0)),
+}
+
+
+def activation_want(fn, x):
+    with np.errstate(over="ignore"):
+        return np.array([fn(float(v)) for v in x], np.float64).astype(np.float32)
+
+
+def check_activation(got, want, x, rtol):
+    """Same NaNs, infinities and signed zeros as torch; else within ``rtol`` (or 1e-37)."""
+    got, want = got.astype(np.float32), want.astype(np.float32)
+    assert np.array_equal(np.isnan(got), np.isnan(want)), x[np.isnan(got) != np.isnan(want)]
+    special = np.isinf(want) | (want == 0)
+    np.testing.assert_array_equal(got[special], want[special])
+    np.testing.assert_array_equal(np.signbit(got[special]), np.signbit(want[special]))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok].astype(np.float64), want[ok].astype(np.float64),
+                               rtol=rtol, atol=1e-37)
+
+
+@pytest.mark.parametrize("case", list(ACTIVATIONS))
+def test_activation_follows_torch_at_the_edges(device, case):
+    name, extra, fn = ACTIVATIONS[case]
+    g = G()
+    out = g.op(name, g.input(ACT_X), *extra(g), g.tensor(ACT_X.shape))
+    (got,) = g.run(device, out)
+    # gelu's tanh form in its far tail (x < -5): e^{-2u} magnifies the f32 rounding of u
+    check_activation(got, activation_want(fn, ACT_X), ACT_X, 1e-5 if case == "gelu_tanh" else 2e-6)
+
+
+def test_gelu_and_tanh_are_accurate_on_a_dense_grid(device):
+    """erf to ~1e-7 of 1: gelu within 2e-7 absolute + a few ulp; tanh within a few ulp."""
+    x = np.linspace(-12, 12, 200001, dtype=np.float32)
+    g = G()
+    xi = g.input(x)
+    outs = [g.op("aten.gelu.default", xi, g.string(form), g.tensor(x.shape))
+            for form in ("none", "tanh")]
+    outs.append(g.op("aten.tanh.default", xi, g.tensor(x.shape)))
+    got_erf, got_tanh_form, got_tanh = g.run(device, *outs)
+    x64 = x.astype(np.float64)
+    erfc = np.array([math.erfc(-v / math.sqrt(2)) for v in x64])
+    np.testing.assert_allclose(got_erf, 0.5 * x64 * erfc, rtol=4e-7, atol=2e-7)
+    away = np.abs(x64) > 1e-3
+    assert np.max(np.abs(got_erf[away] / x64[away] * 2 - erfc[away])) < 3e-7  # 1 + erf
+    np.testing.assert_allclose(got_tanh_form, [_gelu_tanh(v) for v in x64], rtol=4e-7, atol=2e-7)
+    np.testing.assert_allclose(got_tanh, np.tanh(x64), rtol=4e-7, atol=0)
+
+
+def test_exp_is_accurate_over_its_range(device):
+    x = np.linspace(-103, 88.72, 100003, dtype=np.float32)
+    g = G()
+    (got,) = g.run(device, g.op("aten.exp.default", g.input(x), g.tensor(x.shape)))
+    want = np.exp(x.astype(np.float64))
+    normal = want > 1.2e-38
+    np.testing.assert_allclose(got[normal], want[normal], rtol=3e-7)
+    assert np.all(got[~normal] <= 1.2e-38) and np.isfinite(got).all()
+
+
+def test_gelu_rejects_an_unknown_form(device):
+    g = G()
+    out = g.op("aten.gelu.default", g.input(rand(3)), g.string("sigmoid"), g.tensor((3,)))
+    with pytest.raises(UnsupportedError, match="approximate"):
         g.run(device, out)
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from pte_webgpu import dtypes
 from pte_webgpu.runtime.storage import Storage
-from tests.native.test_ops import G, device  # noqa: F401  (the device fixture)
+from tests.native.test_ops import (  # noqa: F401  (device: the fixture)
+    ACTIVATIONS, G, activation_want, check_activation, device)
 
 F16 = dtypes.FLOAT16
 HALF = Storage(half=True)
@@ -98,3 +99,21 @@ def test_unary_and_permute(device):  # noqa: F811
     close16(got_s, 1 / (1 + np.exp(-f64(x))))
     close16(got_p, f64(x) ** 3)
     np.testing.assert_array_equal(got_t, f64(x).transpose(2, 0, 1))
+
+
+EDGES16 = np.array([-np.inf, -65504.0, -100.0, -20.0, -9.0, -6.0, -3.0, -1.0, -0.5, -1e-3,
+                    -1e-4, -0.0, 0.0, 1e-4, 1e-3, 0.3, 0.625, 1.0, 2.0, 3.0, 5.0, 9.0, 11.0,
+                    20.0, 65504.0, np.inf, np.nan], np.float16)
+
+
+@pytest.mark.parametrize("case", list(ACTIVATIONS))
+def test_activations_at_the_edges(device, case):  # noqa: F811
+    name, extra, fn = ACTIVATIONS[case]
+    x = np.concatenate([EDGES16, rand16(100, scale=4.0)])
+    g = G(HALF)
+    out = g.op(name, g.input(x, F16), *extra(g), g.tensor(x.shape, dtype=F16))
+    (got,) = g.run(device, out)
+    with np.errstate(over="ignore"):  # results past float16's range are inf, as torch's
+        want = activation_want(fn, f64(x)).astype(np.float16)
+    # f32 math rounded once to float16: within half a float16 ulp, or the float16 neighbour
+    check_activation(got.astype(np.float16), want, x, 1e-3)

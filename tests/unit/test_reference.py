@@ -3,6 +3,7 @@ agreeing with torch's outputs stored in the fixtures."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -179,3 +180,73 @@ def test_rounds_to_float32_and_overflows_to_inf():
     assert reference.round_to([0.1], Tensor(b"\0" * 4, (1,)).dtype) == [np.float32(0.1).item()]
     assert reference.round_to([1e300, -1e300], Tensor(b"\0" * 4, (1,)).dtype) == \
         [float("inf"), float("-inf")]
+
+
+# --- activations ---------------------------------------------------------------------------
+
+INF, NAN = float("inf"), float("nan")
+EDGE = np.array([-INF, -20.0, -6.0, -1.0, -1e-30, -0.0, 0.0, 1e-30, 0.5, 3.0, 100.0, INF, NAN],
+                np.float32)
+
+
+def same(got, want):
+    """Equal values, NaNs at the same places, signed zeros with the same sign."""
+    want = np.asarray(want, np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+    assert np.array_equal(np.signbit(got[want == 0]), np.signbit(want[want == 0]))
+
+
+@pytest.mark.parametrize("name,want", [
+    ("aten.tanh.default", [-1, -1, -0.99998771, -0.76159416, -1e-30, -0.0, 0.0, 1e-30,
+                           0.46211716, 0.99505475, 1, 1, NAN]),
+    ("aten.relu.default", [0, 0, 0, 0, 0, -0.0, 0.0, 1e-30, 0.5, 3, 100, INF, NAN]),
+    ("aten.neg.default", [INF, 20, 6, 1, 1e-30, 0.0, -0.0, -1e-30, -0.5, -3, -100, -INF, NAN]),
+    ("aten.abs.default", [INF, 20, 6, 1, 1e-30, 0.0, 0.0, 1e-30, 0.5, 3, 100, INF, NAN]),
+    ("aten.exp.default", [0, 2.0611536e-09, 2.4787522e-03, 0.36787944, 1, 1, 1, 1, 1.6487213,
+                          20.085537, INF, INF, NAN]),
+    ("aten.sqrt.default", [NAN, NAN, NAN, NAN, NAN, -0.0, 0.0, 1e-15, 0.70710678, 1.7320508,
+                           10, INF, NAN]),
+])
+def test_plain_activations_follow_torch_at_the_edges(name, want):
+    # values are torch 2.13's float32 results on these inputs
+    with np.errstate(invalid="ignore"):
+        same(run_one(name, [EDGE], [], EDGE.shape), want)
+
+
+def test_gelu_both_forms_follow_torch():
+    # as torch: -inf gives NaN in both forms (-inf * 0), +inf gives +inf; float64 tails
+    exact = [NAN, -0.0, -5.9195259e-09, -0.15865525, -5e-31, -0.0, 0.0, 5e-31,
+             0.34573123, 2.9959502, 100, INF, NAN]
+    tanh = [NAN, -0.0, -8.4396469e-11, -0.15880801, -5e-31, -0.0, 0.0, 5e-31,
+            0.34571401, 2.9963627, 100, INF, NAN]
+    for form, want in (("none", exact), ("tanh", tanh)):
+        got = run_one("aten.gelu.default", [EDGE], [Scalar("string", form)], EDGE.shape)
+        same(got, want)
+    with pytest.raises(UnsupportedError, match="approximate"):
+        run_one("aten.gelu.default", [EDGE], [Scalar("string", "fast")], EDGE.shape)
+
+
+def test_gelu_matches_erf_on_a_grid():
+    x = np.linspace(-8, 8, 1001).astype(np.float32)
+    x64 = x.astype(np.float64)
+    want = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x64])
+    got = run_one("aten.gelu.default", [x], [Scalar("string", "none")], x.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-15)
+    inner = np.sqrt(2 / np.pi) * (x64 + 0.044715 * x64 ** 3)
+    got = run_one("aten.gelu.default", [x], [Scalar("string", "tanh")], x.shape)
+    np.testing.assert_allclose(got, 0.5 * x64 * (1 + np.tanh(inner)), rtol=1e-6, atol=1e-15)
+
+
+@pytest.mark.parametrize("name,low,high,want", [
+    ("aten.clamp.default", Scalar("double", -0.5), Scalar("int", 2),
+     [-0.5, -0.5, -0.5, -0.5, -1e-30, -0.0, 0.0, 1e-30, 0.5, 2, 2, 2, NAN]),
+    ("aten.clamp.default", Scalar("double", 0.0), Null(),
+     [0, 0, 0, 0, 0, -0.0, 0.0, 1e-30, 0.5, 3, 100, INF, NAN]),
+    ("aten.clamp.default", Null(), Scalar("double", 1 / 3),
+     [-INF, -20, -6, -1, -1e-30, -0.0, 0.0, 1e-30, 1 / 3, 1 / 3, 1 / 3, 1 / 3, NAN]),
+    ("aten.clamp.default", Scalar("int", 2), Scalar("int", 1), [1] * 12 + [NAN]),
+    ("aten.hardtanh.default", Scalar("double", -1.0), Scalar("double", 1.0),
+     [-1, -1, -1, -1, -1e-30, -0.0, 0.0, 1e-30, 0.5, 1, 1, 1, NAN]),
+])
+def test_clamp_and_hardtanh_follow_torch(name, low, high, want):
+    same(run_one(name, [EDGE], [low, high], EDGE.shape), want)

@@ -2,7 +2,11 @@
 
 ``aten.rsqrt.default [self, out]``, ``aten.sigmoid.default [self, out]``,
 ``aten.pow.Tensor_Scalar [self, exponent, out]``, ``aten.add.Scalar [self, other,
-alpha, out]``; and ``round_to_half`` for view.py's float32 -> float16 conversion.
+alpha, out]``; the activations ``aten.{tanh,relu,exp,neg,abs,sqrt}.default [self, out]``,
+``aten.gelu.default [self, approximate ("none" | "tanh"), out]``,
+``aten.clamp.default [self, min, max, out]`` (Int, Double or Null bounds) and
+``aten.hardtanh.default [self, min_val, max_val, out]``; and ``round_to_half`` for
+view.py's float32 -> float16 conversion.
 """
 
 from __future__ import annotations
@@ -10,10 +14,17 @@ from __future__ import annotations
 import math
 import struct
 
+from ..errors import FormatError, UnsupportedError
+from ..graph import Null, Scalar
 from .common import elementwise_workgroup, number_arg, same_numel
 from .registry import register
 
 RSQRT, SIGMOID, SQUARE, POW, ADD, ROUND_HALF = range(6)
+TANH, GELU, GELU_TANH, RELU, EXP, NEG, ABS, SQRT, CLAMP = range(6, 15)
+PLAIN = {"aten.rsqrt.default": RSQRT, "aten.sigmoid.default": SIGMOID,
+         "aten.tanh.default": TANH, "aten.relu.default": RELU, "aten.exp.default": EXP,
+         "aten.neg.default": NEG, "aten.abs.default": ABS, "aten.sqrt.default": SQRT}
+GELU_FORMS = {"none": GELU, "tanh": GELU_TANH}
 INT_EXP_LIMIT = 1 << 24  # beyond this every f32 is an even integer anyway
 
 
@@ -26,8 +37,23 @@ def pow_params(exponent) -> tuple[int, float, int, int]:
     return POW, e, int(is_int), int(is_int and int(e) % 2 == 1)
 
 
-def _params(numel: int, a: float = 0.0, int_exp: int = 0, odd_exp: int = 0) -> bytes:
-    return struct.pack("<IfIIffII", numel, a, int_exp, odd_exp, math.inf, math.nan, 0, 0)
+def _params(numel: int, a: float = 0.0, int_exp: int = 0, odd_exp: int = 0,
+            b: float = 0.0) -> bytes:
+    return struct.pack("<IfIIfffI", numel, a, int_exp, odd_exp, math.inf, math.nan, b, 0)
+
+
+def to_f32(value: float) -> float:
+    """``value`` rounded to float32, as torch casts a scalar bound (beyond range: +-inf)."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def clamp_bounds(low, high) -> tuple[float, float]:
+    """float32 (min, max) from Int/Double values or None (no bound: -inf / +inf)."""
+    return (-math.inf if low is None else to_f32(float(low)),
+            math.inf if high is None else to_f32(float(high)))
 
 
 async def round_to_half(ctx, op, x_id: int, out_id: int) -> None:
@@ -48,11 +74,38 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, params: bytes) -
                  ctx.grid(-(-out.numel // wg)))
 
 
-@register("aten.rsqrt.default", "aten.sigmoid.default", half=True)
+@register(*PLAIN, half=True)
 async def build_plain(ctx, op):
     x_id, out_id = ctx.args(op, 2)
-    code = RSQRT if op.name == "aten.rsqrt.default" else SIGMOID
-    await _dispatch(ctx, op, x_id, out_id, code, _params(ctx.tensor(out_id, op).numel))
+    await _dispatch(ctx, op, x_id, out_id, PLAIN[op.name], _params(ctx.tensor(out_id, op).numel))
+
+
+@register("aten.gelu.default", half=True)
+async def build_gelu(ctx, op):
+    x_id, form_id, out_id = ctx.args(op, 3)
+    form = ctx.graph.values[form_id]
+    if isinstance(form, Null):
+        form = Scalar("string", "none")
+    if not (isinstance(form, Scalar) and form.kind == "string"):
+        raise FormatError(f"{op.name}: value {form_id} should be a String, found {form.kind}",
+                          field=ctx.where(op))
+    if form.value not in GELU_FORMS:
+        raise UnsupportedError(f"{op.name}: approximate={form.value!r} (expected 'none' or "
+                               "'tanh')")
+    await _dispatch(ctx, op, x_id, out_id, GELU_FORMS[form.value],
+                    _params(ctx.tensor(out_id, op).numel))
+
+
+def _bound(ctx, vid: int, op):
+    return None if isinstance(ctx.graph.values[vid], Null) else number_arg(ctx, vid, op)
+
+
+@register("aten.clamp.default", "aten.hardtanh.default", half=True)
+async def build_clamp(ctx, op):
+    x_id, low_id, high_id, out_id = ctx.args(op, 4)
+    low, high = clamp_bounds(_bound(ctx, low_id, op), _bound(ctx, high_id, op))
+    await _dispatch(ctx, op, x_id, out_id, CLAMP,
+                    _params(ctx.tensor(out_id, op).numel, low, b=high))
 
 
 @register("aten.pow.Tensor_Scalar", half=True)

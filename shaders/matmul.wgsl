@@ -92,3 +92,36 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     }
   }
 }
+
+// The "dot" form: one output element per invocation, a plain dot product over K with
+// four partial sums, no workgroup memory and no barrier. On CPU adapters (SwiftShader,
+// lavapipe) barriers cost more than the reuse the tiles buy (ops/matmul.py chooses).
+override wg_size: u32 = 64;
+
+@compute @workgroup_size(wg_size)
+fn dot(@builtin(global_invocation_id) gid: vec3<u32>,
+       @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * wg_size;
+  if (i >= params.m * params.n) {
+    return;
+  }
+  let col = i % params.n;
+  let a = (i / params.n) * params.k;
+  let w = col * params.k;
+  var s = vec4<f32>(0.0);
+  var kk = 0u;
+  for (; kk + 4u <= params.k; kk += 4u) {
+    s += vec4<f32>(f32(input[a + kk]), f32(input[a + kk + 1u]), f32(input[a + kk + 2u]),
+                   f32(input[a + kk + 3u])) *
+         vec4<f32>(f32(weight[w + kk]), f32(weight[w + kk + 1u]), f32(weight[w + kk + 2u]),
+                   f32(weight[w + kk + 3u]));
+  }
+  for (; kk < params.k; kk++) {
+    s.x += f32(input[a + kk]) * f32(weight[w + kk]);
+  }
+  var v = (s.x + s.y) + (s.z + s.w);
+  if (params.has_bias == 1u) {
+    v += f32(bias[col]);
+  }
+  out[i] = elem(v);
+}

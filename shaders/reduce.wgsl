@@ -114,3 +114,35 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     mean(line, base, lane);
   }
 }
+
+// The "lines" form: one whole line per invocation, no workgroup memory and no
+// barrier (ops/reduce.py picks it on CPU adapters, where barriers cost most).
+@compute @workgroup_size(wg_size)
+fn lines(@builtin(global_invocation_id) gid: vec3<u32>,
+         @builtin(num_workgroups) groups: vec3<u32>) {
+  let line = gid.x + gid.y * groups.x * wg_size;
+  if (line >= params.lines) {
+    return;
+  }
+  let base = offset_of(line, params.kept_rank, params.kept_shape, params.kept_strides);
+  if (op != SOFTMAX) {
+    var sum = 0.0;
+    for (var j = 0u; j < params.r; j++) {
+      sum += f32(x[element(base, j)]);
+    }
+    y[line] = elem(sum / f32(params.r));
+    return;
+  }
+  var top = f32(x[element(base, 0u)]);
+  for (var j = 1u; j < params.r; j++) {
+    top = max(top, f32(x[element(base, j)]));
+  }
+  var sum = 0.0;
+  for (var j = 0u; j < params.r; j++) {
+    sum += exp(f32(x[element(base, j)]) - top);
+  }
+  for (var j = 0u; j < params.r; j++) {
+    let o = element(base, j);
+    y[o] = elem(exp(f32(x[o]) - top) / sum);
+  }
+}

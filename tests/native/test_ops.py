@@ -49,10 +49,11 @@ class Limited:
 class G:
     """A delegate graph under construction."""
 
-    def __init__(self, storage=WIDE):
+    def __init__(self, storage=WIDE, options=None):
         self.values, self.ops, self.inputs, self.outputs = [], [], [], []
         self.constants, self.blob, self.feeds = [], bytearray(), []
         self.storage = storage  # Storage(half=True): float16 tensors run the f16 kernels
+        self.options = options or {}  # as Runtime.create(options=...) gives them
 
     def _add(self, value) -> int:
         self.values.append(value)
@@ -113,7 +114,7 @@ class G:
                   for vid in self.inputs + self.outputs}
             recording = Recording()
             await build_delegate(device, vk, NamedData(None), io, resources, recording, {},
-                                 "test", storage=self.storage)
+                                 "test", self.options, storage=self.storage)
             for vid, array in zip(self.inputs, self.feeds):
                 if array.size:
                     upload(device, io[vid], array.tobytes())  # padded to 4 bytes
@@ -141,8 +142,8 @@ def close(got, want, tol=1e-5):
 
 
 # --- matmul ----------------------------------------------------------------------------
-def _linear(device, x, w, b):
-    g = G()
+def _linear(device, x, w, b, variant=None):
+    g = G(options={"matmul_variant": variant} if variant else None)
     xi, wi = g.input(x), g.const(w)
     bi = g.const(b) if b is not None else g.null()
     out = g.op("aten.linear.default", xi, wi, bi, g.tensor(x.shape[:-1] + (w.shape[0],)))
@@ -154,8 +155,9 @@ def _linear(device, x, w, b):
 @pytest.mark.parametrize("lead,k,n", [((3,), 37, 5), ((1,), 1, 1), ((70,), 45, 33),
                                       ((2, 3), 37, 5), ((2, 5, 7), 64, 130), ((33,), 16, 32)])
 @pytest.mark.parametrize("bias", [True, False])
-def test_linear_any_shape(device, lead, k, n, bias):
-    got, want = _linear(device, rand(*lead, k), rand(n, k), rand(n) if bias else None)
+@pytest.mark.parametrize("variant", ["tiled", "dot"])
+def test_linear_any_shape(device, lead, k, n, bias, variant):
+    got, want = _linear(device, rand(*lead, k), rand(n, k), rand(n) if bias else None, variant)
     close(got, want, 1e-4 if k > 40 else 1e-5)
 
 
@@ -163,8 +165,21 @@ def test_linear_with_small_workgroups_and_folded_grid(device):
     small = Limited(device, maxComputeInvocationsPerWorkgroup=16,
                     maxComputeWorkgroupsPerDimension=4)
     # 16 invocations: tiles of 16 x 16, 4 x 2 of them on a folded 3 x 3 grid
-    got, want = _linear(small, rand(50, 19), rand(23, 19), rand(23))
+    got, want = _linear(small, rand(50, 19), rand(23, 19), rand(23), "tiled")
     close(got, want)
+
+
+def test_linear_dot_form_on_a_folded_grid(device):
+    small = Limited(device, maxComputeInvocationsPerWorkgroup=16,
+                    maxComputeWorkgroupsPerDimension=16)
+    # 50 x 23 outputs, 16 per workgroup: 72 workgroups folded to 9 x 8
+    got, want = _linear(small, rand(50, 19), rand(23, 19), rand(23), "dot")
+    close(got, want)
+
+
+def test_linear_refuses_an_unknown_variant(device):
+    with pytest.raises(UnsupportedError, match="matmul variant 'fast'"):
+        _linear(device, rand(2, 3), rand(4, 3), None, "fast")
 
 
 # --- reductions ------------------------------------------------------------------------
@@ -175,18 +190,20 @@ def _softmax(x, dim):
 
 @pytest.mark.parametrize("shape,dim", [((3, 7), 0), ((3, 7), 1), ((3, 7), -1), ((2, 3, 4), 1),
                                        ((2, 1, 5), 1), ((5, 300), -1), ((300, 3), 0), ((6,), 0)])
-def test_softmax_over_any_dim(device, shape, dim):
+@pytest.mark.parametrize("form", ["tree", "lines"])
+def test_softmax_over_any_dim(device, shape, dim, form):
     x = rand(*shape, scale=3.0)
-    g = G()
+    g = G(options={"reduce_variant": form})
     out = g.op("aten._softmax.default", g.input(x), g.int(dim), g.bool(False), g.tensor(shape))
     (got,) = g.run(device, out)
     close(got, _softmax(x, dim))
 
 
-def test_softmax_is_exact_for_large_logits(device):
+@pytest.mark.parametrize("form", ["tree", "lines"])
+def test_softmax_is_exact_for_large_logits(device, form):
     x = np.array([[1000.0, 999.0, -1000.0, 0.0], [-5e4, -5e4 + 1, -5e4 + 2, 88.0],
                   [3e38, 3e38, -3e38, 1.0]], np.float32)
-    g = G()
+    g = G(options={"reduce_variant": form})
     out = g.op("aten._softmax.default", g.input(x), g.int(1), g.bool(False), g.tensor(x.shape))
     (got,) = g.run(device, out)
     close(got, _softmax(x, 1))
@@ -197,22 +214,26 @@ def test_softmax_is_exact_for_large_logits(device):
                                              ((2, 3, 4, 5), [3, 1], False), ((2, 3, 4), [], False),
                                              ((2, 1000), [1], True), ((1000, 3), [0], False),
                                              ((1, 8, 1), [-1], True)])
-def test_mean_over_any_dims(device, shape, dims, keep):
+@pytest.mark.parametrize("form", ["tree", "lines"])
+def test_mean_over_any_dims(device, shape, dims, keep, form):
     x = rand(*shape)
     axis = tuple(dims) if dims else None
     want = x.astype(np.float64).mean(axis=axis, keepdims=keep)
-    g = G()
+    g = G(options={"reduce_variant": form})
     out = g.op("aten.mean.dim", g.input(x), g.ints(dims), g.bool(keep), g.null(),
                g.tensor(np.shape(want)))
     (got,) = g.run(device, out)
     close(got, want)
 
 
-def test_reductions_with_small_workgroups_and_folded_grid(device):
+@pytest.mark.parametrize("form,max_groups", [("tree", 6), ("lines", 3)])
+def test_reductions_with_small_workgroups_and_folded_grid(device, form, max_groups):
+    # tree: 29 and 33 workgroups on a 6-wide grid; lines (8 a workgroup): 4 and 5 on a
+    # 3-wide one: folded either way
     small = Limited(device, maxComputeInvocationsPerWorkgroup=8,
-                    maxComputeWorkgroupsPerDimension=6)  # 29 and 33 lines: folded
+                    maxComputeWorkgroupsPerDimension=max_groups)
     x = rand(29, 33)
-    g = G()
+    g = G(options={"reduce_variant": form})
     xi = g.input(x)
     mean = g.op("aten.mean.dim", xi, g.ints([1]), g.bool(False), g.null(), g.tensor((29,)))
     soft = g.op("aten._softmax.default", xi, g.int(0), g.bool(False), g.tensor(x.shape))

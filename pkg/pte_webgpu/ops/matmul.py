@@ -1,7 +1,8 @@
 """Matrix products (matmul.wgsl): ``aten.linear.default [input, weight, bias|Null, out]``.
 
 input ``[..., K]`` (leading dims flattened into M), weight ``[N, K]``, bias ``[N]``;
-out ``[..., N]`` = input · weightᵀ + bias, computed in tiles of (4·tw)² outputs.
+out ``[..., N]`` = input · weightᵀ + bias, computed in tiles of (4·tw)² outputs, or one dot
+product per output on CPU adapters (``choose``).
 """
 
 from __future__ import annotations
@@ -9,11 +10,15 @@ from __future__ import annotations
 import struct
 from math import prod
 
-from ..errors import FormatError
+from ..errors import FormatError, UnsupportedError
 from ..graph import Null
+from .common import elementwise_workgroup
 from .registry import register
+from .rms_norm import is_cpu
 
 MAX_THREADS_PER_SIDE = 8  # 8 x 8 invocations, 32 x 32 outputs per workgroup
+VARIANTS = ("tiled", "dot")
+OPTION = "matmul_variant"
 
 
 def threads_per_side(max_invocations: int) -> int:
@@ -55,11 +60,31 @@ async def build_linear(ctx, op):
                               field=ctx.where(op))
     if m * n == 0:
         return
+    variant, picked = choose(ctx)
     t = threads_per_side(ctx.limit("maxComputeInvocationsPerWorkgroup", 256))
     tiles_n, tiles = tile_counts(m, n, 4 * t)
     params = struct.pack("<8I", m, n, k, int(has_bias), tiles_n, tiles, 0, 0)
-    pipeline = await ctx.pipeline("matmul", {"tw": t}, half=ctx.half(out_id))
     uniform = ctx.uniform(params, f"{op.name} params")
+    if variant == "dot":
+        wg = elementwise_workgroup(ctx)
+        pipeline = await ctx.pipeline("matmul", {"wg_size": wg}, "dot", half=ctx.half(out_id))
+        grid = ctx.grid(-(-m * n // wg))
+    else:
+        pipeline = await ctx.pipeline("matmul", {"tw": t}, half=ctx.half(out_id))
+        grid = ctx.grid(tiles)
     # Without a bias the weight stands in for binding 4; the shader never reads it.
     ctx.dispatch(op, pipeline, [(0, x_id), (1, w_id), (2, out_id), (3, uniform),
-                                (4, b_id if has_bias else w_id)], ctx.grid(tiles))
+                                (4, b_id if has_bias else w_id)], grid)
+    ctx.note_kernel(op, variant=variant, picked=picked)
+
+
+def choose(ctx) -> tuple[str, str]:
+    """("tiled" | "dot", "auto" | "forced"): tiles with workgroup memory on GPUs; on CPU
+    adapters, where a barrier costs more than the reuse, one dot product per output.
+    Forced with the option ``matmul_variant``."""
+    forced = ctx.options.get(OPTION)
+    if forced:
+        if forced not in VARIANTS:
+            raise UnsupportedError(f"matmul variant {forced!r}: use one of {VARIANTS}")
+        return forced, "forced"
+    return ("dot" if is_cpu(ctx.device.info) else "tiled"), "auto"

@@ -12,9 +12,10 @@ import struct
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
-from .common import (bool_arg, check_rank, contiguous_strides, int_arg, int_list_arg,
-                     normalize_dim, normalize_dims, pow2_workgroup, vec8)
+from .common import (bool_arg, check_rank, contiguous_strides, elementwise_workgroup, int_arg,
+                     int_list_arg, normalize_dim, normalize_dims, pow2_workgroup, vec8)
 from .registry import register
+from .rms_norm import is_cpu
 
 
 def reduction_layout(shape, dims) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -45,6 +46,9 @@ def reduced_shape(shape, dims, keepdim: bool) -> tuple[int, ...]:
 
 
 MEAN, SOFTMAX = 0, 1  # reduce.wgsl's op codes
+FORMS = ("tree", "lines")
+OPTION = "reduce_variant"
+LINES_WG = 16  # lines per workgroup in the "lines" form: spread over the CPU's threads
 
 
 async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:
@@ -59,10 +63,32 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:
     params = (struct.pack("<4I", lines, r, len(kept), len(reduced))
               + vec8(s for s, _ in kept) + vec8(t for _, t in kept)
               + vec8(s for s, _ in reduced) + vec8(t for _, t in reduced))
-    wg = pow2_workgroup(ctx, r)
-    pipeline = await ctx.pipeline("reduce", {"wg_size": wg, "op": code}, half=ctx.half(out_id))
+    form, picked = choose(ctx)
     uniform = ctx.uniform(params, f"{op.name} params")
-    ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id), (2, uniform)], ctx.grid(lines))
+    if form == "lines":
+        wg = min(LINES_WG, elementwise_workgroup(ctx))
+        pipeline = await ctx.pipeline("reduce", {"wg_size": wg, "op": code}, "lines",
+                                      half=ctx.half(out_id))
+        grid = ctx.grid(-(-lines // wg))
+    else:
+        wg = pow2_workgroup(ctx, r)
+        pipeline = await ctx.pipeline("reduce", {"wg_size": wg, "op": code},
+                                      half=ctx.half(out_id))
+        grid = ctx.grid(lines)
+    ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id), (2, uniform)], grid)
+    ctx.note_kernel(op, variant=form, picked=picked)
+
+
+def choose(ctx) -> tuple[str, str]:
+    """("tree" | "lines", "auto" | "forced"): a workgroup per line with a halving tree on
+    GPUs; one line per invocation on CPU adapters, where barriers cost most. Forced with
+    the option ``reduce_variant``."""
+    forced = ctx.options.get(OPTION)
+    if forced:
+        if forced not in FORMS:
+            raise UnsupportedError(f"reduce variant {forced!r}: use one of {FORMS}")
+        return forced, "forced"
+    return ("lines" if is_cpu(ctx.device.info) else "tree"), "auto"
 
 
 @register("aten.mean.dim", half=True)

@@ -73,6 +73,12 @@ class Recording:
     steps: list = field(default_factory=list)  # Dispatch | Copy, in order
 
 
+def _split(data: bytes, offsets, outputs) -> list[memoryview]:
+    """Each output's bytes of the staging copy, as views (no second copy)."""
+    view = memoryview(data)
+    return [view[o:o + size] for o, (_, size) in zip(offsets, outputs)]
+
+
 def align4(n: int) -> int:
     return max(4, (n + 3) & ~3)
 
@@ -147,8 +153,9 @@ class GpuDevice:
     async def run(self, recording: Recording, outputs: list[tuple[Buffer, int]],
                   staging: Buffer, profile: bool = False) -> tuple[list[bytes], list | None]:
         """Replay ``recording``, copy each output into ``staging`` (packed at 4-byte
-        offsets), submit once, map ``staging`` once. With ``profile``, also return each
-        dispatch's GPU time in microseconds (timestamp queries; wall time without them)."""
+        offsets), submit once, map ``staging`` once; returns each output's bytes (views
+        of one copy). With ``profile``, also each dispatch's GPU time in microseconds
+        (timestamp queries; wall time without them)."""
         self.check_alive()
         if profile and "timestamp-query" not in self.info.features:
             return await self._run_timed_by_wall(recording, outputs, staging)
@@ -171,7 +178,7 @@ class GpuDevice:
             if query is not None:
                 self._release_query(query)
         self.check_alive()
-        return [data[o:o + size] for o, (_, size) in zip(offsets, outputs)], times
+        return _split(data, offsets, outputs), times
 
     def _encode(self, encoder, steps, query=None) -> None:
         """Consecutive dispatches share one compute pass (WebGPU orders dispatches within
@@ -216,7 +223,7 @@ class GpuDevice:
         offsets = self._copy_outputs(encoder, outputs, staging)
         self._submit(encoder)
         data = await self._read(staging, offsets[-1])
-        return [data[o:o + size] for o, (_, size) in zip(offsets, outputs)], times
+        return _split(data, offsets, outputs), times
 
     # --- hooks for backends ------------------------------------------------------------
     def check_alive(self) -> None:

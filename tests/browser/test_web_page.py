@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from pte_webgpu.chromium.config import default_timeout_ms
 
@@ -130,11 +131,25 @@ def test_uploaded_pte_and_ptd_show_graph_and_run(demo):
     assert "random normal, seed 0" in demo.get_by_test_id("result").inner_text()
 
 
+def test_token_model_runs_on_random_token_ids(demo):
+    """int64 inputs get random ids within the embedding's vocabulary (any other id would
+    read zeros on the GPU and raise in torch), and the CPU reference agrees."""
+    name = "extra/token_model_1x6"
+    demo.get_by_test_id("file-input").set_input_files([str(FIXTURES / f"{name}.pte")])
+    wait_for_graph(demo, "token_model_1x6.pte")
+    assert "aten.embedding.default" in demo.get_by_test_id("graph").inner_text()
+    assert run_and_wait(demo) == "done"
+    assert max_error(demo) < MAX_ERROR
+    assert "integers uniform in [0, vocabulary)" in demo.get_by_test_id("result").inner_text()
+
+
 def test_uploaded_npz_inputs_are_used(demo):
     name = "add_bcast_4x4_4x1"
     demo.get_by_test_id("file-input").set_input_files([str(FIXTURES / f"{name}.pte")])
     wait_for_graph(demo, f"{name}.pte")
     demo.get_by_test_id("inputs-file").set_input_files(str(FIXTURES / f"{name}.npz"))
+    # The page reads the file asynchronously: run only once it says it has the inputs.
+    expect(demo.get_by_test_id("inputs-info")).to_have_text(f"from {name}.npz")
     assert run_and_wait(demo) == "done"
     assert max_error(demo) == 0.0 and float(demo.get_by_test_id("expected-error").inner_text()) == 0.0
 

@@ -49,10 +49,10 @@ def _notes(program) -> list[str]:
     graphs = [d.graph.graph for p in program.plans for d in p.delegates if d.graph]
     values = [v for g in graphs for v in g.values] + [v for p in program.plans for v in p.values]
     notes = WIDE.notes(values)
-    if notes and program_can_use_half(program):
-        return ["float16 tensors stay float16 on adapters with shader-f16 (kernels accumulate "
-                "in float32), else are stored and computed as float32 (converted at "
-                "upload/download)"]
+    if any("float16" in n for n in notes) and program_can_use_half(program):
+        notes = ["float16 tensors stay float16 on adapters with shader-f16 (kernels accumulate "
+                 "in float32), else are stored and computed as float32 (converted at "
+                 "upload/download)" if "float16" in n else n for n in notes]
     return notes
 
 

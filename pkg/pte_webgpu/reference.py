@@ -22,10 +22,11 @@ from .runtime.tensor import Tensor
 
 F32_EPS = 2.0 ** -23  # PyTorch's rms_norm eps when none is given (float32 machine epsilon)
 FLOAT_DTYPES = ("float16", "float32", "float64")
+INT_DTYPES = ("int32", "int64")  # e.g. token ids (embedding indices)
 
 
 class Array:
-    """A flat list of Python floats with a shape (C order)."""
+    """A flat list of Python floats (ints for integer tensors) with a shape (C order)."""
 
     __slots__ = ("shape", "values")
 
@@ -37,6 +38,8 @@ def round_to(values: list, dtype: dtypes.DType) -> list:
     """``values`` rounded to ``dtype`` (out-of-range values become +-inf, as on a GPU)."""
     if dtype.name == "float64":
         return list(values)
+    if dtype.name in INT_DTYPES:
+        return [int(v) for v in values]
     code = f"<{len(values)}{dtype.struct_code}"
     try:
         return list(struct.unpack(code, struct.pack(code, *values)))
@@ -53,7 +56,7 @@ def _round_one(v: float, code: str) -> float:
 
 def from_tensor(t) -> Array:
     """An Array from a runtime.Tensor or a numpy array (anything with shape/dtype/tobytes)."""
-    dtype = _float_dtype(getattr(t.dtype, "name", str(t.dtype)), "input")
+    dtype = _dtype(getattr(t.dtype, "name", str(t.dtype)), "input")
     shape = tuple(int(d) for d in t.shape)
     return Array(shape, list(struct.unpack(f"<{dtypes.numel(shape)}{dtype.struct_code}",
                                            t.tobytes())))
@@ -63,9 +66,10 @@ def to_tensor(a: Array, dtype: dtypes.DType) -> Tensor:
     return Tensor(struct.pack(f"<{len(a.values)}{dtype.struct_code}", *a.values), a.shape, dtype)
 
 
-def _float_dtype(name: str, what: str) -> dtypes.DType:
-    if name not in FLOAT_DTYPES:
-        raise UnsupportedError(f"the CPU reference computes float tensors only; {what} is {name}")
+def _dtype(name: str, what: str) -> dtypes.DType:
+    if name not in FLOAT_DTYPES + INT_DTYPES:
+        raise UnsupportedError(f"the CPU reference computes float, int32 and int64 tensors "
+                               f"only; {what} is {name}")
     return dtypes.BY_NAME[name]
 
 
@@ -326,6 +330,20 @@ def _op_permute(read, values, args):
     return [x.values[i] for i in index]
 
 
+def _op_embedding(read, values, args):
+    """out[..., c] = weight[indices[...], c]; an index outside [0, vocab) gives zeros, as
+    the GPU kernel does (torch raises). padding_idx etc. only matter for training."""
+    weight, indices = read(args[0]), read(args[1])
+    if len(weight.shape) != 2:
+        raise FormatError(f"embedding: weight {list(weight.shape)} should be [vocab, dim]")
+    vocab, dim = weight.shape
+    out = []
+    for i in indices.values:
+        i = int(i)
+        out += weight.values[i * dim:(i + 1) * dim] if 0 <= i < vocab else [0.0] * dim
+    return out
+
+
 def _op_rms_norm(read, values, args):
     return rms_norm(read(args[0]), read(args[1]), _number(values[args[2]], F32_EPS))
 
@@ -384,6 +402,7 @@ OPS = {
     "aten.permute_copy.default": (3, _op_permute),
     "et_vk.rms_norm.default": (4, _op_rms_norm),
     "aten.native_layer_norm.default": (6, _op_layer_norm),
+    "aten.embedding.default": (6, _op_embedding),
 }
 
 
@@ -394,7 +413,7 @@ def supported_ops() -> list[str]:
 # --- graphs and plans ----------------------------------------------------------------
 
 def _unpack(t: TensorValue, data, what: str) -> Array:
-    dtype = _float_dtype(getattr(t.dtype, "name", "unknown"), what)
+    dtype = _dtype(getattr(t.dtype, "name", "unknown"), what)
     return Array(t.shape, list(struct.unpack(f"<{t.numel}{dtype.struct_code}",
                                              bytes(data[:t.numel * dtype.itemsize]))))
 
@@ -447,7 +466,7 @@ def run_op_outputs(op, values: list, read, label: str) -> dict[int, Array]:
         if len(flat) != out.numel:
             raise FormatError(f"{label} {op.name}: computed {len(flat)} elements, the output "
                               f"tensor {list(out.shape)} holds {out.numel}")
-        arrays[vid] = Array(out.shape, round_to(flat, _float_dtype(out.dtype.name, "output")))
+        arrays[vid] = Array(out.shape, round_to(flat, _dtype(out.dtype.name, "output")))
     return arrays
 
 
@@ -461,7 +480,7 @@ def run_delegate(vk: formats.VulkanDelegate, named: formats.NamedData,
         if len(a.values) != t.numel:
             raise FormatError(f"{label}: input value {gid} holds {t.numel} elements, "
                               f"got {len(a.values)}")
-        arrays[gid] = Array(t.shape, round_to(a.values, _float_dtype(t.dtype.name, f"value {gid}")))
+        arrays[gid] = Array(t.shape, round_to(a.values, _dtype(t.dtype.name, f"value {gid}")))
 
     def constant(vid, t):
         if not t.is_constant:
@@ -522,7 +541,7 @@ def run_program(program: formats.ProgramFile, inputs: list, method: str = "forwa
         t = plan.values[vid]
         if not isinstance(t, PlanTensor):
             raise UnsupportedError(f"plan output value {vid} is a {t.kind}, not a tensor")
-        dtype = _float_dtype(t.dtype.name if t.dtype else "unknown", f"output value {vid}")
+        dtype = _dtype(t.dtype.name if t.dtype else "unknown", f"output value {vid}")
         a = read(vid)
         results.append(to_tensor(Array(a.shape, round_to(a.values, dtype)), dtype))
     return results

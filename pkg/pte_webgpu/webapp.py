@@ -18,8 +18,11 @@ import traceback
 from . import dtypes, formats, inspect, reference
 from .errors import DeviceLostError, InputError, PteError
 from .formats import npy
+from .formats.pte import DelegateCall, KernelCall
+from .graph import TensorValue
 from .ops import registry
 from .runtime import Runtime, Tensor
+from .runtime.plan_graph import kernel_op, linear_chain, plan_as_graph
 
 FIRST_VALUES = 8
 MAX_REPEAT = 1000
@@ -155,7 +158,8 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
     try:
         method = program.load_method(method_name)
         load_seconds = time.perf_counter() - started
-        tensors, names, source = choose_inputs(method.input_specs(), inputs, seed)
+        tensors, names, source = choose_inputs(method.input_specs(), inputs, seed,
+                                               index_limits(method.plan))
         times, outputs = [], []
         for _ in range(repeat):
             t = time.perf_counter()
@@ -196,23 +200,61 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
     }
 
 
-def random_inputs(specs, seed: int = 0) -> list[Tensor]:
-    """Standard normal inputs for ``method.input_specs()``, the same for the same seed."""
+SMALL_INTS = 10  # random integer inputs that no embedding bounds: 0..9
+
+
+def random_inputs(specs, seed: int = 0, int_limits=None) -> list[Tensor]:
+    """Seeded inputs for ``method.input_specs()``, the same for the same seed: standard
+    normal floats; integers uniform in ``[0, int_limits[i])`` (e.g. an embedding's
+    vocabulary, see ``index_limits``), else in ``[0, SMALL_INTS)``."""
     rng = random.Random(seed)
     out = []
-    for shape, dtype_name in specs:
+    for i, (shape, dtype_name) in enumerate(specs):
         dtype = dtypes.BY_NAME[dtype_name]
         n = dtypes.numel(shape)
-        values = reference.round_to([rng.gauss(0.0, 1.0) for _ in range(n)], dtype)
+        if dtype_name in reference.INT_DTYPES:
+            limit = (int_limits[i] if int_limits and int_limits[i] is not None
+                     else SMALL_INTS)
+            values = [rng.randrange(limit) if limit > 0 else 0 for _ in range(n)]
+        else:
+            values = reference.round_to([rng.gauss(0.0, 1.0) for _ in range(n)], dtype)
         out.append(Tensor(struct.pack(f"<{n}{dtype.struct_code}", *values), shape, dtype))
     return out
 
 
-def choose_inputs(specs, inputs: dict | None, seed: int):
+def index_limits(plan) -> list[int | None]:
+    """Per plan input: the smallest vocabulary of an ``aten.embedding`` that reads it as
+    its indices directly (in a Vulkan delegate or as a kernel), else None."""
+    limits: dict[int, int | None] = dict.fromkeys(plan.inputs)
+
+    def see(graph, op, to_plan: dict) -> None:
+        if op.name != "aten.embedding.default" or len(op.args) != 6:
+            return
+        weight, pid = graph.values[op.args[0]], to_plan.get(op.args[1])
+        if pid in limits and isinstance(weight, TensorValue) and len(weight.shape) == 2:
+            vocab = weight.shape[0]
+            limits[pid] = vocab if limits[pid] is None else min(limits[pid], vocab)
+
+    for _, ins in linear_chain(plan):
+        if isinstance(ins, DelegateCall):
+            vk = plan.delegates[ins.delegate_index].graph
+            if vk is not None:
+                to_plan = dict(zip(vk.graph.input_ids, ins.args))
+                for op in vk.graph.ops:
+                    see(vk.graph, op, to_plan)
+        elif isinstance(ins, KernelCall):
+            graph = plan_as_graph(plan)
+            see(graph, kernel_op(plan, ins), {v: v for v in plan.inputs})
+    return [limits[v] for v in plan.inputs]
+
+
+def choose_inputs(specs, inputs: dict | None, seed: int, int_limits=None):
     """(tensors, names, description): uploaded arrays matched to the method's inputs."""
     if not inputs:
-        return random_inputs(specs, seed), [f"in{i}" for i in range(len(specs))], \
-            f"random normal, seed {seed}"
+        ints = any(d in reference.INT_DTYPES for _, d in specs)
+        return random_inputs(specs, seed, int_limits), [f"in{i}" for i in range(len(specs))], \
+            f"random normal, seed {seed}" + (
+                f"; integers uniform in [0, vocabulary) or [0, {SMALL_INTS})" if ints else "")
     wanted = [f"in{i}" for i in range(len(specs))]
     if all(n in inputs for n in wanted):
         names = wanted

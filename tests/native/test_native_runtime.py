@@ -78,3 +78,45 @@ def test_float16_programs_in_both_storage_modes(entry, float16):
         assert got.dtype == want.dtype
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
                                    atol=1e-2, rtol=1e-2)
+
+
+def _run_embedding(runtime, inputs, as_numpy=None):
+    async def go():
+        pte = (FIXTURES / "extra" / "embedding_100x16_2x5.pte").read_bytes()
+        program = await runtime.load_program(pte)
+        try:
+            return await program.load_method().execute(inputs, as_numpy=as_numpy)
+        finally:
+            program.close()
+    return run_sync(go())
+
+
+def test_int64_inputs_every_host_form(runtime):
+    """int64 token ids are narrowed to int32 at upload, from numpy, bytes or array('q')."""
+    from array import array
+
+    from pte_webgpu import Tensor
+
+    ref = np.load(FIXTURES / "extra" / "embedding_100x16_2x5.npz")
+    ids, want = ref["in0"], ref["out0"]
+    forms = [ids, (ids.tobytes(), ids.shape), (array("q", ids.reshape(-1).tolist()), ids.shape),
+             Tensor(ids.tobytes(), ids.shape, "int64")]
+    for x in forms:
+        (got,) = _run_embedding(runtime, [x], as_numpy=True)
+        np.testing.assert_array_equal(got, want)
+    (got,) = _run_embedding(runtime, [ids], as_numpy=False)  # the numpy-free output path
+    assert got.dtype.name == "float32" and got.tolist() == want.tolist()
+    assert runtime.device.live_buffer_count == 0
+
+
+def test_int64_inputs_beyond_int32_and_int32_inputs_are_refused(runtime):
+    import pte_webgpu
+
+    ids = np.zeros((2, 5), np.int64)
+    ids[1, 3] = 1 << 31
+    with pytest.raises(pte_webgpu.InputError, match=r"input 0: int64 value 2147483648 is "
+                                                    r"outside int32's range"):
+        _run_embedding(runtime, [ids])
+    with pytest.raises(pte_webgpu.InputError, match="expected dtype int64, got int32"):
+        _run_embedding(runtime, [ids.astype(np.int32)])
+    assert runtime.device.live_buffer_count == 0

@@ -479,5 +479,62 @@ def test_gelu_rejects_an_unknown_form(device):
         g.run(device, out)
 
 
+# --- embedding -------------------------------------------------------------------------
+def _embedding(device, weight, indices, idx_dtype=dtypes.INT64, const_indices=False):
+    g = G()
+    ii = g.const(indices, idx_dtype) if const_indices else g.input(indices, idx_dtype)
+    out = g.op("aten.embedding.default", g.const(weight), ii, g.int(-1), g.bool(False),
+               g.bool(False), g.tensor(indices.shape + weight.shape[1:]))
+    (got,) = g.run(device, out)
+    return got
+
+
+def embedding_want(weight, indices):
+    """torch's embedding, with a row of zeros for an index outside [0, vocab)."""
+    padded = np.concatenate([weight, np.zeros((1, weight.shape[1]), weight.dtype)])
+    return padded[np.where((indices >= 0) & (indices < len(weight)), indices, len(weight))]
+
+
+@pytest.mark.parametrize("shape", [(5,), (2, 3), (1,), (2, 1, 3)])
+@pytest.mark.parametrize("idx_dtype", [dtypes.INT64, dtypes.INT32])
+def test_embedding_any_index_shape(device, shape, idx_dtype):
+    weight = rand(7, 13)  # odd vocabulary and width
+    indices = RNG.integers(0, 7, shape)
+    got = _embedding(device, weight, indices, idx_dtype)
+    assert got.shape == shape + (13,)
+    np.testing.assert_array_equal(got, weight[indices])
+
+
+def test_embedding_out_of_range_indices_write_zeros(device):
+    """torch raises; a kernel cannot, so a row of zeros stands in (documented)."""
+    weight = rand(7, 13) + 5.0
+    indices = np.array([[0, -1, 7], [6, 100, -2147483648]])
+    got = _embedding(device, weight, indices)
+    np.testing.assert_array_equal(got, embedding_want(weight, indices))
+    assert not got[0, 1].any() and not got[1, 2].any() and got[1, 0].all()
+
+
+def test_embedding_of_constant_int64_indices_on_a_folded_grid(device):
+    small = Limited(device, maxComputeInvocationsPerWorkgroup=8,
+                    maxComputeWorkgroupsPerDimension=4)
+    weight, indices = rand(11, 5), RNG.integers(0, 11, (3, 3))  # 45 outputs: 6 groups -> 3 x 2
+    got = _embedding(small, weight, indices, const_indices=True)
+    np.testing.assert_array_equal(got, weight[indices])
+
+
+def test_embedding_rejects_float_indices_and_a_wrong_output(device):
+    g = G()
+    out = g.op("aten.embedding.default", g.const(rand(7, 3)), g.input(rand(4)), g.int(-1),
+               g.bool(False), g.bool(False), g.tensor((4, 3)))
+    with pytest.raises(UnsupportedError, match="expected an int32 or int64 tensor"):
+        g.run(device, out)
+    g = G()
+    out = g.op("aten.embedding.default", g.const(rand(7, 3)),
+               g.input(np.zeros(4, np.int64), dtypes.INT64), g.int(-1), g.bool(False),
+               g.bool(False), g.tensor((4, 4)))
+    with pytest.raises(FormatError, match=r"indices' shape \[4\] plus \[3\]"):
+        g.run(device, out)
+
+
 def test_no_buffers_leak(device):
     assert device.live_buffer_count == 0

@@ -118,3 +118,23 @@ def test_activations_at_the_edges(device, case):  # noqa: F811
         want = activation_want(fn, f64(x)).astype(np.float16)
     # f32 math rounded once to float16: within half a float16 ulp, or the float16 neighbour
     check_activation(got.astype(np.float16), want, x, 1e-3)
+
+
+@pytest.mark.parametrize("shape", [(5,), (2, 3)])
+def test_embedding_f16_weight_int_indices(device, shape):  # noqa: F811
+    """An f16 weight with int32/int64 indices still runs the f16 kernel (ints don't count
+    towards an op's one dtype)."""
+    from types import SimpleNamespace
+
+    from pte_webgpu.runtime.half import _op_can_use_half
+
+    weight, indices = rand16(9, 7), RNG.integers(-1, 10, shape)
+    g = G(HALF)
+    out = g.op("aten.embedding.default", g.const(weight, F16),
+               g.input(indices, dtypes.INT64), g.int(-1), g.bool(False), g.bool(False),
+               g.tensor(shape + (7,), dtype=F16))
+    assert _op_can_use_half(SimpleNamespace(values=g.values), g.ops[-1])
+    (got,) = g.run(device, out)
+    want = np.where(((indices >= 0) & (indices < 9))[..., None],
+                    weight[np.clip(indices, 0, 8)], 0).astype(np.float16)
+    np.testing.assert_array_equal(got, want.astype(np.float32))

@@ -151,7 +151,8 @@ def test_every_op_family_has_its_shader():
             "aten.permute_copy.default", "et_vk.prepack.default", "aten.add.Scalar"} <= ops
 
 
-@pytest.mark.parametrize("name", ["binary", "unary", "reduce", "matmul", "rms_norm"])
+@pytest.mark.parametrize("name", ["binary", "unary", "reduce", "matmul", "rms_norm",
+                                  "embedding"])
 def test_every_storage_array_has_an_f16_form(name):
     """The f16 form turns every f32 storage array and `elem` into f16, nothing else."""
     import re
@@ -164,6 +165,7 @@ def test_every_storage_array_has_an_f16_form(name):
     assert not re.search(r"var<storage, [a-z_]+> \w+: array<(vec4<)?f32>", half)
     assert "alias elem = f16;" in half and "alias elem = f32;" not in half
     assert half.count("var<workgroup>") == wide.count("var<workgroup>")  # untouched
+    assert half.count("array<i32>") == wide.count("array<i32>")  # e.g. embedding indices
 
 
 def test_a_shader_without_an_f16_form_says_so():

@@ -250,3 +250,45 @@ def test_gelu_matches_erf_on_a_grid():
 ])
 def test_clamp_and_hardtanh_follow_torch(name, low, high, want):
     same(run_one(name, [EDGE], [low, high], EDGE.shape), want)
+
+
+# --- embedding and integer tensors -------------------------------------------------------
+
+I32, I64 = dtypes.INT32, dtypes.INT64
+
+
+def run_embedding(weight, indices, idx_dtype=I64):
+    values = [TensorValue(F32, weight.shape), TensorValue(idx_dtype, indices.shape),
+              Scalar("int", -1), Scalar("bool", False), Scalar("bool", False),
+              TensorValue(F32, indices.shape + weight.shape[1:])]
+    arrays = {0: reference.from_tensor(weight),
+              1: reference.from_tensor(indices.astype(idx_dtype.name))}
+    out = reference.run_op(OpCall("aten.embedding.default", (0, 1, 2, 3, 3, 5)), values,
+                           arrays.__getitem__, "test")
+    return np.array(out.values, np.float32).reshape(out.shape)
+
+
+@pytest.mark.parametrize("shape", [(5,), (2, 3), ()])
+@pytest.mark.parametrize("idx_dtype", [I32, I64])
+def test_embedding_any_index_shape(shape, idx_dtype):
+    weight = RNG.standard_normal((9, 5)).astype(np.float32)
+    indices = RNG.integers(0, 9, shape)
+    np.testing.assert_array_equal(run_embedding(weight, indices, idx_dtype), weight[indices])
+
+
+def test_embedding_out_of_range_gives_zeros_like_the_gpu():
+    weight = RNG.standard_normal((4, 3)).astype(np.float32) + 5
+    got = run_embedding(weight, np.array([[3, 4], [-1, 0]]))
+    np.testing.assert_array_equal(got[0, 0], weight[3])
+    np.testing.assert_array_equal(got[1, 1], weight[0])
+    assert not got[0, 1].any() and not got[1, 0].any()
+
+
+def test_integer_tensors_round_trip():
+    ids = np.array([[1, -2], [2 ** 40, 3]], np.int64)
+    a = reference.from_tensor(ids)
+    assert a.values == [1, -2, 2 ** 40, 3] and all(isinstance(v, int) for v in a.values)
+    assert reference.to_tensor(a, I64).numpy().tolist() == ids.tolist()
+    assert reference.round_to([1.0, 2.0], I32) == [1, 2]
+    with pytest.raises(UnsupportedError, match="float, int32 and int64"):
+        reference.from_tensor(np.zeros(2, np.uint8))

@@ -88,3 +88,36 @@ def test_random_inputs_are_seeded():
 def test_compare_is_relative_to_the_output_scale():
     assert webapp.compare([1.0, 2.5], [1.0, 2.0]) == (0.5, 0.25)
     assert webapp.compare([float("nan")], [1.0])[0] == float("inf")
+
+
+@pytest.mark.parametrize("name,vocab", [("extra/embedding_100x16_2x5", 100),
+                                        ("extra/token_model_1x6", 50),
+                                        ("add_bcast_4x4_4x1", None)])
+def test_random_token_ids_stay_within_the_embedding_vocabulary(name, vocab):
+    from pte_webgpu import formats
+
+    plan = formats.open_program((FIXTURES / f"{name}.pte").read_bytes()).plan("forward")
+    limits = webapp.index_limits(plan)
+    assert limits == [vocab] * len(plan.inputs)
+    specs = [(tuple(plan.values[v].sizes), plan.values[v].dtype.name) for v in plan.inputs]
+    tensors, _, source = webapp.choose_inputs(specs, None, 3, limits)
+    if vocab:
+        ids = tensors[0].tolist()
+        flat = [i for row in ids for i in row]
+        assert tensors[0].dtype.name == "int64" and 0 <= min(flat) and max(flat) < vocab
+        assert len(set(flat)) > 1 and "integers uniform" in source
+    else:
+        assert source == "random normal, seed 3"
+
+
+def test_random_integers_without_a_known_bound_are_small_and_non_negative():
+    (t,) = webapp.random_inputs([((64,), "int32")], 0)
+    assert t.dtype.name == "int32" and set(t.tolist()) <= set(range(webapp.SMALL_INTS))
+    (t,) = webapp.random_inputs([((8,), "int64")], 0, [1])
+    assert t.tolist() == [0] * 8
+
+
+def test_int64_npz_members_are_read():
+    arrays = npy.read_npz((FIXTURES / "extra" / "embedding_100x16_2x5.npz").read_bytes())
+    assert arrays["in0"].dtype.name == "int64" and arrays["in0"].shape == (2, 5)
+    assert arrays["out0"].dtype.name == "float32"

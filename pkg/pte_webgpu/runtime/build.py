@@ -83,6 +83,16 @@ class BuildContext:
                                    f"({self.where(op)})")
         return t
 
+    def int_tensor(self, vid: int, op) -> TensorValue:
+        """An integer tensor the kernels read as ``array<i32>``: int32, or int64 (held as
+        int32, storage.py)."""
+        t = self.tensor(vid, op)
+        if t.dtype is None or t.dtype.name not in ("int32", "int64"):
+            name = t.dtype.name if t.dtype else "of no dtype"
+            raise UnsupportedError(f"{op.name}: value {vid} is {name}; expected an int32 or "
+                                   f"int64 tensor ({self.where(op)})")
+        return t
+
     def half(self, vid: int) -> bool:
         """Whether tensor ``vid`` is stored as f16 (then the op runs its f16 kernel)."""
         return self.storage.dtype(self.graph.values[vid].dtype).name == "float16"
@@ -222,7 +232,8 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
             ref = graph.constants[v.constant_id]
             data = formats.resolve(ref, v.nbytes, named, vk.constant_bytes).data
             buf = ctx.resources.buffer(ctx.bind_size(vid), f"{ctx.label} constant {ref.index}")
-            upload(ctx.device, buf, ctx.storage.to_storage(data, v.dtype))
+            upload(ctx.device, buf, ctx.storage.to_storage(
+                data, v.dtype, f"{ctx.label} constant value {vid}", UnsupportedError))
         elif v.mem_obj_id >= 0 and vid not in dedicated:
             buf = pool_buffers[v.mem_obj_id]
         else:

@@ -21,6 +21,8 @@ from .build import BuildContext, Resources, build_delegate, upload
 from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
 from .tensor import numpy_available, output, to_host_tensor
 
+PLAN_DTYPES = ("float32", "float16", "int32", "int64")  # int64 is held as int32 (storage.py)
+
 
 class Method:
     def __init__(self, program, plan: ExecutionPlan, device, storage):
@@ -77,10 +79,11 @@ class Method:
         if not isinstance(value, PlanTensor):
             raise UnsupportedError(f"plan {self.plan.name!r} {role} value {vid} is a "
                                    f"{value.kind}; only tensor inputs/outputs are supported")
-        if value.dtype is None or value.dtype.name not in ("float32", "float16"):
+        if value.dtype is None or value.dtype.name not in PLAN_DTYPES:
             name = value.dtype.name if value.dtype else f"ScalarType {value.scalar_type}"
             raise UnsupportedError(f"plan {self.plan.name!r} {role} value {vid} is {name}; "
-                                   "this runtime supports float32 and float16 only")
+                                   "this runtime supports float32, float16, int32 and int64 "
+                                   "only")
         return value
 
     def _buffer(self, vid: int, file):
@@ -90,8 +93,9 @@ class Method:
             buf = self.resources.buffer(self.storage.nbytes(self.graph.values[vid]),
                                         f"{self.plan.name} value {vid}")
             if t.data_buffer_idx > 0 or t.external:
-                upload(self.device, buf, self.storage.to_storage(self._constant(vid, t, file),
-                                                                 t.dtype))
+                upload(self.device, buf, self.storage.to_storage(
+                    self._constant(vid, t, file), t.dtype,
+                    f"plan {self.plan.name!r} constant value {vid}", UnsupportedError))
             self.plan_buffers[vid] = buf
         return self.plan_buffers[vid]
 
@@ -171,11 +175,10 @@ class Method:
             if t.shape != tuple(want.sizes):
                 raise InputError(f"input {i}: expected shape {list(want.sizes)}, got "
                                  f"{list(t.shape)}")
-            hosts.append((vid, t))
+            hosts.append((vid, self.storage.to_storage(t.memoryview(), t.dtype, f"input {i}")))
         async with self._lock:
-            for vid, t in hosts:
-                upload(self.device, self.plan_buffers[vid],
-                       self.storage.to_storage(t.memoryview(), t.dtype))
+            for vid, data in hosts:
+                upload(self.device, self.plan_buffers[vid], data)
             raw, times = await self.device.run(self.recording, self.outputs, self.staging,
                                                profile=profile)
         if profile:

@@ -5,6 +5,11 @@ every op that touches them has an f16 kernel (accumulating in f32). Otherwise
 they are widened to float32, as on Chromium's SwiftShader adapter, which has no
 ``shader-f16``; inputs, constants and outputs are then converted at
 upload/download. ``inspect`` and ``run`` say which.
+
+int64 tensors are held as int32 (WGSL has no 64-bit integers), as ExecuTorch's
+Vulkan backend does (``downcast_64_bit``): host int64 inputs are narrowed at
+upload, and a value outside int32's range is an error, not a silent wrap;
+int64 outputs are sign-extended at download. int32 tensors are stored as is.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import struct
 
 from .. import dtypes
+from ..errors import InputError
 
 try:
     import numpy as _np
@@ -28,6 +34,8 @@ class Storage:
     def dtype(self, dtype: dtypes.DType) -> dtypes.DType:
         if dtype is dtypes.FLOAT16 and not self.half:
             return dtypes.FLOAT32
+        if dtype is dtypes.INT64:
+            return dtypes.INT32
         return dtype
 
     def nbytes(self, value) -> int:
@@ -35,10 +43,14 @@ class Storage:
         n = value.numel * self.dtype(value.dtype).itemsize
         return max(4, (n + 3) & ~3)
 
-    def to_storage(self, data, dtype: dtypes.DType):
-        """Host bytes of ``dtype`` → bytes in the storage dtype."""
+    def to_storage(self, data, dtype: dtypes.DType, what: str = "a tensor",
+                   error: type = InputError):
+        """Host bytes of ``dtype`` → bytes in the storage dtype. An int64 value beyond
+        int32 raises ``error`` naming ``what`` (e.g. "input 0")."""
         if self.dtype(dtype) is dtype:
             return data
+        if dtype is dtypes.INT64:
+            return _narrow_int64(data, what, error)
         if _np is not None:
             return _np.frombuffer(data, dtype=_np.float16).astype(_np.float32).tobytes()
         n = len(data) // 2
@@ -48,22 +60,55 @@ class Storage:
         """Storage bytes → host bytes of ``dtype`` (f32 → f16 rounds to nearest even)."""
         if self.dtype(dtype) is dtype:
             return data
+        if dtype is dtypes.INT64:  # int32 → int64, sign-extended
+            if _np is not None:
+                return _np.frombuffer(data, dtype="<i4").astype("<i8").tobytes()
+            n = len(data) // 4
+            return struct.pack(f"<{n}q", *struct.unpack(f"<{n}i", data))
         if _np is not None:
             return _np.frombuffer(data, dtype=_np.float32).astype(_np.float16).tobytes()
         return b"".join(_half(x) for x in struct.unpack(f"<{len(data) // 4}f", data))
 
     def notes(self, values) -> list[str]:
         """What a user should know about how these values are held on the GPU."""
-        if not any(v.kind == "tensor" and v.dtype is dtypes.FLOAT16 for v in values):
-            return []
-        if self.half:
-            return ["float16 tensors are stored as float16 (shader-f16); kernels "
-                    "accumulate in float32"]
-        return ["float16 tensors are stored and computed as float32 on the GPU "
-                "(converted at upload/download)"]
+        kinds = {v.dtype for v in values if v.kind == "tensor"}
+        notes = []
+        if dtypes.FLOAT16 in kinds:
+            notes.append("float16 tensors are stored as float16 (shader-f16); kernels "
+                         "accumulate in float32" if self.half else
+                         "float16 tensors are stored and computed as float32 on the GPU "
+                         "(converted at upload/download)")
+        if dtypes.INT64 in kinds:
+            notes.append("int64 tensors are stored as int32 on the GPU (inputs must fit "
+                         "int32)")
+        return notes
 
 
 WIDE = Storage(half=False)  # the rule wherever shader-f16 is missing or not usable
+
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _narrow_int64(data, what: str, error: type) -> bytes:
+    """int64 bytes → int32 bytes; any value outside int32 raises ``error``."""
+    if _np is not None:
+        wide = _np.frombuffer(data, dtype="<i8")
+        bad = wide[(wide < INT32_MIN) | (wide > INT32_MAX)]
+        if bad.size:
+            _out_of_range(int(bad[0]), what, error)
+        return wide.astype("<i4").tobytes()
+    n = len(data) // 8
+    values = struct.unpack(f"<{n}q", data)
+    for v in values:
+        if not INT32_MIN <= v <= INT32_MAX:
+            _out_of_range(v, what, error)
+    return struct.pack(f"<{n}i", *values)
+
+
+def _out_of_range(value: int, what: str, error: type):
+    raise error(f"{what}: int64 value {value} is outside int32's range; the GPU holds "
+                "int64 tensors as int32 (WGSL has no 64-bit integers)")
 
 
 def _half(x: float) -> bytes:

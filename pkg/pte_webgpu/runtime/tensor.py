@@ -77,7 +77,9 @@ def to_host_tensor(x, index: int, default_dtype: str = "float32") -> Tensor:
 
 
 _FORMATS = {"f": "float32", "e": "float16", "d": "float64", "i": "int32", "q": "int64",
-            "l": "int64", "b": "int8", "B": "uint8", "?": "bool", "h": "int16"}
+            # C long is 8 bytes on 64-bit Linux/macOS, 4 in wasm32 (Pyodide) and on Windows
+            "l": "int64" if struct.calcsize("l") == 8 else "int32",
+            "b": "int8", "B": "uint8", "?": "bool", "h": "int16"}
 
 
 def _buffer_dtype(buf, index: int, default: str) -> str:

@@ -1,0 +1,39 @@
+"""``aten.embedding.default [weight, indices, padding_idx, scale_grad_by_freq, sparse,
+out]`` (embedding.wgsl): ``out[..., c] = weight[indices[...], c]``.
+
+``weight`` is a float ``[vocab, dim]`` tensor, ``indices`` int32 or int64 (held as
+int32) of any shape, ``out`` the indices' shape plus ``[dim]``. An index outside
+``[0, vocab)`` gives a row of zeros, where torch raises: a GPU kernel cannot fail,
+and zeros keep it deterministic. ``padding_idx``, ``scale_grad_by_freq`` and
+``sparse`` only change training (the gradient), so they are ignored.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ..errors import FormatError
+from .common import elementwise_workgroup
+from .registry import register
+
+
+@register("aten.embedding.default", half=True)
+async def build_embedding(ctx, op):
+    w_id, idx_id, _padding_idx, _scale_grad, _sparse, out_id = ctx.args(op, 6)
+    weight = ctx.float_tensor(w_id, op)
+    indices = ctx.int_tensor(idx_id, op)
+    out = ctx.float_tensor(out_id, op)
+    if len(weight.shape) != 2:
+        raise FormatError(f"{op.name}: weight {list(weight.shape)} should be [vocab, dim]",
+                          field=ctx.where(op))
+    vocab, dim = weight.shape
+    if tuple(out.shape) != tuple(indices.shape) + (dim,):
+        raise FormatError(f"{op.name}: output {list(out.shape)} should be the indices' shape "
+                          f"{list(indices.shape)} plus [{dim}]", field=ctx.where(op))
+    if out.numel == 0:
+        return
+    wg = elementwise_workgroup(ctx)
+    pipeline = await ctx.pipeline("embedding", {"wg_size": wg}, half=ctx.half(out_id))
+    uniform = ctx.uniform(struct.pack("<4I", out.numel, dim, vocab, 0), f"{op.name} params")
+    ctx.dispatch(op, pipeline, [(0, w_id), (1, idx_id), (2, out_id), (3, uniform)],
+                 ctx.grid(-(-out.numel // wg)))

@@ -59,6 +59,8 @@ class Method:
                     await self._build_kernel(index, ins, file, pipelines)
                 elif isinstance(ins, MoveCall):
                     self._build_move(index, ins, file)
+            for vid in plan.inputs:  # also inputs no instruction reads: execute writes them
+                self._buffer(vid, file)
             for vid in plan.outputs:
                 size = self.storage.nbytes(self.graph.values[vid])
                 self.outputs.append((self._buffer(vid, file), size))

@@ -63,7 +63,8 @@ def to_host_tensor(x, index: int, default_dtype: str = "float32") -> Tensor:
     if isinstance(x, Tensor):
         return x
     if _np is not None and isinstance(x, _np.ndarray):
-        arr = _np.ascontiguousarray(x)
+        # ascontiguousarray would turn a 0-d array into shape (1,): copy only when needed
+        arr = x if x.flags.c_contiguous else _np.ascontiguousarray(x)
         if arr.dtype.name not in dtypes.BY_NAME:
             raise InputError(f"input {index}: numpy dtype {arr.dtype} is not supported")
         return Tensor(arr.reshape(-1).view(_np.uint8), arr.shape, arr.dtype.name)

@@ -35,3 +35,13 @@ def test_broadcast_strides(shape, out, strides):
 def test_broadcast_mismatch_is_a_format_error():
     with pytest.raises(FormatError, match="does not broadcast"):
         broadcast_strides((3,), (2, 4), "aten.add.Tensor")
+
+
+@pytest.mark.parametrize("sizes,order,ok", [
+    ((2, 3, 4), (0, 1, 2), True), ((2, 3, 4), (), True), ((1, 3, 1, 1), (0, 2, 3, 1), True),
+    ((2, 3, 4, 5), (0, 2, 3, 1), False), ((2, 3), (1, 0), False), ((2, 3), (0, 0), False)])
+def test_row_major_dim_orders(sizes, order, ok):
+    """channels_last and other real permutations are refused; size-1 moves are fine."""
+    from pte_webgpu.runtime.method import _row_major
+
+    assert _row_major(sizes, order) is ok

@@ -24,6 +24,15 @@ from .tensor import numpy_available, output, to_host_tensor
 PLAN_DTYPES = ("float32", "float16", "int32", "int64")  # int64 is held as int32 (storage.py)
 
 
+def _row_major(sizes, dim_order) -> bool:
+    """Whether a dim order lays the elements out as row-major does: the dims larger than
+    1 appear in increasing order (size-1 dims may sit anywhere)."""
+    if not dim_order:
+        return True
+    moving = [d for d in dim_order if 0 <= d < len(sizes) and sizes[d] != 1]
+    return moving == sorted(moving) and sorted(dim_order) == list(range(len(sizes)))
+
+
 class Method:
     def __init__(self, program, plan: ExecutionPlan, device, storage):
         self.program, self.plan, self.device = program, plan, device
@@ -86,6 +95,11 @@ class Method:
             raise UnsupportedError(f"plan {self.plan.name!r} {role} value {vid} is {name}; "
                                    "this runtime supports float32, float16, int32 and int64 "
                                    "only")
+        if not _row_major(value.sizes, value.dim_order):
+            raise UnsupportedError(f"plan {self.plan.name!r} {role} value {vid} has dim order "
+                                   f"{list(value.dim_order)} for sizes {list(value.sizes)} (a "
+                                   "layout such as channels_last); this runtime needs "
+                                   "contiguous row-major tensors")
         return value
 
     def _buffer(self, vid: int, file):

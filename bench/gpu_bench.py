@@ -27,103 +27,34 @@ EPS = 1e-6
 TARGET_S = 0.25  # wall time aimed at per measurement (after warm-up)
 
 
-# --- timing, per backend -------------------------------------------------------------------
-class NativeTimer:
+# --- timing -------------------------------------------------------------------------------
+class Timer:
+    """Times dispatches on any GpuDevice through the device's own encoding hooks, so the
+    bench needs no backend-specific code."""
+
     def __init__(self, dev):
-        self.dev, self.d = dev, dev.device
-        self.wgpu = dev.wgpu
+        self.dev = dev
         self.timestamps = "timestamp-query" in dev.info.features
 
-    def _encode(self, steps, ts_set=None):
-        enc = self.d.create_command_encoder()
-        for i, step in enumerate(steps):
-            kw = {}
-            if ts_set is not None:
-                kw["timestamp_writes"] = {"query_set": ts_set, "beginning_of_pass_write_index": 2 * i,
-                                          "end_of_pass_write_index": 2 * i + 1}
-            p = enc.begin_compute_pass(**kw)
-            p.set_pipeline(step.pipeline)
-            p.set_bind_group(0, step.bind_group)
-            p.dispatch_workgroups(*step.grid)
-            p.end()
-        return enc
-
     async def wall(self, steps) -> float:
-        """Seconds for ``steps`` submitted at once, until the queue is done."""
+        """Seconds for ``steps`` (one compute pass each) submitted at once, until the
+        queue is done."""
+        dev = self.dev
+        encoder = dev._encoder()
         t0 = time.perf_counter()
-        self.d.queue.submit([self._encode(steps).finish()])
-        self._wait()
+        for step in steps:
+            compute = dev._begin_pass(encoder, None, 0)
+            dev._dispatch(compute, step)
+            dev._end_pass(compute)
+        dev._submit(encoder)
+        await dev._wait_idle()
         return time.perf_counter() - t0
 
-    def _wait(self):
-        # A read of a tiny buffer waits for the queue (on_submitted_work_done_sync is broken
-        # in wgpu 0.32.0).
-        if not hasattr(self, "_probe"):
-            self._probe = self.d.create_buffer(size=16, usage=self.wgpu.BufferUsage.COPY_SRC |
-                                               self.wgpu.BufferUsage.COPY_DST)
-        self.d.queue.read_buffer(self._probe)
-
     async def gpu_ns(self, steps) -> list[float]:
-        n = len(steps)
-        qs = self.d.create_query_set(type="timestamp", count=2 * n)
-        U = self.wgpu.BufferUsage
-        res = self.d.create_buffer(size=16 * n, usage=U.QUERY_RESOLVE | U.COPY_SRC)
-        enc = self._encode(steps, qs)
-        enc.resolve_query_set(qs, 0, 2 * n, res, 0)
-        self.d.queue.submit([enc.finish()])
-        raw = self.d.queue.read_buffer(res)
-        vals = struct.unpack(f"<{2 * n}Q", bytes(raw))
-        res.destroy()
-        qs.destroy()
-        return [float(vals[2 * i + 1] - vals[2 * i]) for i in range(n)]
-
-
-class BrowserTimer:
-    def __init__(self, dev):
-        import js
-        from pyodide.ffi import to_js
-
-        self.js, self.dev, self.d = js, dev, dev.device
-        self.obj = lambda v: to_js(v, dict_converter=js.Object.fromEntries)
-        self.timestamps = "timestamp-query" in dev.info.features
-
-    def _encode(self, steps, ts_set=None):
-        enc = self.d.createCommandEncoder()
-        for i, step in enumerate(steps):
-            desc = {}
-            if ts_set is not None:
-                desc = {"timestampWrites": {"querySet": ts_set, "beginningOfPassWriteIndex": 2 * i,
-                                            "endOfPassWriteIndex": 2 * i + 1}}
-            p = enc.beginComputePass(self.obj(desc))
-            p.setPipeline(step.pipeline)
-            p.setBindGroup(0, step.bind_group)
-            p.dispatchWorkgroups(*step.grid)
-            p.end()
-        return enc
-
-    async def wall(self, steps) -> float:
-        t0 = self.js.performance.now()
-        self.d.queue.submit(self.obj([self._encode(steps).finish()]))
-        await self.d.queue.onSubmittedWorkDone()
-        return (self.js.performance.now() - t0) / 1e3
-
-    async def gpu_ns(self, steps) -> list[float]:
-        js, n = self.js, len(steps)
-        U = js.GPUBufferUsage
-        qs = self.d.createQuerySet(self.obj({"type": "timestamp", "count": 2 * n}))
-        res = self.d.createBuffer(self.obj({"size": 16 * n, "usage": U.QUERY_RESOLVE | U.COPY_SRC}))
-        out = self.d.createBuffer(self.obj({"size": 16 * n, "usage": U.MAP_READ | U.COPY_DST}))
-        enc = self._encode(steps, qs)
-        enc.resolveQuerySet(qs, 0, 2 * n, res, 0)
-        enc.copyBufferToBuffer(res, 0, out, 0, 16 * n)
-        self.d.queue.submit(self.obj([enc.finish()]))
-        await out.mapAsync(js.GPUMapMode.READ)
-        vals = js.BigUint64Array.new(out.getMappedRange()).to_py()
-        vals = [int(v) for v in vals]
-        out.unmap()
-        for b in (res, out, qs):
-            b.destroy()
-        return [float(vals[2 * i + 1] - vals[2 * i]) for i in range(n)]
+        """Each step's GPU time from timestamp queries (GpuDevice.run's profiling: one
+        timed pass per dispatch)."""
+        _, us = await self.dev.run(Recording(list(steps)), [], None, profile=True)
+        return [t * 1e3 for t in us]
 
 
 async def measure(timer, step, nbytes: int) -> dict:
@@ -172,7 +103,7 @@ def _floats(n: int, seed: int) -> bytes:
 
 async def bench_shape(device, rows: int, width: int, variants=None, copies=True,
                       forced_env: str = rms_norm.ENV_VAR) -> list[dict]:
-    timer = BrowserTimer(device) if device.info.backend == "browser" else NativeTimer(device)
+    timer = Timer(device)
     n = rows * width
     f32 = dtypes.FLOAT32
     graph = Graph(values=[TensorValue(f32, (rows, width)), TensorValue(f32, (width,)),

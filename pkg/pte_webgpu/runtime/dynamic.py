@@ -1,0 +1,228 @@
+"""Execute-time integers: SymInt values and the actual sizes of dynamic-shape tensors.
+
+Design. Every tensor keeps the buffer of its upper-bound shape (what the program
+declares); an input of a DYNAMIC_BOUND plan tensor may be smaller, and its elements then
+sit in the bound's row-major layout ("padded layout": the valid region is the box
+``[0, actual_d)`` of every dim). Element-wise and row-wise kernels are correct inside
+that box whatever they compute outside it, so their recorded work is unchanged. What
+depends on the actual sizes is computed on the host at each execute, before the one
+submit, by a short list of host steps recorded at load:
+
+* SymInt ops (``et_vk.select_as_symint`` from a plan input's host data, ``sym_size.int``,
+  SymInt ``add``) set values;
+* each op that touches a dynamic tensor sets its outputs' actual shapes (runtime/shapes.py);
+* kernels that must know an actual size or a SymInt (a start position, a sequence length)
+  read it from ONE small storage buffer of i32 slots (``DynamicEnv.buffer``), written with
+  one ``writeBuffer`` per execute; the WGSL is never re-encoded;
+* a dispatch whose size should follow the actual size gives a ``grid_fn``; its grid is
+  recomputed from the slots before encoding (the recording is encoded at each execute
+  anyway, so this costs a few tuple replacements).
+
+Outputs of dynamic shape are cut out of their padded layout when read back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import InputError, UnsupportedError
+from ..graph import Scalar
+
+try:
+    import numpy as _np
+except ImportError:  # Pyodide offline
+    _np = None
+
+
+class DynamicEnv:
+    """One method's execute-time integers. Keys: ``("sym", graph, vid)`` for a SymInt
+    value, ``("shape", graph, vid)`` for a tensor's actual shape (graph: a small int per
+    delegate graph, -1 for the plan)."""
+
+    def __init__(self):
+        self.slots: dict[tuple, int] = {}  # key -> index in the i32 slot buffer
+        self.static: dict[int, int] = {}  # slot -> a value known at load
+        self.steps: list = []  # host steps fn(env), in chain order
+        self.grids: list = []  # (step index in the recording, fn(env) -> grid)
+        self.dynamic: set[tuple] = set()  # ("shape", graph, vid) keys of dynamic tensors
+        self.values: dict[tuple, object] = {}  # per execute: key -> int | shape tuple
+        self.host_inputs: dict[int, object] = {}  # plan vid -> host Tensor (per execute)
+        self.buffer = None
+
+    # --- load --------------------------------------------------------------------------
+    @property
+    def active(self) -> bool:
+        return bool(self.steps or self.slots)
+
+    def slot(self, key: tuple, static: int | None = None) -> int:
+        """The i32 slot a kernel reads ``key``'s value from (``static``: known at load)."""
+        if key not in self.slots:
+            self.slots[key] = len(self.slots)
+        if static is not None:
+            self.static[self.slots[key]] = int(static)
+        return self.slots[key]
+
+    def is_dynamic(self, graph: int, vid: int) -> bool:
+        return ("shape", graph, vid) in self.dynamic
+
+    def make_buffer(self, resources) -> None:
+        if self.slots and self.buffer is None:
+            self.buffer = resources.buffer(4 * max(len(self.slots), 1),
+                                           "execute-time integers (SymInts, sizes)")
+
+    # --- execute -----------------------------------------------------------------------
+    def shape(self, graph: int, vid: int, bound) -> tuple:
+        return self.values.get(("shape", graph, vid), tuple(bound))
+
+    def run(self, recording) -> bytes | None:
+        """Run the host steps; return the slot buffer's bytes (None when no slots) and
+        update the recorded dispatch grids that follow actual sizes."""
+        for step in self.steps:
+            step(self)
+        for index, fn in self.grids:
+            step = recording.steps[index]
+            recording.steps[index] = dataclasses.replace(step, grid=fn(self))
+        if not self.slots:
+            return None
+        data = [0] * len(self.slots)
+        for slot, value in self.static.items():
+            data[slot] = value
+        for key, slot in self.slots.items():
+            if key in self.values:
+                value = self.values[key]
+                data[slot] = value if isinstance(value, int) else 0
+        return b"".join(int(v).to_bytes(4, "little", signed=True) for v in data)
+
+
+def int_value(env: DynamicEnv, graph_values, graph: int, vid: int, where: str) -> int:
+    """An Int or SymInt argument's value at execute time."""
+    value = graph_values[vid]
+    if isinstance(value, Scalar) and value.kind == "int":
+        return int(value.value)
+    if isinstance(value, Scalar) and value.kind == "symint":
+        key = ("sym", graph, vid)
+        if key not in env.values:
+            raise UnsupportedError(f"{where}: SymInt value {vid} is read before it is set")
+        return int(env.values[key])
+    raise UnsupportedError(f"{where}: value {vid} is a {value.kind}, expected an Int or SymInt")
+
+
+def is_symint(graph_values, vid: int) -> bool:
+    value = graph_values[vid]
+    return isinstance(value, Scalar) and value.kind == "symint"
+
+
+# --- the padded layout ------------------------------------------------------------------
+
+def check_dynamic_shape(shape, bound, index: int) -> None:
+    if len(shape) != len(bound) or any(not 0 <= s <= b for s, b in zip(shape, bound)):
+        raise InputError(f"input {index}: shape {list(shape)} does not fit the upper bound "
+                         f"{list(bound)} of this dynamic-shape input")
+
+
+def _is_prefix(shape, bound) -> bool:
+    """Whether a tensor of ``shape`` laid out as ``bound`` is the first bytes of it."""
+    for i, (s, b) in enumerate(zip(shape, bound)):
+        if s != b:
+            outer = 1
+            for d in shape[:i]:
+                outer *= d
+            return (outer == 1 or s == 0) and tuple(shape[i + 1:]) == tuple(bound[i + 1:])
+    return True
+
+
+def to_padded(data, shape, bound, itemsize: int, what: str):
+    """Host bytes of ``shape`` -> bytes to write at the start of a ``bound`` buffer."""
+    if _is_prefix(shape, bound):
+        return data
+    if _np is None:
+        raise UnsupportedError(f"{what}: shape {list(shape)} inside bound {list(bound)} needs "
+                               "numpy to pad")
+    src = _np.frombuffer(data, dtype=f"V{itemsize}").reshape(shape)
+    out = _np.zeros(tuple(bound), dtype=f"V{itemsize}")
+    out[tuple(slice(0, s) for s in shape)] = src
+    return out.tobytes()
+
+
+def from_padded(data, shape, bound, itemsize: int):
+    """Bytes of a ``bound`` buffer -> the ``shape`` box, row-major."""
+    if _is_prefix(shape, bound):
+        n = itemsize
+        for s in shape:
+            n *= s
+        return data[:n]
+    src = _np.frombuffer(data, dtype=f"V{itemsize}")[:int(_np.prod(bound))].reshape(bound)
+    return _np.ascontiguousarray(src[tuple(slice(0, s) for s in shape)]).tobytes()
+
+
+# --- load: which tensors are dynamic, and the host steps that size them ----------------
+
+def enter_delegate(env: DynamicEnv, graph: int, input_ids, plan_ids: dict) -> None:
+    """A delegate input is dynamic when its plan tensor is; it takes that actual shape."""
+    for gid in input_ids:
+        pid = plan_ids[gid]
+        if env.is_dynamic(-1, pid):
+            env.dynamic.add(("shape", graph, gid))
+            env.steps.append(_copy_shape(("shape", -1, pid), ("shape", graph, gid)))
+
+
+def leave_delegate(env: DynamicEnv, graph: int, output_ids, plan_ids: dict) -> None:
+    for gid in output_ids:
+        pid = plan_ids[gid]
+        if env.is_dynamic(graph, gid):
+            env.dynamic.add(("shape", -1, pid))
+            env.steps.append(_copy_shape(("shape", graph, gid), ("shape", -1, pid)))
+
+
+def _copy_shape(src: tuple, dst: tuple):
+    def step(env):
+        if src in env.values:
+            env.values[dst] = env.values[src]
+    return step
+
+
+def _expand(values, ids) -> list[int]:
+    out = []
+    for vid in ids:
+        v = values[vid]
+        out.extend(v.items if getattr(v, "kind", "") == "value_list" else (vid,))
+    return out
+
+
+def track(ctx, op) -> None:
+    """Before op ``op`` is built: if it reads a dynamic tensor or a SymInt, its tensor
+    outputs are dynamic and a host step computes their actual shapes (runtime/shapes.py)."""
+    from . import shapes
+
+    env, g, values = ctx.dyn, ctx.graph_key, ctx.graph.values
+    if env is None or not op.args:
+        return
+    reads = _expand(values, op.args[:-1])
+    results = [v for v in _expand(values, op.args[-1:]) if values[v].kind == "tensor"]
+    if not results:
+        return  # a SymInt op: its build function adds its own host step
+    if not any(env.is_dynamic(g, v) or is_symint(values, v) for v in reads):
+        return
+    rule = shapes.find(op.name)
+    if rule is None:
+        raise UnsupportedError(f"op {op.name!r} ({ctx.where(op)}) reads a dynamic-shape "
+                               "tensor or a SymInt, and pte-webgpu has no rule for its "
+                               "output sizes")
+    for vid in results:
+        env.dynamic.add(("shape", g, vid))
+    where = ctx.where(op)
+
+    def step(env):
+        def shape(vid):
+            return env.shape(g, vid, values[vid].shape)
+
+        def integer(vid):
+            return int_value(env, values, g, vid, where)
+
+        for vid, s in rule(op, shape, integer, values).items():
+            bound = values[vid].shape
+            if len(s) != len(bound) or any(a > b for a, b in zip(s, bound)):
+                raise InputError(f"{where}: actual size {list(s)} exceeds the bound "
+                                 f"{list(bound)} the program was exported with")
+            env.values[("shape", g, vid)] = tuple(s)
+    env.steps.append(step)

@@ -84,4 +84,5 @@ def shader_source(name: str, half: bool = False) -> str:
 
 def _load_all() -> None:
     # Importing the op modules runs their @register decorators.
-    from . import binary, embedding, matmul, norm, reduce, rms_norm, unary, view  # noqa: F401
+    from . import (attention, binary, embedding, indexing, matmul, norm, reduce, rms_norm,  # noqa: F401
+                   rope, symint, unary, view)

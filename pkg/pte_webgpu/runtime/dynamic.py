@@ -34,64 +34,74 @@ except ImportError:  # Pyodide offline
     _np = None
 
 
+SLOTS_PER_BUFFER = 256
+
+
 class DynamicEnv:
-    """One method's execute-time integers. Keys: ``("sym", graph, vid)`` for a SymInt
-    value, ``("shape", graph, vid)`` for a tensor's actual shape (graph: a small int per
-    delegate graph, -1 for the plan)."""
+    """One method's execute-time integers. Value keys: ``("sym", graph, vid)`` for a
+    SymInt, ``("shape", graph, vid)`` for a tensor's actual shape, anything an op's host
+    step sets (e.g. ``("calc", graph, op index, name)``). Slot keys (what kernels read):
+    those, ``("size", graph, vid, dim, bound)`` for one actual size, ``("static", n)``.
+    Slots live in buffers of SLOTS_PER_BUFFER i32; one op's slots share one buffer."""
 
     def __init__(self):
-        self.slots: dict[tuple, int] = {}  # key -> index in the i32 slot buffer
-        self.static: dict[int, int] = {}  # slot -> a value known at load
+        self.chunks: list[list] = []  # per slot buffer: its keys in slot order
+        self.buffers: list = []
         self.steps: list = []  # host steps fn(env), in chain order
         self.grids: list = []  # (step index in the recording, fn(env) -> grid)
         self.dynamic: set[tuple] = set()  # ("shape", graph, vid) keys of dynamic tensors
         self.values: dict[tuple, object] = {}  # per execute: key -> int | shape tuple
         self.host_inputs: dict[int, object] = {}  # plan vid -> host Tensor (per execute)
-        self.buffer = None
+        self.plan_inputs: set[int] = set()
 
     # --- load --------------------------------------------------------------------------
     @property
     def active(self) -> bool:
-        return bool(self.steps or self.slots)
+        return bool(self.steps or self.chunks or self.grids)
 
-    def slot(self, key: tuple, static: int | None = None) -> int:
-        """The i32 slot a kernel reads ``key``'s value from (``static``: known at load)."""
-        if key not in self.slots:
-            self.slots[key] = len(self.slots)
-        if static is not None:
-            self.static[self.slots[key]] = int(static)
-        return self.slots[key]
+    def slots(self, resources, keys) -> tuple:
+        """(buffer, [slot index per key]): where a kernel reads these integers."""
+        keys = list(keys)
+        if len(keys) > SLOTS_PER_BUFFER:
+            raise UnsupportedError(f"an op needs {len(keys)} execute-time integers; at most "
+                                   f"{SLOTS_PER_BUFFER}")
+        if not self.chunks or len(self.chunks[-1]) + len(keys) > SLOTS_PER_BUFFER:
+            self.chunks.append([])
+            self.buffers.append(resources.buffer(4 * SLOTS_PER_BUFFER,
+                                                 "execute-time integers (SymInts, sizes)"))
+        chunk = self.chunks[-1]
+        at = len(chunk)
+        chunk.extend(keys)
+        return self.buffers[-1], list(range(at, at + len(keys)))
 
     def is_dynamic(self, graph: int, vid: int) -> bool:
         return ("shape", graph, vid) in self.dynamic
-
-    def make_buffer(self, resources) -> None:
-        if self.slots and self.buffer is None:
-            self.buffer = resources.buffer(4 * max(len(self.slots), 1),
-                                           "execute-time integers (SymInts, sizes)")
 
     # --- execute -----------------------------------------------------------------------
     def shape(self, graph: int, vid: int, bound) -> tuple:
         return self.values.get(("shape", graph, vid), tuple(bound))
 
-    def run(self, recording) -> bytes | None:
-        """Run the host steps; return the slot buffer's bytes (None when no slots) and
-        update the recorded dispatch grids that follow actual sizes."""
+    def _slot_value(self, key) -> int:
+        if key[0] == "static":
+            return int(key[1])
+        if key[0] == "size":
+            _, graph, vid, dim, bound = key
+            shape = self.values.get(("shape", graph, vid))
+            return int(shape[dim]) if shape is not None else int(bound)
+        value = self.values.get(key, 0)
+        return int(value)
+
+    def run(self, recording) -> list[tuple]:
+        """Run the host steps, update the dispatch grids that follow actual sizes, and
+        return [(slot buffer, bytes)] to write before the submit."""
         for step in self.steps:
             step(self)
         for index, fn in self.grids:
             step = recording.steps[index]
             recording.steps[index] = dataclasses.replace(step, grid=fn(self))
-        if not self.slots:
-            return None
-        data = [0] * len(self.slots)
-        for slot, value in self.static.items():
-            data[slot] = value
-        for key, slot in self.slots.items():
-            if key in self.values:
-                value = self.values[key]
-                data[slot] = value if isinstance(value, int) else 0
-        return b"".join(int(v).to_bytes(4, "little", signed=True) for v in data)
+        return [(buf, b"".join(self._slot_value(k).to_bytes(4, "little", signed=True)
+                               for k in keys))
+                for buf, keys in zip(self.buffers, self.chunks)]
 
 
 def int_value(env: DynamicEnv, graph_values, graph: int, vid: int, where: str) -> int:
@@ -226,3 +236,9 @@ def track(ctx, op) -> None:
                                  f"{list(bound)} the program was exported with")
             env.values[("shape", g, vid)] = tuple(s)
     env.steps.append(step)
+
+
+def same_places(a_shape, a_bound, b_shape, b_bound) -> bool:
+    """Whether a view from ``a`` to ``b`` keeps every valid element at the same offset of
+    the padded layouts: true when both are prefixes of their bounds."""
+    return _is_prefix(a_shape, a_bound) and _is_prefix(b_shape, b_bound)

@@ -93,7 +93,6 @@ class Method:
             if self.outputs:
                 self.staging = self.resources.buffer(total, f"{plan.name} outputs staging",
                                                      ("map_read", "copy_dst"))
-            self.dyn.make_buffer(self.resources)
             built = True
         finally:
             # On failure the scopes are still popped, but the first error is the one raised.
@@ -242,9 +241,8 @@ class Method:
             env.host_inputs[vid] = t
             hosts.append((vid, data))
         async with self._lock:
-            slots = env.run(self.recording) if env.active else None
-            if slots is not None:
-                upload(self.device, env.buffer, slots)
+            for buf, data in (env.run(self.recording) if env.active else ()):
+                upload(self.device, buf, data)
             for vid, data in hosts:
                 upload(self.device, self.plan_buffers[vid], data)
             raw, times = [], []

@@ -1,0 +1,75 @@
+"""``sdpa_with_kv_cache.default [q, k, v, k_cache, v_cache, start_pos, seq_len, attn_mask,
+dropout_p, is_causal, scale, out]`` (shaders/sdpa_kv_cache.wgsl), the llama example's
+fused attention: writes k and v into the caches at rows ``[start_pos, start_pos + S)``,
+then each query row s attends causally to cache rows ``[0, start_pos + s]``; query head
+h reads KV head ``h // (H // Hkv)`` (GQA). q/out ``[1, S, H, D]``, k/v ``[1, S, Hkv, D]``,
+caches ``[1, T, Hkv, D]``. ``seq_len`` is serialized as 1 even for a prefill, so S is
+q's actual size (execute time). The caches are state (runtime/state.py).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+from ..errors import FormatError, UnsupportedError
+from ..graph import Null, Scalar
+from .common import elementwise_workgroup
+from .exec_ints import int_key, size_key, slots
+from .registry import register
+
+
+@register("sdpa_with_kv_cache.default", half=True)
+async def build_sdpa_with_kv_cache(ctx, op):
+    (q_id, k_id, v_id, kc_id, vc_id, start_id, _seq_len, mask_id, drop_id, causal_id,
+     scale_id, out_id) = ctx.args(op, 12)
+    q, k, v = (ctx.float_tensor(i, op) for i in (q_id, k_id, v_id))
+    kc, vc, out = (ctx.float_tensor(i, op) for i in (kc_id, vc_id, out_id))
+    if not isinstance(ctx.graph.values[mask_id], Null):
+        raise UnsupportedError(f"{op.name}: an explicit attn_mask is not supported "
+                               f"({ctx.where(op)})")
+    dropout = ctx.graph.values[drop_id]
+    if isinstance(dropout, Scalar) and float(dropout.value) != 0.0:
+        raise UnsupportedError(f"{op.name}: dropout_p {dropout.value} is not supported")
+    causal = ctx.graph.values[causal_id]
+    if isinstance(causal, Scalar) and causal.kind == "bool" and not causal.value:
+        raise UnsupportedError(f"{op.name}: is_causal=False is not supported "
+                               f"({ctx.where(op)})")
+    if len(q.shape) != 4 or q.shape[0] != 1:
+        raise FormatError(f"{op.name}: q {list(q.shape)} should be [1, S, H, D]",
+                          field=ctx.where(op))
+    _, s_bound, heads, dim = q.shape
+    kv_shape = tuple(k.shape)
+    if len(kv_shape) != 4 or kv_shape[1] != s_bound or kv_shape[3] != dim or \
+            tuple(v.shape) != kv_shape:
+        raise FormatError(f"{op.name}: k {list(k.shape)} / v {list(v.shape)} do not match q "
+                          f"{list(q.shape)}", field=ctx.where(op))
+    kv_heads = kv_shape[2]
+    if kv_heads == 0 or heads % kv_heads:
+        raise FormatError(f"{op.name}: {heads} query heads do not group over {kv_heads} KV "
+                          "heads", field=ctx.where(op))
+    if len(kc.shape) != 4 or tuple(kc.shape[2:]) != (kv_heads, dim) or \
+            tuple(vc.shape) != tuple(kc.shape):
+        raise FormatError(f"{op.name}: caches {list(kc.shape)} / {list(vc.shape)} should be "
+                          f"[1, T, {kv_heads}, {dim}]", field=ctx.where(op))
+    if tuple(out.shape) != tuple(q.shape):
+        raise FormatError(f"{op.name}: output {list(out.shape)} should be q's shape "
+                          f"{list(q.shape)}", field=ctx.where(op))
+    scale = ctx.float_scalar(scale_id, 1.0 / math.sqrt(dim))
+    halves = {ctx.half(i) for i in (q_id, k_id, v_id, kc_id, vc_id, out_id)}
+    if len(halves) != 1:
+        raise UnsupportedError(f"{op.name}: mixed float16/float32 operands ({ctx.where(op)})")
+    half = halves.pop()
+    ints, (start_slot, len_slot) = slots(ctx, op, [int_key(ctx, op, start_id),
+                                                   size_key(ctx, q_id, 1)])
+    params = ctx.uniform(struct.pack("<7If", heads, kv_heads, dim, kc.shape[1], s_bound,
+                                     start_slot, len_slot, scale), f"{op.name} params")
+    wg = min(64, elementwise_workgroup(ctx))
+    shared = [(3, kc_id), (4, vc_id), (6, ints), (7, params)]  # each entry binds what it uses
+    if k.numel:
+        update = await ctx.pipeline("sdpa_kv_cache", {"wg_size": wg}, "update", half=half)
+        ctx.dispatch(op, update, [(1, k_id), (2, v_id)] + shared, ctx.grid(-(-k.numel // wg)))
+    if out.numel:
+        attend = await ctx.pipeline("sdpa_kv_cache", {"wg_size": wg}, "attend", half=half)
+        ctx.dispatch(op, attend, [(0, q_id), (5, out_id)] + shared,
+                     ctx.grid(-(-out.numel // wg)))

@@ -1,0 +1,32 @@
+"""What kernels that read execute-time integers share: the slot key of an Int/SymInt
+argument, and binding the method's slot buffer (runtime/dynamic.py)."""
+
+from __future__ import annotations
+
+from ..errors import FormatError, UnsupportedError
+from ..graph import Null, Scalar
+
+
+def int_key(ctx, op, vid: int, default: int | None = None) -> tuple:
+    """Slot key of an Int (static) or SymInt (set at execute) argument; Null -> default."""
+    value = ctx.graph.values[vid]
+    if isinstance(value, Scalar) and value.kind == "int":
+        return ("static", int(value.value))
+    if isinstance(value, Scalar) and value.kind == "symint":
+        return ("sym", ctx.graph_key, vid)
+    if isinstance(value, Null) and default is not None:
+        return ("static", default)
+    raise FormatError(f"{op.name}: value {vid} should be an Int or SymInt, found {value.kind}",
+                      field=ctx.where(op))
+
+
+def size_key(ctx, vid: int, dim: int) -> tuple:
+    """Slot key of tensor ``vid``'s actual size along ``dim`` (its bound when static)."""
+    return ("size", ctx.graph_key, vid, dim, ctx.graph.values[vid].shape[dim])
+
+
+def slots(ctx, op, keys):
+    """(buffer, slot indices) of ``keys`` for one op's kernels."""
+    if ctx.dyn is None:
+        raise UnsupportedError(f"{op.name} ({ctx.where(op)}) needs execute-time integers")
+    return ctx.dyn.slots(ctx.resources, keys)

@@ -406,6 +406,26 @@ OPS = {
 }
 
 
+def _llm_ops() -> dict:
+    """The decoder ops keep their reference beside their GPU build (ops/*.py)."""
+    from .ops import attention, indexing, rope, symint
+
+    return {
+        "sdpa_with_kv_cache.default": (12, attention.reference),
+        "et_vk.apply_rotary_emb.default": (5, rope.reference),
+        "et_vk.apply_rotary_emb_hf.default": (6, rope.reference_hf),
+        "aten.index.Tensor": (3, indexing.reference_index),
+        "aten.select_copy.int": (4, indexing.reference_select),
+        "aten.slice_copy.Tensor": (6, indexing.reference_slice),
+        "et_vk.select_as_symint.default": (4, symint.reference_select_as_symint),
+        "sym_size.int": (3, symint.reference_sym_size),
+        "add": (3, symint.reference_symint_add),
+    }
+
+
+OPS.update(_llm_ops())
+
+
 def supported_ops() -> list[str]:
     return sorted(OPS)
 
@@ -449,6 +469,8 @@ def run_op_outputs(op, values: list, read, label: str) -> dict[int, Array]:
     if len(op.args) != count:
         raise FormatError(f"{op.name} takes {count} arguments, found {len(op.args)}", field=label)
     last = values[op.args[-1]]
+    if isinstance(last, Scalar) and last.kind == "symint":  # an integer op (ops/symint.py)
+        return {op.args[-1]: fn(read, values, op.args)}
     multi = isinstance(last, ListValue) and last.kind == "value_list"
     ids = list(last.items) if multi else [op.args[-1]]
     for vid in ids:

@@ -93,3 +93,15 @@ def test_tensor_rows_for_seq_keep_dtype():
     t = Tensor(np.arange(6, dtype=np.int64).tobytes(), (3, 2), "int64")
     mode, calls = plan_calls({"seq_in0": t})
     assert calls[1][0].dtype.name == "int64" and calls[1][0].tolist() == [2, 3]
+
+
+@pytest.mark.parametrize("name", ["llama_static_rope", "llama_static_hfrope"])
+def test_cpu_reference_of_the_decoder_ops_matches_torch_on_the_first_step(name):
+    """reference.py runs the llama graph (sdpa_with_kv_cache, RoPE, index, select_copy,
+    select_as_symint) in float64: step 0 (empty cache) agrees with eager torch."""
+    from pte_webgpu import reference
+
+    ref = np.load(DECODERS / f"{name}.npz")
+    program = formats.open_program((DECODERS / f"{name}.pte").read_bytes())
+    got = reference.run_program(program, [ref["step0_in0"], ref["step0_in1"]])
+    np.testing.assert_allclose(got[0].numpy(), ref["step0_out0"], atol=1e-5)

@@ -15,8 +15,45 @@ import struct
 from ..errors import FormatError, UnsupportedError
 from ..graph import Null, Scalar
 from .common import elementwise_workgroup
-from .exec_ints import int_key, size_key, slots
+from .exec_ints import int_key, ref_int, size_key, slots
 from .registry import register
+
+
+def reference(read, values, args, write=None):
+    """q [1,S,H,D], k/v [1,S,Hkv,D] written into the caches [1,T,Hkv,D] at start_pos, then
+    causal softmax(q k^T * scale) v over cache rows [0, start_pos + s]. ``write(vid,
+    values)``, when given, keeps the updated caches (the runner's state)."""
+    q, k, v, kc, vc = (read(a) for a in args[:5])
+    start = ref_int(read, values, args[5])
+    _, seq, heads, dim = q.shape
+    rows, kv_heads = kc.shape[1], kc.shape[2]
+    scale = float(values[args[10]].value) if getattr(values[args[10]], "kind", "") in (
+        "double", "int") else 1.0 / math.sqrt(dim)
+    k_cache, v_cache = list(kc.values), list(vc.values)
+    row_len = kv_heads * dim
+    for s in range(seq):
+        if start + s < rows:
+            at = (start + s) * row_len
+            k_cache[at:at + row_len] = k.values[s * row_len:(s + 1) * row_len]
+            v_cache[at:at + row_len] = v.values[s * row_len:(s + 1) * row_len]
+    if write is not None:
+        write(args[3], k_cache)
+        write(args[4], v_cache)
+    out = []
+    for s in range(seq):
+        visible = min(start + s + 1, rows)
+        for h in range(heads):
+            kvh = h // (heads // kv_heads)
+            qrow = q.values[(s * heads + h) * dim:(s * heads + h + 1) * dim]
+            scores = [math.fsum(a * b for a, b in zip(qrow, k_cache[j * row_len + kvh * dim:
+                                                                      j * row_len + kvh * dim + dim]))
+                      * scale for j in range(visible)]
+            top = max(scores)
+            weights = [math.exp(x - top) for x in scores]
+            total = math.fsum(weights)
+            out += [math.fsum(w * v_cache[j * row_len + kvh * dim + e]
+                              for j, w in enumerate(weights)) / total for e in range(dim)]
+    return out
 
 
 @register("sdpa_with_kv_cache.default", half=True)

@@ -30,3 +30,13 @@ def slots(ctx, op, keys):
     if ctx.dyn is None:
         raise UnsupportedError(f"{op.name} ({ctx.where(op)}) needs execute-time integers")
     return ctx.dyn.slots(ctx.resources, keys)
+
+
+def ref_int(read, values, vid: int, default: int | None = None) -> int | None:
+    """CPU reference: an Int argument, or a SymInt the reference computed (read(vid))."""
+    value = values[vid]
+    if isinstance(value, Scalar) and value.kind == "int":
+        return int(value.value)
+    if isinstance(value, Scalar) and value.kind == "symint":
+        return int(read(vid))
+    return default

@@ -19,8 +19,47 @@ from ..errors import FormatError, InputError, UnsupportedError
 from ..graph import Null
 from ..runtime.dynamic import int_value
 from .common import elementwise_workgroup, normalize_dim
-from .exec_ints import slots
+from .exec_ints import ref_int, slots
 from .registry import register
+
+
+def _ref_take(x, dim, rows):
+    """x's elements at positions ``rows`` (None: 0.0) along ``dim``, row-major."""
+    inner = prod(x.shape[dim + 1:])
+    outer = prod(x.shape[:dim])
+    size = x.shape[dim]
+    out = []
+    for o in range(outer):
+        for r in rows:
+            if r is None or not 0 <= r < size:
+                out += [0.0] * inner
+            else:
+                at = (o * size + r) * inner
+                out += x.values[at:at + inner]
+    return out
+
+
+def reference_index(read, values, args):
+    x = read(args[0])
+    given = [(p, v) for p, v in enumerate(values[args[1]].items)
+             if not isinstance(values[v], Null)]
+    dim, idx_id = given[0]
+    rows = [int(r) + (x.shape[dim] if r < 0 else 0) for r in read(idx_id).values]
+    return _ref_take(x, dim, rows)
+
+
+def reference_select(read, values, args):
+    x = read(args[0])
+    dim = ref_int(read, values, args[1]) % len(x.shape)
+    return _ref_take(x, dim, [ref_int(read, values, args[2]) % x.shape[dim]])
+
+
+def reference_slice(read, values, args):
+    x = read(args[0])
+    dim = ref_int(read, values, args[1]) % len(x.shape)
+    start, end = (ref_int(read, values, a) for a in args[2:4])
+    step = ref_int(read, values, args[4], default=1)
+    return _ref_take(x, dim, list(range(x.shape[dim])[slice(start, end, step)]))
 
 PARAMS = "<8I"
 

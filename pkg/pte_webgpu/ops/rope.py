@@ -17,8 +17,52 @@ import struct
 
 from ..errors import FormatError
 from .common import elementwise_workgroup
-from .exec_ints import int_key, slots
+from .exec_ints import int_key, ref_int, slots
 from .registry import register
+
+
+def _ref_rotate(x, cos, sin, row_of, pair):
+    _, seq, heads, dim = x.shape
+    out = []
+    for i, value in enumerate(x.values):
+        d, s = i % dim, (i // (dim * heads)) % seq
+        out.append(pair(x.values, i, d, row_of(s), cos.values, sin.values))
+    return out
+
+
+def reference(read, values, args):
+    """Interleaved pairs: (x[2p] c - x[2p+1] s, x[2p] s + x[2p+1] c), tables [S, D/2]."""
+    cos, sin = read(args[2]), read(args[3])
+
+    def pair(xs, i, d, row, c, sn):
+        dim = xq.shape[3]
+        t = row * (dim // 2) + d // 2
+        if d % 2 == 0:
+            return xs[i] * c[t] - xs[i + 1] * sn[t]
+        return xs[i - 1] * sn[t] + xs[i] * c[t]
+    outs = []
+    for xid in args[:2]:
+        xq = read(xid)
+        outs.append(_ref_rotate(xq, cos, sin, lambda s: s, pair))
+    return outs
+
+
+def reference_hf(read, values, args):
+    """x * cos + rotate_half(x) * sin over the first R dims, rows start_pos + s."""
+    cos, sin = read(args[2]), read(args[3])
+    start = ref_int(read, values, args[4], default=0)
+    rot = cos.shape[-1]
+    rows = len(cos.values) // rot
+
+    def pair(xs, i, d, row, c, sn):
+        if d >= rot:
+            return xs[i]
+        if row >= rows:
+            return 0.0
+        half = rot // 2
+        rotated = -xs[i + half] if d < half else xs[i - half]
+        return xs[i] * c[row * rot + d] + rotated * sn[row * rot + d]
+    return [_ref_rotate(read(xid), cos, sin, lambda s: start + s, pair) for xid in args[:2]]
 
 PARAMS = "<8I"
 

@@ -12,7 +12,24 @@ from __future__ import annotations
 
 from ..errors import FormatError, InputError, UnsupportedError
 from ..graph import Scalar
+from .exec_ints import ref_int
 from .registry import register
+
+
+def reference_select_as_symint(read, values, args):
+    x = read(args[0])
+    dim, index = ref_int(read, values, args[1]), ref_int(read, values, args[2])
+    dim %= len(x.shape)
+    return int(x.values[_flat_offset(x.shape, dim, index % x.shape[dim])])
+
+
+def reference_sym_size(read, values, args):
+    shape = read(args[0]).shape
+    return int(shape[ref_int(read, values, args[1]) % len(shape)])
+
+
+def reference_symint_add(read, values, args):
+    return ref_int(read, values, args[0]) + ref_int(read, values, args[1])
 
 
 def _symint_out(ctx, op, vid: int) -> tuple:

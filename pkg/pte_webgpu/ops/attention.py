@@ -15,7 +15,7 @@ import struct
 from ..errors import FormatError, UnsupportedError
 from ..graph import Null, Scalar
 from .common import elementwise_workgroup
-from .exec_ints import int_key, ref_int, size_key, slots
+from .exec_ints import follow_actual_size, int_key, ref_int, size_key, slots
 from .registry import register
 
 
@@ -106,7 +106,9 @@ async def build_sdpa_with_kv_cache(ctx, op):
     if k.numel:
         update = await ctx.pipeline("sdpa_kv_cache", {"wg_size": wg}, "update", half=half)
         ctx.dispatch(op, update, [(1, k_id), (2, v_id)] + shared, ctx.grid(-(-k.numel // wg)))
+        follow_actual_size(ctx, k_id, wg)
     if out.numel:
         attend = await ctx.pipeline("sdpa_kv_cache", {"wg_size": wg}, "attend", half=half)
         ctx.dispatch(op, attend, [(0, q_id), (5, out_id)] + shared,
                      ctx.grid(-(-out.numel // wg)))
+        follow_actual_size(ctx, out_id, wg)

@@ -40,3 +40,26 @@ def ref_int(read, values, vid: int, default: int | None = None) -> int | None:
     if isinstance(value, Scalar) and value.kind == "symint":
         return int(read(vid))
     return default
+
+
+def follow_actual_size(ctx, out_id: int, wg: int) -> None:
+    """Make the dispatch just recorded (one invocation per element of ``out_id``) cover only
+    the actual elements at execute, when ``out_id`` has a dynamic shape whose valid elements
+    are the first ones of its buffer (else the bound grid stays)."""
+    from ..runtime.dynamic import is_prefix
+
+    env, graph = ctx.dyn, ctx.graph_key
+    if env is None or not env.is_dynamic(graph, out_id):
+        return
+    bound = tuple(ctx.graph.values[out_id].shape)
+    full = ctx.recording.steps[-1].grid
+
+    def grid(env):
+        shape = env.shape(graph, out_id, bound)
+        if not is_prefix(shape, bound):
+            return full
+        n = 1
+        for d in shape:
+            n *= d
+        return ctx.grid(-(-n // wg))
+    env.grids.append((len(ctx.recording.steps) - 1, grid))

@@ -19,7 +19,7 @@ from ..errors import FormatError, InputError, UnsupportedError
 from ..graph import Null
 from ..runtime.dynamic import int_value
 from .common import elementwise_workgroup, normalize_dim
-from .exec_ints import ref_int, slots
+from .exec_ints import follow_actual_size, ref_int, slots
 from .registry import register
 
 
@@ -77,6 +77,7 @@ async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len
     extra = [(1, idx_id)] if entry == "take" else [(3, ints)]
     ctx.dispatch(op, pipeline, [(0, src_id), (2, out_id), (4, params)] + extra,
                  ctx.grid(-(-out.numel // wg)))
+    follow_actual_size(ctx, out_id, wg)
 
 
 def _check_half(ctx, op, a: int, b: int) -> None:

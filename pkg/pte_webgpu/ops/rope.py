@@ -17,7 +17,7 @@ import struct
 
 from ..errors import FormatError
 from .common import elementwise_workgroup
-from .exec_ints import int_key, ref_int, slots
+from .exec_ints import follow_actual_size, int_key, ref_int, slots
 from .registry import register
 
 
@@ -100,6 +100,7 @@ async def _rotate(ctx, op, entry, x_id, out_id, cos_id, sin_id, rot, rows, ints,
     if entry == "hf":  # the only entry that reads a start position
         binds.append((4, ints))
     ctx.dispatch(op, pipeline, binds, ctx.grid(-(-x.numel // wg)))
+    follow_actual_size(ctx, out_id, wg)
 
 
 @register("et_vk.apply_rotary_emb.default", half=True)

@@ -130,7 +130,7 @@ def check_dynamic_shape(shape, bound, index: int) -> None:
                          f"{list(bound)} of this dynamic-shape input")
 
 
-def _is_prefix(shape, bound) -> bool:
+def is_prefix(shape, bound) -> bool:
     """Whether a tensor of ``shape`` laid out as ``bound`` is the first bytes of it."""
     for i, (s, b) in enumerate(zip(shape, bound)):
         if s != b:
@@ -143,7 +143,7 @@ def _is_prefix(shape, bound) -> bool:
 
 def to_padded(data, shape, bound, itemsize: int, what: str):
     """Host bytes of ``shape`` -> bytes to write at the start of a ``bound`` buffer."""
-    if _is_prefix(shape, bound):
+    if is_prefix(shape, bound):
         return data
     if _np is None:
         raise UnsupportedError(f"{what}: shape {list(shape)} inside bound {list(bound)} needs "
@@ -156,7 +156,7 @@ def to_padded(data, shape, bound, itemsize: int, what: str):
 
 def from_padded(data, shape, bound, itemsize: int):
     """Bytes of a ``bound`` buffer -> the ``shape`` box, row-major."""
-    if _is_prefix(shape, bound):
+    if is_prefix(shape, bound):
         n = itemsize
         for s in shape:
             n *= s
@@ -241,4 +241,4 @@ def track(ctx, op) -> None:
 def same_places(a_shape, a_bound, b_shape, b_bound) -> bool:
     """Whether a view from ``a`` to ``b`` keeps every valid element at the same offset of
     the padded layouts: true when both are prefixes of their bounds."""
-    return _is_prefix(a_shape, a_bound) and _is_prefix(b_shape, b_bound)
+    return is_prefix(a_shape, a_bound) and is_prefix(b_shape, b_bound)

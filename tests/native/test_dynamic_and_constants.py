@@ -92,3 +92,18 @@ def test_dynamic_prefill_of_any_length_then_decode(runtime):
     outs = _with_program(runtime, name, go)
     for k, out in enumerate(outs):
         np.testing.assert_allclose(out[0], ref[f"step{k}_out0"], atol=1e-4, rtol=0)
+
+
+def test_a_position_beyond_the_kv_cache_is_an_input_error(runtime):
+    name = "llama_static_rope"
+    rows = INDEX[name]["model_args"]["max_context_len"]
+
+    async def go(program):
+        method = program.load_method()
+        with pytest.raises(pte_webgpu.InputError, match="KV cache"):
+            await method.execute([np.array([[3]]), np.array([rows])])
+        # the method still works afterwards
+        return await method.execute([np.array([[3]]), np.array([0])])
+
+    out = _with_program(runtime, name, go)
+    assert out[0].shape == (1, INDEX[name]["model_args"]["vocab_size"])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import struct
 
-from ..errors import FormatError, UnsupportedError
+from ..errors import FormatError, InputError, UnsupportedError
 from ..graph import Null, Scalar
 from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size, int_key, ref_int, size_key, slots
@@ -56,6 +56,22 @@ def reference(read, values, args, write=None):
     return out
 
 
+def _check_positions(ctx, op, start_id: int, q_id: int, rows: int) -> None:
+    """At execute: rows [start, start + S) must lie in the cache (torch would fail too)."""
+    from ..runtime.dynamic import int_value
+
+    values, graph, where, bound = ctx.graph.values, ctx.graph_key, ctx.where(op), \
+        ctx.graph.values[q_id].shape
+
+    def check(env):
+        start = int_value(env, values, graph, start_id, where)
+        seq = env.shape(graph, q_id, bound)[1]
+        if start < 0 or start + seq > rows:
+            raise InputError(f"{where}: positions [{start}, {start + seq}) do not fit the "
+                             f"KV cache of {rows} rows (max_context_len)")
+    ctx.dyn.steps.append(check)
+
+
 @register("sdpa_with_kv_cache.default", half=True)
 async def build_sdpa_with_kv_cache(ctx, op):
     (q_id, k_id, v_id, kc_id, vc_id, start_id, _seq_len, mask_id, drop_id, causal_id,
@@ -97,6 +113,7 @@ async def build_sdpa_with_kv_cache(ctx, op):
     if len(halves) != 1:
         raise UnsupportedError(f"{op.name}: mixed float16/float32 operands ({ctx.where(op)})")
     half = halves.pop()
+    _check_positions(ctx, op, start_id, q_id, kc.shape[1])
     ints, (start_slot, len_slot) = slots(ctx, op, [int_key(ctx, op, start_id),
                                                    size_key(ctx, q_id, 1)])
     params = ctx.uniform(struct.pack("<7If", heads, kv_heads, dim, kc.shape[1], s_bound,

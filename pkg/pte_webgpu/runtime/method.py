@@ -221,8 +221,7 @@ class Method:
         if len(inputs) != len(self.plan.inputs):
             raise InputError(f"method {self.name!r} takes {len(self.plan.inputs)} inputs, "
                              f"got {len(inputs)}")
-        hosts, env = [], self.dyn
-        env.values = {}
+        hosts, env, shapes, host_inputs = [], self.dyn, {}, {}
         for i, (x, vid) in enumerate(zip(inputs, self.plan.inputs)):
             want = self.plan.values[vid]
             t = to_host_tensor(x, i, want.dtype.name)
@@ -232,34 +231,39 @@ class Method:
             data = self.storage.to_storage(t.memoryview(), t.dtype, f"input {i}")
             if env.is_dynamic(-1, vid):
                 dynamic.check_dynamic_shape(t.shape, want.sizes, i)
-                env.values[("shape", -1, vid)] = t.shape
+                shapes[("shape", -1, vid)] = t.shape
                 data = dynamic.to_padded(data, t.shape, want.sizes,
                                          self.storage.dtype(t.dtype).itemsize, f"input {i}")
             elif t.shape != tuple(want.sizes):
                 raise InputError(f"input {i}: expected shape {list(want.sizes)}, got "
                                  f"{list(t.shape)}")
-            env.host_inputs[vid] = t
+            host_inputs[vid] = t
             hosts.append((vid, data))
-        async with self._lock:
-            for buf, data in (env.run(self.recording) if env.active else ()):
-                upload(self.device, buf, data)
+        async with self._lock:  # the execute-time integers belong to this call only
+            env.values, env.host_inputs = shapes, host_inputs
+            try:
+                for buf, data in (env.run(self.recording) if env.active else ()):
+                    upload(self.device, buf, data)
+                out_shapes = [env.shape(-1, vid, getattr(self.plan.values[vid], "sizes", ()))
+                              for vid in self.plan.outputs]
+            finally:
+                env.host_inputs = {}
             for vid, data in hosts:
                 upload(self.device, self.plan_buffers[vid], data)
             raw, times = [], []
             if self.outputs:
                 raw, times = await self.device.run(self.recording, self.outputs, self.staging,
                                                    profile=profile)
-        env.host_inputs.clear()
         if profile:
             self.last_profile = self._profile_rows(times)
         as_numpy = numpy_available() if as_numpy is None else as_numpy
         outs, raw = [], iter(raw)
-        for vid in self.plan.outputs:
+        for vid, shape in zip(self.plan.outputs, out_shapes):
             t = self.plan.values[vid]
             if self._scalar_output(vid):
                 outs.append(t.value)
                 continue
-            shape, item = env.shape(-1, vid, t.sizes), self.storage.dtype(t.dtype).itemsize
+            item = self.storage.dtype(t.dtype).itemsize
             data = dynamic.from_padded(next(raw), shape, t.sizes, item)
             outs.append(output(self.storage.from_storage(data, t.dtype), shape, t.dtype,
                                as_numpy))

@@ -3,25 +3,8 @@
 // when the workgroup spans several subgroups do their totals meet in workgroup memory
 // (one barrier). With wg_size <= the subgroup size there is no barrier at all, which
 // is what CPU adapters (SwiftShader: subgroups of 4) want.
-// Same bindings, params and semantics as rms_norm.wgsl.
-enable subgroups;
-
+// Same bindings, params and semantics as rms_norm.wgsl (ops/rms_norm.py declares both).
 override wg_size: u32 = 4;
-
-struct Params {
-  num_rows: u32,
-  width: u32,
-  eps: f32,
-  _pad: u32,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> weight: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> weight4: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> y4: array<vec4<f32>>;
-@group(0) @binding(3) var<uniform> params: Params;
 
 var<workgroup> partial: array<f32, wg_size>;
 
@@ -47,7 +30,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(local_invocation_index) li: u32,
         @builtin(subgroup_size) sg_size: u32,
         @builtin(subgroup_invocation_id) sg_lane: u32) {
-  let row = wid.x + wid.y * groups.x;
+  let row = group_index(wid, groups);
   if (row >= params.num_rows) {
     return;  // uniform for the whole workgroup
   }
@@ -70,7 +53,7 @@ fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
              @builtin(local_invocation_index) li: u32,
              @builtin(subgroup_size) sg_size: u32,
              @builtin(subgroup_invocation_id) sg_lane: u32) {
-  let row = wid.x + wid.y * groups.x;
+  let row = group_index(wid, groups);
   if (row >= params.num_rows) {
     return;
   }

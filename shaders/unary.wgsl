@@ -1,39 +1,10 @@
-// Elementwise unary ops on contiguous tensors: one invocation per element, the
-// flat index rebuilt from a grid that may be folded into two dimensions.
-
-// The shader also has an f16 form (registry.shader_source): storage arrays and `elem`
-// become f16; reads convert to f32, so the arithmetic stays f32.
-alias elem = f32;
+// Elementwise unary ops on contiguous tensors: one invocation per element, the flat
+// index rebuilt from a grid that may be folded into two dimensions. `apply` (the switch
+// on `op`) is generated from the table in ops/unary.py; the prelude (Params, bindings)
+// by shaders/compose.py. Arithmetic is f32 in both the f32 and the f16 form.
 
 override wg_size: u32 = 256;
-override op: u32 = 0u;  // 0 rsqrt, 1 sigmoid, 2 square, 3 pow by a scalar, 4 add a scalar,
-                        // 5 round to the nearest float16 (float16 tensors live in f32),
-                        // 6 tanh, 7 gelu (erf), 8 gelu (tanh form), 9 relu, 10 exp, 11 neg,
-                        // 12 abs, 13 sqrt, 14 clamp to [a, b] (also hardtanh)
-
-struct Params {
-  numel: u32,
-  a: f32,          // pow: the exponent; add: alpha * other; clamp: the lower bound
-  int_exp: u32,    // pow: 1 when the exponent is an integer (|e| < 2^24)
-  odd_exp: u32,    // pow: 1 when that integer is odd
-  inf: f32,        // +inf and NaN from the host: WGSL has no literals for them
-  nan: f32,
-  b: f32,          // clamp: the upper bound (a missing bound is -inf / +inf)
-  _pad1: u32,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> y: array<f32>;
-@group(0) @binding(2) var<uniform> params: Params;
-
-// NaN and inf tests on the bits: compilers may fold float comparisons with NaN.
-fn not_finite(v: f32) -> bool {
-  return (bitcast<u32>(v) & 0x7fffffffu) >= 0x7f800000u;
-}
-
-fn is_nan(v: f32) -> bool {
-  return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
+override op: u32 = 0u;  // a row of ops/unary.py's table
 
 // exp(-|v|) never overflows; fold the sign back in afterwards.
 fn sigmoid(v: f32) -> f32 {
@@ -75,12 +46,12 @@ fn pow_scalar(v: f32) -> f32 {
   if (e == -1.0) { return 1.0 / v; }
   if (e == -2.0) { return 1.0 / (v * v); }
   if (is_nan(v)) { return v; }
-  if (params.int_exp == 1u) {
+  if (params.flag == 1u) {
     var r = pow_uint(abs(v), u32(abs(e)));
     if (e < 0.0) {
       r = select(1.0 / r, params.inf, r == 0.0);
     }
-    if (v < 0.0 && params.odd_exp == 1u) {
+    if (v < 0.0 && params.odd == 1u) {
       r = -r;
     }
     return r;
@@ -211,12 +182,57 @@ fn gelu_tanh(v: f32) -> f32 {
   return v / (1.0 + exp_f32(-2.0 * u));  // v = -inf: -inf / inf = NaN, as torch's -inf * 0
 }
 
-// clamp and hardtanh as torch: a value below a is a, then one above b is b (so a > b
-// gives b); NaN stays NaN; -0 is kept (it is not below 0).
-fn clamp_f32(v: f32) -> f32 {
+fn gelu(v: f32) -> f32 {
+  if (params.flag == 1u) { return gelu_tanh(v); }
+  return gelu_erf(v);
+}
+
+// clamp and hardtanh as torch: a value below lo is lo, then one above hi is hi (so
+// lo > hi gives hi); NaN stays NaN; -0 is kept (it is not below 0).
+fn clamp_f32(v: f32, lo: f32, hi: f32) -> f32 {
   if (is_nan(v)) { return v; }
-  let r = select(v, params.a, v < params.a);
-  return select(r, params.b, r > params.b);
+  let r = select(v, lo, v < lo);
+  return select(r, hi, r > hi);
+}
+
+// True for v < 0 (not -0, not NaN), tested on the bits so no compiler turns a select
+// on it into a max that drops NaN or -0.
+fn below_zero(v: f32) -> bool {
+  let u = bitcast<u32>(v);
+  return u > 0x80000000u && u <= 0xff800000u;
+}
+
+// torch.log: NaN below 0 (and for NaN), -inf at +-0, inf at inf.
+fn log_f32(v: f32) -> f32 {
+  if (is_nan(v) || below_zero(v)) { return params.nan; }
+  if (v == 0.0) { return -params.inf; }
+  if (v == params.inf) { return v; }
+  return log(v);
+}
+
+// 1 / v with the signed infinities of 1 / +-0 pinned down.
+fn reciprocal_f32(v: f32) -> f32 {
+  if ((bitcast<u32>(v) & 0x7fffffffu) == 0u) {
+    return bitcast<f32>((bitcast<u32>(v) & 0x80000000u) | 0x7f800000u);
+  }
+  return 1.0 / v;
+}
+
+// torch.sign: -1, 0 or 1; 0 for +-0 and for NaN (as torch computes it).
+fn sign_f32(v: f32) -> f32 {
+  if (below_zero(v)) { return -1.0; }
+  if (is_nan(v) || v == 0.0) { return 0.0; }
+  return 1.0;
+}
+
+// min(max(v + 3, 0), 6) / 6 (hardsigmoid); hardswish is v times it. NaN propagates.
+fn relu6_shift(v: f32) -> f32 {
+  return clamp_f32(v + 3.0, 0.0, 6.0) / 6.0;
+}
+
+// silu(v) = v / (1 + e^-v), as torch: -inf gives NaN (-inf / inf), large negative v -0.
+fn silu_f32(v: f32) -> f32 {
+  return v / (1.0 + exp_f32(-v));
 }
 
 // sqrt with IEEE special cases pinned down: NaN for v < 0, -0 for -0, inf for inf.
@@ -226,30 +242,11 @@ fn sqrt_f32(v: f32) -> f32 {
   return sqrt(v);
 }
 
-fn apply(v: f32) -> f32 {
-  switch op {
-    case 1u: { return sigmoid(v); }
-    case 2u: { return v * v; }
-    case 3u: { return pow_scalar(v); }
-    case 4u: { return v + params.a; }
-    case 5u: { return round_half(v); }
-    case 6u: { return tanh_f32(v); }
-    case 7u: { return gelu_erf(v); }
-    case 8u: { return gelu_tanh(v); }
-    case 9u: { return select(v, 0.0, v < 0.0); }  // relu: NaN and -0 pass through
-    case 10u: { return exp_f32(v); }
-    case 11u: { return bitcast<f32>(bitcast<u32>(v) ^ 0x80000000u); }
-    case 12u: { return bitcast<f32>(bitcast<u32>(v) & 0x7fffffffu); }
-    case 13u: { return sqrt_f32(v); }
-    case 14u: { return clamp_f32(v); }
-    default: { return 1.0 / sqrt(v); }
-  }
-}
 
 @compute @workgroup_size(wg_size)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * wg_size;
+  let i = flat_index(gid, groups);
   if (i < params.numel) {
     y[i] = elem(apply(f32(x[i])));
   }

@@ -20,13 +20,8 @@ fn operand_offsets(i: u32) -> vec2<u32> {
   return offsets;
 }
 
-@compute @workgroup_size(wg_size)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat_index(gid, groups);
-  if (i >= params.numel) {
-    return;
-  }
+// Entry points (generated): main runs item(i), gather gather_item(i), for each element.
+fn item(i: u32) {
   if (params.same_shape == 1u) {
     out[i] = elem(combine(f32(a[i]), f32(b[i])));
     return;
@@ -36,11 +31,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // out[i] = a[offset of i through a_strides]; binds a, out and params only.
-@compute @workgroup_size(wg_size)
-fn gather(@builtin(global_invocation_id) gid: vec3<u32>,
-          @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat_index(gid, groups);
-  if (i < params.numel) {
-    out[i] = a[operand_offsets(i).x];
-  }
+fn gather_item(i: u32) {
+  out[i] = a[operand_offsets(i).x];
 }

@@ -91,6 +91,39 @@ class Binding:
                 f"{self.name}: array<{t}>;\n")
 
 
+@dataclass(frozen=True)
+class Entry:
+    """A generated entry point on a grid that may be folded into two dimensions:
+    ``per="item"``, one invocation per item, calling ``fn call(i: u32)``; ``per="group"``,
+    one workgroup per item, calling ``fn call(g: u32, lane: u32)`` (plus ``sg_size``,
+    ``sg_lane`` when ``subgroups``). Items at or past ``count`` (a WGSL expression) return
+    at once, uniformly for a whole workgroup in the group form."""
+    name: str
+    call: str
+    count: str
+    per: str = "item"
+    subgroups: bool = False
+
+    def wgsl(self) -> str:
+        if self.per == "item":
+            return (f"@compute @workgroup_size(wg_size)\n"
+                    f"fn {self.name}(@builtin(global_invocation_id) gid: vec3<u32>,\n"
+                    f"    @builtin(num_workgroups) groups: vec3<u32>) {{\n"
+                    f"  let i = flat_index(gid, groups);\n"
+                    f"  if (i < {self.count}) {{\n    {self.call}(i);\n  }}\n}}\n")
+        extra = sg_args = ""
+        if self.subgroups:
+            extra = (",\n    @builtin(subgroup_size) sg_size: u32,"
+                     "\n    @builtin(subgroup_invocation_id) sg_lane: u32")
+            sg_args = ", sg_size, sg_lane"
+        return (f"@compute @workgroup_size(wg_size)\n"
+                f"fn {self.name}(@builtin(workgroup_id) wid: vec3<u32>,\n"
+                f"    @builtin(num_workgroups) groups: vec3<u32>,\n"
+                f"    @builtin(local_invocation_index) lane: u32{extra}) {{\n"
+                f"  let g = group_index(wid, groups);\n"
+                f"  if (g < {self.count}) {{\n    {self.call}(g, lane{sg_args});\n  }}\n}}\n")
+
+
 _KERNELS: dict[str, "Kernel"] = {}
 
 
@@ -105,6 +138,7 @@ class Kernel:
     generated: str = ""  # WGSL the family generates (e.g. the op switch of a table)
     half: bool = True  # has an f16 form
     enables: tuple = ()  # e.g. ("subgroups",)
+    entries: tuple = ()  # generated entry points (Entry); others are in the body
     name: str = field(default="")
 
     def __post_init__(self):
@@ -137,6 +171,9 @@ def _compose(k: Kernel, half: bool) -> str:
             index = max((b.index for b in k.bindings), default=-1) + 1
         parts.append(f"@group(0) @binding({index}) var<uniform> params: Params;\n")
     parts += [snippet(s) for s in k.snippets]
+    if k.entries and "flat_index" not in k.snippets:
+        parts.append(snippet("flat_index"))
+    parts += [e.wgsl() for e in k.entries]
     if k.generated:
         parts.append(k.generated)
     parts.append(_read(k.body))

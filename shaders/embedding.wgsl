@@ -6,13 +6,8 @@
 
 override wg_size: u32 = 256;
 
-@compute @workgroup_size(wg_size)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat_index(gid, groups);
-  if (i >= params.numel) {
-    return;
-  }
+// Entry point main (generated): item(i) for each output element.
+fn item(i: u32) {
   let row = i / params.dim;
   let col = i - row * params.dim;
   let index = indices[row];

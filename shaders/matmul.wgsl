@@ -78,13 +78,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 // lavapipe) barriers cost more than the reuse the tiles buy (ops/matmul.py chooses).
 override wg_size: u32 = 64;
 
-@compute @workgroup_size(wg_size)
-fn dot(@builtin(global_invocation_id) gid: vec3<u32>,
-       @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat_index(gid, groups);
-  if (i >= params.m * params.n) {
-    return;
-  }
+// Entry point dot (generated): dot_item(i) for each of the m * n outputs.
+fn dot_item(i: u32) {
   let col = i % params.n;
   let a = (i / params.n) * params.k;
   let w = col * params.k;

@@ -17,14 +17,8 @@ override wg_size: u32 = 64;  // a power of two
 override has_weight: bool = true;
 override has_bias: bool = true;
 
-@compute @workgroup_size(wg_size)
-fn main(@builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>,
-        @builtin(local_invocation_index) lane: u32) {
-  let row = group_index(wid, groups);
-  if (row >= params.rows) {
-    return;  // uniform for the whole workgroup
-  }
+// Entry point main (generated): one workgroup per row.
+fn normalize_row(row: u32, lane: u32) {
   let width = params.width;
   let n = f32(width);
   let base = row * width;

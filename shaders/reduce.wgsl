@@ -61,14 +61,8 @@ fn softmax(base: u32, lane: u32) {
   }
 }
 
-@compute @workgroup_size(wg_size)
-fn main(@builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>,
-        @builtin(local_invocation_index) lane: u32) {
-  let line = group_index(wid, groups);
-  if (line >= params.lines) {
-    return;  // uniform for the whole workgroup
-  }
+// Entry point main (generated): one workgroup per line.
+fn tree_line(line: u32, lane: u32) {
   let base = offset_of(line, params.kept_rank, params.kept_shape, params.kept_strides);
   if (op == SOFTMAX) {
     softmax(base, lane);
@@ -79,13 +73,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 
 // The "lines" form: one whole line per invocation, no workgroup memory and no
 // barrier (ops/reduce.py picks it on CPU adapters, where barriers cost most).
-@compute @workgroup_size(wg_size)
-fn lines(@builtin(global_invocation_id) gid: vec3<u32>,
-         @builtin(num_workgroups) groups: vec3<u32>) {
-  let line = flat_index(gid, groups);
-  if (line >= params.lines) {
-    return;
-  }
+// Entry point lines (generated): whole_line(line) for each line.
+fn whole_line(line: u32) {
   let base = offset_of(line, params.kept_rank, params.kept_shape, params.kept_strides);
   if (op != SOFTMAX) {
     var sum = 0.0;

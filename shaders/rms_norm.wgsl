@@ -115,20 +115,8 @@ fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
     }
   }
   let rstd = inverseSqrt(row_total(sum, li) / f32(params.width) + params.eps);
-  if (s.live) {
-    var j = s.sub;
-    for (; j + 3u * lanes < width4; j += 4u * lanes) {
-      let a = vec4<f32>(x4[base + j]);
-      let b = vec4<f32>(x4[base + j + lanes]);
-      let c = vec4<f32>(x4[base + j + 2u * lanes]);
-      let d = vec4<f32>(x4[base + j + 3u * lanes]);
-      y4[base + j] = vec4<elem>(a * rstd * vec4<f32>(weight4[j]));
-      y4[base + j + lanes] = vec4<elem>(b * rstd * vec4<f32>(weight4[j + lanes]));
-      y4[base + j + 2u * lanes] = vec4<elem>(c * rstd * vec4<f32>(weight4[j + 2u * lanes]));
-      y4[base + j + 3u * lanes] = vec4<elem>(d * rstd * vec4<f32>(weight4[j + 3u * lanes]));
-    }
-    for (; j < width4; j += lanes) {
-      y4[base + j] = vec4<elem>(vec4<f32>(x4[base + j]) * rstd * vec4<f32>(weight4[j]));
-    }
+  // The writes are independent: no need to keep several loads in flight by hand.
+  for (var j = s.sub; j < width4; j += lanes) {
+    store4(base + j, j, vec4<f32>(x4[base + j]), rstd, s.live);
   }
 }

@@ -24,16 +24,8 @@ fn row_total(sum: f32, li: u32, sg_size: u32, sg_lane: u32) -> f32 {
   return all;
 }
 
-@compute @workgroup_size(wg_size)
-fn main(@builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>,
-        @builtin(local_invocation_index) li: u32,
-        @builtin(subgroup_size) sg_size: u32,
-        @builtin(subgroup_invocation_id) sg_lane: u32) {
-  let row = group_index(wid, groups);
-  if (row >= params.num_rows) {
-    return;  // uniform for the whole workgroup
-  }
+// Entry points (generated): one workgroup per row; main loads scalars, main_vec4 vec4s.
+fn row_scalar(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
   let width = params.width;
   let base = row * width;
   var sum = 0.0;
@@ -47,16 +39,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
   }
 }
 
-@compute @workgroup_size(wg_size)
-fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
-             @builtin(num_workgroups) groups: vec3<u32>,
-             @builtin(local_invocation_index) li: u32,
-             @builtin(subgroup_size) sg_size: u32,
-             @builtin(subgroup_invocation_id) sg_lane: u32) {
-  let row = group_index(wid, groups);
-  if (row >= params.num_rows) {
-    return;
-  }
+fn row_vec4(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
   let width4 = params.width / 4u;
   let base = row * width4;
   var sum = 0.0;

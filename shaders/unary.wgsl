@@ -202,12 +202,74 @@ fn below_zero(v: f32) -> bool {
   return u > 0x80000000u && u <= 0xff800000u;
 }
 
-// torch.log: NaN below 0 (and for NaN), -inf at +-0, inf at inf.
+// torch.log to about 1 ulp (WGSL's log is only absolutely accurate near 1): v = m 2^e
+// with m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact), s = f / (2 + f): log(m) =
+// 2 atanh(s) = 2s + s R = f - (f^2/2 - s (f^2/2 + R)), R = 2z/3 + 2z^2/5 + ..., z = s^2.
+// NaN below 0 (and for NaN), -inf at +-0, inf at inf.
 fn log_f32(v: f32) -> f32 {
   if (is_nan(v) || below_zero(v)) { return params.nan; }
   if (v == 0.0) { return -params.inf; }
   if (v == params.inf) { return v; }
-  return log(v);
+  var bits = bitcast<u32>(v);
+  var e = 0;
+  if (bits < 0x00800000u) {  // subnormal: scale into the normal range first
+    bits = bitcast<u32>(v * 8388608.0);
+    e = -23;
+  }
+  e += i32(bits >> 23u) - 127;
+  var m = bitcast<f32>((bits & 0x007fffffu) | 0x3f800000u);
+  if (m > 1.4142135) {
+    m = 0.5 * m;
+    e += 1;
+  }
+  let f = m - 1.0;
+  let s = f / (2.0 + f);
+  let z = s * s;
+  var r = 2.0 / 9.0;  // R = 2 atanh(s) / s - 2 to z^4 (z <= 0.0295: the rest < 1e-9)
+  r = r * z + 2.0 / 7.0;
+  r = r * z + 2.0 / 5.0;
+  r = r * z + 2.0 / 3.0;
+  r = r * z;
+  let hfsq = 0.5 * f * f;
+  let fe = f32(e);
+  return fe * 0.693145751953125 + ((f - (hfsq - s * (hfsq + r))) + fe * 1.4286068203094173e-06);
+}
+
+// sin and cos to about 1 ulp for |v| < 12868 (WGSL's are only absolutely accurate, and
+// on some GPUs only near 0): v = n pi/2 + r, |r| <= pi/4, with pi/2 in three parts
+// (the first two of 11 bits, so n times them is exact for n < 2^13), then the
+// polynomials of sin and cos on r picked by n mod 4. Beyond, the builtins.
+fn sin_cos_quadrant(v: f32, shift: u32) -> f32 {
+  let n = round(v * 0.6366197466850281);
+  let r = ((v - n * 1.5703125) - n * 0.0004837512969970703) - n * 7.549790126404332e-08;
+  let z = r * r;
+  var sp = -1.9515295891e-4;
+  sp = sp * z + 8.3321608736e-3;
+  sp = sp * z - 1.6666654611e-1;
+  let sin_r = r + r * z * sp;
+  var cp = 2.443315711809948e-5;
+  cp = cp * z - 1.388731625493765e-3;
+  cp = cp * z + 4.166664568298827e-2;
+  let cos_r = (1.0 - 0.5 * z) + z * z * cp;
+  let q = (bitcast<u32>(i32(n)) + shift) & 3u;
+  let w = select(sin_r, cos_r, (q & 1u) == 1u);
+  return select(w, -w, q >= 2u);
+}
+
+fn sin_f32(v: f32) -> f32 {
+  if (not_finite(v)) { return params.nan; }
+  let t = abs(v);
+  if (t < 2.44140625e-4) { return v; }  // 2^-12: sin v = v to f32 precision; keeps -0
+  if (t >= 12868.0) { return sin(v); }
+  return sin_cos_quadrant(v, 0u);
+}
+
+fn cos_f32(v: f32) -> f32 {
+  if (not_finite(v)) { return params.nan; }
+  let t = abs(v);
+  if (t < 2.44140625e-4) { return 1.0 - 0.5 * v * v; }
+  if (t >= 12868.0) { return cos(v); }
+  return sin_cos_quadrant(v, 1u);
 }
 
 // 1 / v with the signed infinities of 1 / +-0 pinned down.
@@ -243,11 +305,7 @@ fn sqrt_f32(v: f32) -> f32 {
 }
 
 
-@compute @workgroup_size(wg_size)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat_index(gid, groups);
-  if (i < params.numel) {
-    y[i] = elem(apply(f32(x[i])));
-  }
+// Entry point main (generated): item(i) for each element.
+fn item(i: u32) {
+  y[i] = elem(apply(f32(x[i])));
 }

@@ -16,7 +16,7 @@ from math import prod
 from typing import Callable
 
 from ..errors import FormatError
-from ..shaders.compose import Binding, Kernel, Uniform, switch
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
 from . import cpu
 from .common import check_rank, elementwise_workgroup
 from .registry import define
@@ -60,7 +60,8 @@ PARAMS = Uniform(("numel", "u32"), ("rank", "u32"), ("alpha", "f32"),
                  ("out_shape", "vec8"), ("a_strides", "vec8"), ("b_strides", "vec8"))
 KERNEL = Kernel(
     "binary", (Binding(0, "a"), Binding(1, "b"), Binding(2, "out", "read_write")), PARAMS,
-    snippets=("bits", "nan_minmax", "flat_index", "shape_index"),
+    snippets=("bits", "nan_minmax", "shape_index"),
+    entries=(Entry("main", "item", "params.numel"), Entry("gather", "gather_item", "params.numel")),
     generated="fn combine(x: f32, y: f32) -> f32 {\n"
               + switch("op", [row.wgsl for row in TABLE], "x") + "\n}\n")
 

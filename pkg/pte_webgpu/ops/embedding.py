@@ -11,14 +11,14 @@ and zeros keep it deterministic. ``padding_idx``, ``scale_grad_by_freq`` and
 from __future__ import annotations
 
 from ..errors import FormatError
-from ..shaders.compose import Binding, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
 from .registry import register
 
 PARAMS = Uniform(("numel", "u32"), ("dim", "u32"), ("vocab", "u32"))  # numel = rows * dim
 KERNEL = Kernel("embedding", (Binding(0, "weight"), Binding(1, "indices", type="i32"),
                               Binding(2, "out", "read_write")), PARAMS,
-                snippets=("flat_index",))
+                entries=(Entry("main", "item", "params.numel"),))
 
 
 def reference(read, values, args):

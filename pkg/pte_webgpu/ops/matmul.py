@@ -13,7 +13,7 @@ from math import prod
 
 from ..errors import FormatError, UnsupportedError
 from ..graph import Null
-from ..shaders.compose import Binding, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
 from .registry import define
 from .rms_norm import is_cpu
@@ -28,7 +28,7 @@ PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("has_bias", "u32"),
 # Without a bias the weight stands in for binding 4; the shader never reads it.
 KERNEL = Kernel("matmul", (Binding(0, "input"), Binding(1, "weight"),
                            Binding(2, "out", "read_write"), Binding(4, "bias")), PARAMS,
-                uniform_binding=3, snippets=("flat_index",))
+                uniform_binding=3, entries=(Entry("dot", "dot_item", "params.m * params.n"),))
 
 
 def threads_per_side(max_invocations: int) -> int:

@@ -16,7 +16,7 @@ from math import prod
 
 from ..errors import FormatError, UnsupportedError
 from ..graph import ListValue, Null
-from ..shaders.compose import Binding, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu
 from .common import int_list_arg, pow2_workgroup
 from .registry import define
@@ -28,7 +28,8 @@ PARAMS = Uniform(("rows", "u32"), ("width", "u32"), ("eps", "f32"))
 KERNEL = Kernel("norm", (Binding(0, "x"), Binding(1, "weight"), Binding(2, "bias"),
                          Binding(3, "y", "read_write"), Binding(4, "mean_out", "read_write"),
                          Binding(5, "rstd_out", "read_write")), PARAMS,
-                snippets=("bits", "nan_minmax", "flat_index", "tree"))
+                snippets=("bits", "nan_minmax", "tree"),
+                entries=(Entry("main", "normalize_row", "params.rows", per="group"),))
 
 
 def _optional(ctx, vid: int, op, width: int, what: str) -> int | None:

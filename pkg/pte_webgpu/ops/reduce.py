@@ -14,7 +14,7 @@ from math import prod
 from ..errors import FormatError, UnsupportedError
 from .common import (bool_arg, check_rank, contiguous_strides, elementwise_workgroup, int_arg,
                      int_list_arg, normalize_dim, normalize_dims, pow2_workgroup)
-from ..shaders.compose import Binding, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu
 from .registry import register
 from .rms_norm import is_cpu
@@ -78,7 +78,9 @@ PARAMS = Uniform(("lines", "u32"), ("r", "u32"),  # r: elements per line
                  ("kept_shape", "vec8"), ("kept_strides", "vec8"),
                  ("red_shape", "vec8"), ("red_strides", "vec8"))
 KERNEL = Kernel("reduce", (Binding(0, "x"), Binding(1, "y", "read_write")), PARAMS,
-                snippets=("bits", "nan_minmax", "flat_index", "shape_index", "tree"))
+                snippets=("bits", "nan_minmax", "shape_index", "tree"),
+                entries=(Entry("main", "tree_line", "params.lines", per="group"),
+                         Entry("lines", "whole_line", "params.lines")))
 
 
 async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from ..errors import FormatError, UnsupportedError
 from ..gpu.interface import AdapterInfo
 from ..graph import TensorValue
-from ..shaders.compose import Binding, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu
 from .registry import define
 
@@ -43,7 +43,10 @@ KERNELS = {
     "rms_norm": Kernel("rms_norm", _BINDINGS, PARAMS,
                        snippets=("bits", "nan_minmax", "flat_index", "tree")),
     "rms_norm_subgroup": Kernel("rms_norm_subgroup", _BINDINGS, PARAMS, half=False,
-                                enables=("subgroups",), snippets=("flat_index",)),
+                                enables=("subgroups",),
+                                entries=(Entry("main", "row_scalar", "params.num_rows", "group", True),
+                                         Entry("main_vec4", "row_vec4", "params.num_rows", "group",
+                                               True))),
 }
 
 

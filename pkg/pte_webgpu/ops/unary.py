@@ -16,7 +16,7 @@ from typing import Callable
 
 from ..errors import FormatError, UnsupportedError
 from ..graph import Null, Scalar
-from ..shaders.compose import Binding, Kernel, Uniform, switch
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
 from . import cpu
 from .common import elementwise_workgroup, same_numel
 from .registry import define
@@ -175,8 +175,8 @@ TABLE = [
           lambda v, s: _clamp(v, s["a"], s["b"]), 4, _clamp_scalars),
     Unary("aten.hardtanh.default", "clamp_f32(v, params.a, params.b)",
           lambda v, s: _clamp(v, s["a"], s["b"]), 4, _clamp_scalars),
-    Unary("aten.sin.default", "sin(v)", _finite_or_nan(math.sin)),
-    Unary("aten.cos.default", "cos(v)", _finite_or_nan(math.cos)),
+    Unary("aten.sin.default", "sin_f32(v)", _finite_or_nan(math.sin)),
+    Unary("aten.cos.default", "cos_f32(v)", _finite_or_nan(math.cos)),
     Unary("aten.log.default", "log_f32(v)", lambda v, s: _log(v)),
     Unary("aten.round.default", "round(v)", _integral(round)),  # half to even
     Unary("aten.floor.default", "floor(v)", _integral(math.floor)),
@@ -197,7 +197,7 @@ PARAMS = Uniform(("numel", "u32"), ("a", "f32"), ("b", "f32"), ("flag", "u32"),
                  ("odd", "u32"), ("inf", "f32"), ("nan", "f32"))
 KERNEL = Kernel(
     "unary", (Binding(0, "x"), Binding(1, "y", "read_write")), PARAMS,
-    snippets=("bits", "flat_index"),
+    snippets=("bits",), entries=(Entry("main", "item", "params.numel"),),
     generated="fn apply(v: f32) -> f32 {\n"
               + switch("op", [row.wgsl for row in TABLE], "v") + "\n}\n")
 

@@ -235,13 +235,84 @@ fn log_f32(v: f32) -> f32 {
   return fe * 0.693145751953125 + ((f - (hfsq - s * (hfsq + r))) + fe * 1.4286068203094173e-06);
 }
 
-// sin and cos to about 1 ulp for |v| < 12868 (WGSL's are only absolutely accurate, and
-// on some GPUs only near 0): v = n pi/2 + r, |r| <= pi/4, with pi/2 in three parts
-// (the first two of 11 bits, so n times them is exact for n < 2^13), then the
-// polynomials of sin and cos on r picked by n mod 4. Beyond, the builtins.
-fn sin_cos_quadrant(v: f32, shift: u32) -> f32 {
+// sin and cos to about 1 ulp (WGSL's are only absolutely accurate, and on some GPUs
+// only near 0, or not at all for large v): v = n pi/2 + r with |r| <= pi/4, then the
+// polynomials of sin and cos on r, picked by n mod 4.
+struct Reduced {
+  q: u32,  // n mod 4
+  r: f32,
+}
+
+// |v| < 12868: pi/2 in three parts, the first two of 11 bits, so n times them is exact
+// for n < 2^13 (Cody and Waite).
+fn reduce_small(v: f32) -> Reduced {
   let n = round(v * 0.6366197466850281);
   let r = ((v - n * 1.5703125) - n * 0.0004837512969970703) - n * 7.549790126404332e-08;
+  return Reduced(bitcast<u32>(i32(n)) & 3u, r);
+}
+
+// (hi, lo) words of a * b.
+fn mul_wide(a: u32, b: u32) -> vec2<u32> {
+  let a0 = a & 0xffffu;
+  let a1 = a >> 16u;
+  let b0 = b & 0xffffu;
+  let b1 = b >> 16u;
+  let p00 = a0 * b0;
+  let p01 = a0 * b1;
+  let p10 = a1 * b0;
+  let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+  return vec2<u32>(a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u),
+                   (p00 & 0xffffu) | (mid << 16u));
+}
+
+// Any finite v (Payne and Hanek): |v| = m 2^(e-23) with m a 24-bit integer; only 96 bits
+// of 2/pi matter to m 2^(e-23) 2/pi mod 4 (earlier ones give multiples of 4, later ones
+// less than 2^-70): that product, in integers, gives n mod 4 and r / (pi/2).
+fn reduce_large(v: f32) -> Reduced {
+  // 2/pi in binary, two zero words first (bit k of 2/pi is bit k + 63 here)
+  var t = array<u32, 10>(0u, 0u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u,
+                         0xdb629599u, 0x3c439041u, 0xfe5163abu, 0xdebbc561u);
+  let bits = bitcast<u32>(v) & 0x7fffffffu;
+  let m = (bits & 0x007fffffu) | 0x00800000u;
+  let start = (bits >> 23u) - 127u + 39u;  // the window's first bit: weight 2 in the product
+  let j = start / 32u;
+  let s = start % 32u;
+  var w: array<u32, 3>;
+  for (var i = 0u; i < 3u; i++) {
+    w[i] = (t[j + i] << s) | select(0u, t[j + i + 1u] >> (32u - s), s > 0u);
+  }
+  let p0w = mul_wide(m, w[2]);
+  let p1w = mul_wide(m, w[1]);
+  let p1 = p1w.y + p0w.x;
+  let p2 = m * w[0] + p1w.x + select(0u, 1u, p1 < p1w.y);
+  var q = p2 >> 30u;
+  var hi = (p2 << 2u) | (p1 >> 30u);  // the fraction of a quarter turn, 64 bits
+  var lo = (p1 << 2u) | (p0w.y >> 30u);
+  var sign = 1.0;
+  if (hi >= 0x80000000u) {  // past half: round n up, r negative
+    q = q + 1u;
+    hi = ~hi;
+    lo = ~lo + 1u;
+    hi = hi + select(0u, 1u, lo == 0u);
+    sign = -1.0;
+  }
+  let f = (f32(hi) + f32(lo) * 2.3283064365386963e-10) * 2.3283064365386963e-10;
+  var red = Reduced(q & 3u, sign * f * 1.5707963267948966);
+  if (v < 0.0) {
+    red = Reduced((4u - red.q) & 3u, -red.r);
+  }
+  return red;
+}
+
+// sin(v) (shift 0) or cos(v) (shift 1) of finite v with |v| >= 2^-12.
+fn sin_cos_quadrant(v: f32, shift: u32) -> f32 {
+  var red: Reduced;
+  if (abs(v) < 12868.0) {
+    red = reduce_small(v);
+  } else {
+    red = reduce_large(v);
+  }
+  let r = red.r;
   let z = r * r;
   var sp = -1.9515295891e-4;
   sp = sp * z + 8.3321608736e-3;
@@ -251,7 +322,7 @@ fn sin_cos_quadrant(v: f32, shift: u32) -> f32 {
   cp = cp * z - 1.388731625493765e-3;
   cp = cp * z + 4.166664568298827e-2;
   let cos_r = (1.0 - 0.5 * z) + z * z * cp;
-  let q = (bitcast<u32>(i32(n)) + shift) & 3u;
+  let q = (red.q + shift) & 3u;
   let w = select(sin_r, cos_r, (q & 1u) == 1u);
   return select(w, -w, q >= 2u);
 }
@@ -260,7 +331,6 @@ fn sin_f32(v: f32) -> f32 {
   if (not_finite(v)) { return params.nan; }
   let t = abs(v);
   if (t < 2.44140625e-4) { return v; }  // 2^-12: sin v = v to f32 precision; keeps -0
-  if (t >= 12868.0) { return sin(v); }
   return sin_cos_quadrant(v, 0u);
 }
 
@@ -268,7 +338,6 @@ fn cos_f32(v: f32) -> f32 {
   if (not_finite(v)) { return params.nan; }
   let t = abs(v);
   if (t < 2.44140625e-4) { return 1.0 - 0.5 * v * v; }
-  if (t >= 12868.0) { return cos(v); }
   return sin_cos_quadrant(v, 1u);
 }
 

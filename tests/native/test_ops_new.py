@@ -17,7 +17,6 @@ from tests.native.test_ops import (  # noqa: F401  (device: the fixture)
     EDGES, G, activation_want, device, rand)
 
 F16 = dtypes.FLOAT16
-TRIG_LIMIT = 12868.0  # sin and cos are accurate below this (unary.wgsl); beyond, builtins
 
 
 def _log(x):
@@ -78,25 +77,22 @@ def check(got, want, rtol, floor):
     np.testing.assert_allclose(got[ok], want[ok], rtol=rtol, atol=floor)
 
 
-def _inputs(case):
-    if case in ("sin", "cos"):  # the accurate range (beyond it the adapter's builtin)
-        return X[~(np.abs(X) >= TRIG_LIMIT) | ~np.isfinite(X)]
-    return X
-
-
 @pytest.mark.parametrize("case", list(NEW_UNARY))
 def test_new_unary_op_follows_torch_at_the_edges(device, case):  # noqa: F811
     name, extra, fn = NEW_UNARY[case]
-    x = _inputs(case)
+    x = X
     g = G()
     (got,) = g.run(device, g.op(name, g.input(x), *extra(g), g.tensor(x.shape)))
     check(got, activation_want(fn, x), 1e-6, 1e-30)
 
 
 def test_sin_cos_log_are_accurate_on_dense_grids(device):  # noqa: F811
-    """Near multiples of pi/2 and near 1 too: relative 1e-6 with a floor of 1e-9."""
+    """Near multiples of pi/2, past 12868 (the other range reduction) up to 3e38, and near
+    1: relative 1e-6 with a floor of 1e-9."""
+    big = np.exp(np.linspace(9, 88, 20001)).astype(np.float32)
     trig = np.concatenate([np.linspace(-100, 100, 20001, dtype=np.float32),
-                           np.float32(np.pi / 2) * np.arange(-8000, 8000, 7, dtype=np.float32)])
+                           np.float32(np.pi / 2) * np.arange(-8000, 8000, 7, dtype=np.float32),
+                           big, -big, np.array([3.4e38, -3.4e38, 12867.9, 12868.0], np.float32)])
     pos = np.concatenate([np.linspace(0.5, 2, 20001, dtype=np.float32),
                           np.exp(np.linspace(-103, 88, 20001)).astype(np.float32)])
     g = G()

@@ -12,7 +12,6 @@ Float tensors (f32, or f16 stored as f16).
 
 from __future__ import annotations
 
-import struct
 from math import prod
 
 from ..errors import FormatError, InputError, UnsupportedError
@@ -21,6 +20,7 @@ from ..runtime.dynamic import int_value
 from .common import elementwise_workgroup, normalize_dim
 from .exec_ints import follow_actual_size, ref_int, slots
 from .registry import register
+from ..shaders.compose import Binding, Kernel, Uniform
 
 
 def _ref_take(x, dim, rows):
@@ -61,7 +61,11 @@ def reference_slice(read, values, args):
     step = ref_int(read, values, args[4], default=1)
     return _ref_take(x, dim, list(range(x.shape[dim])[slice(start, end, step)]))
 
-PARAMS = "<8I"
+PARAMS = Uniform(("numel", "u32"), ("inner", "u32"), ("out_len", "u32"), ("in_len", "u32"),
+                 ("step", "u32"), ("start_slot", "u32"))
+KERNEL = Kernel("indexing", (Binding(0, "src"), Binding(1, "idx", type="i32"),
+                             Binding(2, "out", "read_write"), Binding(3, "ints", type="i32")),
+                PARAMS, snippets=("flat_index",))
 
 
 async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len, step,
@@ -70,9 +74,10 @@ async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len
     if out.numel == 0:
         return
     wg = min(64, elementwise_workgroup(ctx))
-    pipeline = await ctx.pipeline("indexing", {"wg_size": wg}, entry, half=ctx.half(out_id))
-    params = ctx.uniform(struct.pack(PARAMS, out.numel, inner, out_len, in_len, step,
-                                     start_slot, 0, 0), f"{op.name} params")
+    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg}, entry, half=ctx.half(out_id))
+    params = ctx.uniform(PARAMS.pack(numel=out.numel, inner=inner, out_len=out_len,
+                                     in_len=in_len, step=step, start_slot=start_slot),
+                         f"{op.name} params")
     # each entry binds what it uses: `take` the index tensor, `strided` the start slot
     extra = [(1, idx_id)] if entry == "take" else [(3, ints)]
     ctx.dispatch(op, pipeline, [(0, src_id), (2, out_id), (4, params)] + extra,
@@ -86,7 +91,7 @@ def _check_half(ctx, op, a: int, b: int) -> None:
                                f"({ctx.where(op)})")
 
 
-@register("aten.index.Tensor", half=True)
+@register("aten.index.Tensor", half=True, reference=reference_index, args=3)
 async def build_index(ctx, op):
     src_id, list_id, out_id = ctx.args(op, 3)
     src, out = ctx.float_tensor(src_id, op), ctx.float_tensor(out_id, op)
@@ -117,7 +122,7 @@ def _static_or_null(ctx, vid):
     return None if isinstance(value, Null) else value
 
 
-@register("aten.select_copy.int", half=True)
+@register("aten.select_copy.int", half=True, reference=reference_select, args=4)
 async def build_select(ctx, op):
     src_id, dim_id, index_id, out_id = ctx.args(op, 4)
     src, out = ctx.float_tensor(src_id, op), ctx.float_tensor(out_id, op)
@@ -144,7 +149,7 @@ async def build_select(ctx, op):
                   src.shape[dim], 1, ints, slot)
 
 
-@register("aten.slice_copy.Tensor", half=True)
+@register("aten.slice_copy.Tensor", half=True, reference=reference_slice, args=6)
 async def build_slice(ctx, op):
     src_id, dim_id, start_id, end_id, step_id, out_id = ctx.args(op, 6)
     src, out = ctx.float_tensor(src_id, op), ctx.float_tensor(out_id, op)

@@ -15,6 +15,7 @@ from ..errors import FormatError, InputError, UnsupportedError
 from ..graph import Null, Scalar
 from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size, int_key, ref_int, size_key, slots
+from . import sizes
 from .registry import register
 from ..shaders.compose import Binding, Kernel, Uniform
 
@@ -80,7 +81,8 @@ def _check_positions(ctx, op, start_id: int, q_id: int, rows: int) -> None:
     ctx.dyn.steps.append(check)
 
 
-@register("sdpa_with_kv_cache.default", half=True, reference=reference, args=12)
+@register("sdpa_with_kv_cache.default", half=True, reference=reference, args=12,
+          sizes=sizes.same_as_first)
 async def build_sdpa_with_kv_cache(ctx, op):
     (q_id, k_id, v_id, kc_id, vc_id, start_id, _seq_len, mask_id, drop_id, causal_id,
      scale_id, out_id) = ctx.args(op, 12)

@@ -19,6 +19,7 @@ from ..graph import Null
 from ..runtime.dynamic import int_value
 from .common import elementwise_workgroup, normalize_dim
 from .exec_ints import follow_actual_size, ref_int, slots
+from . import sizes
 from .registry import register
 from ..shaders.compose import Binding, Kernel, Uniform
 
@@ -91,7 +92,8 @@ def _check_half(ctx, op, a: int, b: int) -> None:
                                f"({ctx.where(op)})")
 
 
-@register("aten.index.Tensor", half=True, reference=reference_index, args=3)
+@register("aten.index.Tensor", half=True, reference=reference_index, args=3,
+          sizes=sizes.index)
 async def build_index(ctx, op):
     src_id, list_id, out_id = ctx.args(op, 3)
     src, out = ctx.float_tensor(src_id, op), ctx.float_tensor(out_id, op)
@@ -122,7 +124,8 @@ def _static_or_null(ctx, vid):
     return None if isinstance(value, Null) else value
 
 
-@register("aten.select_copy.int", half=True, reference=reference_select, args=4)
+@register("aten.select_copy.int", half=True, reference=reference_select, args=4,
+          sizes=sizes.select)
 async def build_select(ctx, op):
     src_id, dim_id, index_id, out_id = ctx.args(op, 4)
     src, out = ctx.float_tensor(src_id, op), ctx.float_tensor(out_id, op)
@@ -149,7 +152,8 @@ async def build_select(ctx, op):
                   src.shape[dim], 1, ints, slot)
 
 
-@register("aten.slice_copy.Tensor", half=True, reference=reference_slice, args=6)
+@register("aten.slice_copy.Tensor", half=True, reference=reference_slice, args=6,
+          sizes=sizes.slice_)
 async def build_slice(ctx, op):
     src_id, dim_id, start_id, end_id, step_id, out_id = ctx.args(op, 6)
     src, out = ctx.float_tensor(src_id, op), ctx.float_tensor(out_id, op)

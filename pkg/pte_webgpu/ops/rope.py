@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..errors import FormatError
 from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size, int_key, ref_int, slots
+from . import sizes
 from .registry import register
 from ..shaders.compose import Binding, Kernel, Uniform
 
@@ -107,7 +108,8 @@ async def _rotate(ctx, op, entry, x_id, out_id, cos_id, sin_id, rot, rows, ints,
     follow_actual_size(ctx, out_id, wg)
 
 
-@register("et_vk.apply_rotary_emb.default", half=True, reference=reference, args=5)
+@register("et_vk.apply_rotary_emb.default", half=True, reference=reference, args=5,
+          sizes=sizes.rotary)
 async def build_rotary(ctx, op):
     xq_id, xk_id, cos_id, sin_id, out_id = ctx.args(op, 5)
     q_out, k_out = _outputs(ctx, op, out_id)
@@ -124,7 +126,8 @@ async def build_rotary(ctx, op):
         await _rotate(ctx, op, "interleaved", x_id, o_id, cos_id, sin_id, dim, seq, None, 0)
 
 
-@register("et_vk.apply_rotary_emb_hf.default", half=True, reference=reference_hf, args=6)
+@register("et_vk.apply_rotary_emb_hf.default", half=True, reference=reference_hf, args=6,
+          sizes=sizes.rotary)
 async def build_rotary_hf(ctx, op):
     xq_id, xk_id, cos_id, sin_id, start_id, out_id = ctx.args(op, 6)
     q_out, k_out = _outputs(ctx, op, out_id)

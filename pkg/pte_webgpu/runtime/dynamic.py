@@ -10,7 +10,7 @@ submit, by a short list of host steps recorded at load:
 
 * SymInt ops (``et_vk.select_as_symint`` from a plan input's host data, ``sym_size.int``,
   SymInt ``add``) set values;
-* each op that touches a dynamic tensor sets its outputs' actual shapes (runtime/shapes.py);
+* each op that touches a dynamic tensor sets its outputs' actual shapes (ops/sizes.py);
 * kernels that must know an actual size or a SymInt (a start position, a sequence length)
   read it from ONE small storage buffer of i32 slots (``DynamicEnv.buffer``), written with
   one ``writeBuffer`` per execute; the WGSL is never re-encoded;
@@ -201,8 +201,8 @@ def _expand(values, ids) -> list[int]:
 
 def track(ctx, op) -> None:
     """Before op ``op`` is built: if it reads a dynamic tensor or a SymInt, its tensor
-    outputs are dynamic and a host step computes their actual shapes (runtime/shapes.py)."""
-    from . import shapes
+    outputs are dynamic and a host step computes their actual shapes (ops/sizes.py)."""
+    from ..ops import registry
 
     env, g, values = ctx.dyn, ctx.graph_key, ctx.graph.values
     if env is None or not op.args:
@@ -213,7 +213,8 @@ def track(ctx, op) -> None:
         return  # a SymInt op: its build function adds its own host step
     if not any(env.is_dynamic(g, v) or is_symint(values, v) for v in reads):
         return
-    rule = shapes.find(op.name)
+    definition = registry.find(op.name)
+    rule = definition.sizes if definition is not None else None
     if rule is None:
         raise UnsupportedError(f"op {op.name!r} ({ctx.where(op)}) reads a dynamic-shape "
                                "tensor or a SymInt, and pte-webgpu has no rule for its "

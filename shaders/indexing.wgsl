@@ -3,12 +3,13 @@
 // negative index counts from the end, one outside the dim gives 0 where torch raises).
 // Entry `strided`: out[o, j, c] = src[o, start + j * step, c] (slice_copy, select_copy);
 // start is read at execute from `ints`, so SymInt bounds and index -1 of a dynamic dim
-// need no new recording.
+// need no new recording. `word` is the stored element: f32/f16 (the float kernel), or
+// u32 for 4-byte integers and bools (moved as bits, never through a float).
 override wg_size: u32 = 64;
 
-fn read_at(o: u32, row: i32, c: u32) -> elem {
+fn read_at(o: u32, row: i32, c: u32) -> word {
   if (row < 0 || u32(row) >= params.in_len) {
-    return elem(0.0);
+    return word(0);
   }
   return src[(o * params.in_len + u32(row)) * params.inner + c];
 }

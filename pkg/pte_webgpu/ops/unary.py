@@ -36,10 +36,11 @@ class Unary:
 
 
 # --- scalar arguments (shared by the GPU build and the reference) ------------------------
-def _number(values, vid: int, where: str, null=None):
+def _number(values, vid: int, where: str, optional: bool = False, default=None):
+    """An Int or Double argument; Null gives ``default`` when ``optional``."""
     v = values[vid]
-    if isinstance(v, Null) and null is not None:
-        return null
+    if optional and isinstance(v, Null):
+        return default
     if isinstance(v, Scalar) and v.kind in ("int", "double"):
         return v.value
     raise FormatError(f"value {vid} should be an Int or Double, found {v.kind}", field=where)
@@ -66,33 +67,33 @@ def clamp_bounds(low, high) -> tuple[float, float]:
 
 
 def _clamp_scalars(values, args, where):
-    low, high = (_number(values, a, where, null=False) for a in args[1:3])
-    a, b = clamp_bounds(None if low is False else low, None if high is False else high)
+    a, b = clamp_bounds(*(_number(values, i, where, optional=True) for i in args[1:3]))
     return {"a": a, "b": b}
 
 
 def _add_scalars(values, args, where):
     # torch rounds both scalars to the tensor's float32 before multiplying.
     other = cpu.to_f32(float(_number(values, args[1], where)))
-    alpha = cpu.to_f32(float(_number(values, args[2], where, null=1.0)))
+    alpha = cpu.to_f32(float(_number(values, args[2], where, optional=True, default=1.0)))
     return {"a": cpu.to_f32(alpha * other)}
 
 
 def _gelu_scalars(values, args, where):
-    form = values[args[1]]
-    form = "none" if isinstance(form, Null) else form
-    if not isinstance(form, str):
-        if not (isinstance(form, Scalar) and form.kind == "string"):
-            raise FormatError(f"value {args[1]} should be a String, found {form.kind}",
-                              field=where)
-        form = form.value
+    value = values[args[1]]
+    if isinstance(value, Null):
+        form = "none"
+    elif isinstance(value, Scalar) and value.kind == "string":
+        form = value.value
+    else:
+        raise FormatError(f"value {args[1]} should be a String, found {value.kind}",
+                          field=where)
     if form not in ("none", "tanh"):
         raise UnsupportedError(f"{where}: approximate={form!r} (expected 'none' or 'tanh')")
     return {"flag": int(form == "tanh")}
 
 
 def _slope_scalars(values, args, where):
-    return {"a": cpu.to_f32(float(_number(values, args[1], where, null=0.01)))}
+    return {"a": cpu.to_f32(float(_number(values, args[1], where, optional=True, default=0.01)))}
 
 
 # --- reference math of one value ------------------------------------------------------

@@ -28,11 +28,6 @@ import dataclasses
 from ..errors import InputError, UnsupportedError
 from ..graph import Scalar
 
-try:
-    import numpy as _np
-except ImportError:  # Pyodide offline
-    _np = None
-
 
 SLOTS_PER_BUFFER = 256
 
@@ -141,17 +136,48 @@ def is_prefix(shape, bound) -> bool:
     return True
 
 
+def _rows(shape, bound, itemsize: int):
+    """(offset in the ``shape`` bytes, offset in the ``bound`` bytes, length) of each run
+    of the last dim: the box ``shape`` inside the row-major layout of ``bound``."""
+    if not shape or 0 in shape:
+        return
+    run = shape[-1] * itemsize
+    strides, acc = [], itemsize
+    for b in reversed(bound):
+        strides.append(acc)
+        acc *= b
+    strides.reverse()
+    index = [0] * (len(shape) - 1)
+    at = 0
+    while True:
+        yield at, sum(i * st for i, st in zip(index, strides)), run
+        at += run
+        d = len(index) - 1
+        while d >= 0:
+            index[d] += 1
+            if index[d] < shape[d]:
+                break
+            index[d] = 0
+            d -= 1
+        if d < 0:
+            return
+
+
+def _bound_nbytes(bound, itemsize: int) -> int:
+    n = itemsize
+    for b in bound:
+        n *= b
+    return n
+
+
 def to_padded(data, shape, bound, itemsize: int, what: str):
     """Host bytes of ``shape`` -> bytes to write at the start of a ``bound`` buffer."""
     if is_prefix(shape, bound):
         return data
-    if _np is None:
-        raise UnsupportedError(f"{what}: shape {list(shape)} inside bound {list(bound)} needs "
-                               "numpy to pad")
-    src = _np.frombuffer(data, dtype=f"V{itemsize}").reshape(shape)
-    out = _np.zeros(tuple(bound), dtype=f"V{itemsize}")
-    out[tuple(slice(0, s) for s in shape)] = src
-    return out.tobytes()
+    src, out = memoryview(data).cast("B"), bytearray(_bound_nbytes(bound, itemsize))
+    for a, b, n in _rows(shape, bound, itemsize):
+        out[b:b + n] = src[a:a + n]
+    return bytes(out)
 
 
 def from_padded(data, shape, bound, itemsize: int):
@@ -161,8 +187,10 @@ def from_padded(data, shape, bound, itemsize: int):
         for s in shape:
             n *= s
         return data[:n]
-    src = _np.frombuffer(data, dtype=f"V{itemsize}")[:int(_np.prod(bound))].reshape(bound)
-    return _np.ascontiguousarray(src[tuple(slice(0, s) for s in shape)]).tobytes()
+    src, out = memoryview(data).cast("B"), bytearray()
+    for _, b, n in _rows(shape, bound, itemsize):
+        out += src[b:b + n]
+    return bytes(out)
 
 
 # --- load: which tensors are dynamic, and the host steps that size them ----------------

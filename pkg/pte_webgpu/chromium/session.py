@@ -77,7 +77,8 @@ class BrowserSession:
     """
 
     def __init__(self, base_url: str, *, harness: str = "harness.html", index_url: str = "/pyodide/",
-                 launch_options: dict | None = None, timeout_ms: int | None = None):
+                 launch_options: dict | None = None, timeout_ms: int | None = None,
+                 progress=None):
         self.url = f"{base_url.rstrip('/')}/{harness}?indexURL={index_url}"
         self._launch_options = launch_options or config.launch_options()
         self._timeout_ms = timeout_ms or config.default_timeout_ms()
@@ -87,11 +88,13 @@ class BrowserSession:
         self.boot_seconds = 0.0  # page load until Pyodide and pte-webgpu are ready
         self.boot_stages: list[dict] = []  # [{stage, ms, ...}] reported by web/boot.js
         self._playwright = self._browser = self.page = None
+        self._progress = progress or (lambda text: None)  # hears of each slow step
 
     def start(self) -> "BrowserSession":
         from playwright.sync_api import sync_playwright  # host-only dependency
 
         started = time.perf_counter()
+        self._progress("launching Chromium")
         self._playwright = sync_playwright().start()
         try:
             self._browser = self._playwright.chromium.launch(**self._launch_options)
@@ -108,6 +111,7 @@ class BrowserSession:
 
     def _boot(self) -> None:
         started = time.perf_counter()
+        self._progress("booting Pyodide in the page")
         self.page.goto(self.url)
         try:
             self.page.wait_for_function("window.pyodideReady !== undefined")

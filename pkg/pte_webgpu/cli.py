@@ -232,7 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("browser", "native"), default="browser")
     p.add_argument("--profile", action="store_true", help="print per-op GPU times")
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser("bench", parents=[common], help="benchmark rms_norm variants against copy, ORT Web, torch")
+    p = sub.add_parser("bench", parents=[common],
+                       help="benchmark rms_norm variants against copy, ORT Web, torch")
     p.add_argument("--backend", choices=("browser", "native"), default="browser")
     p.add_argument("--shapes", metavar="RxW,...", help="e.g. 512x4096,4096x64 (default: six)")
     p.add_argument("--output", metavar="FILE.json", help="write the records as JSON")

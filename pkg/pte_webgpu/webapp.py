@@ -16,6 +16,7 @@ import time
 import traceback
 
 from . import dtypes, formats, inspect, reference
+from . import inputs as inputs_rule
 from .errors import DeviceLostError, InputError, PteError
 from .formats import npy
 from .formats.pte import DelegateCall, KernelCall
@@ -140,7 +141,8 @@ def _arg_text(v: dict) -> str:
 # --- run ---------------------------------------------------------------------------
 
 async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int = 1,
-              seed: int = 0, method_name: str = "forward", profile: bool = False) -> dict:
+              seed: int = 0, method_name: str = "forward", profile: bool = False,
+              cast: bool = False) -> dict:
     """Load and execute on the GPU, check against the CPU reference, time it.
 
     ``inputs``: {name: Tensor} (e.g. from an .npz; ``in0``, ``in1``... or in order)
@@ -159,7 +161,7 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
         method = program.load_method(method_name)
         load_seconds = time.perf_counter() - started
         tensors, names, source = choose_inputs(method.input_specs(), inputs, seed,
-                                               index_limits(method.plan))
+                                               index_limits(method.plan), cast)
         times, outputs = [], []
         for _ in range(repeat):
             t = time.perf_counter()
@@ -248,32 +250,17 @@ def index_limits(plan) -> list[int | None]:
     return [limits[v] for v in plan.inputs]
 
 
-def choose_inputs(specs, inputs: dict | None, seed: int, int_limits=None):
-    """(tensors, names, description): uploaded arrays matched to the method's inputs."""
+def choose_inputs(specs, inputs: dict | None, seed: int, int_limits=None, cast: bool = False):
+    """(tensors, names, description): uploaded arrays matched to the method's inputs by
+    the rule the CLI uses too (inputs.py), or seeded random ones when none were given."""
     if not inputs:
         ints = any(d in reference.INT_DTYPES for _, d in specs)
         return random_inputs(specs, seed, int_limits), [f"in{i}" for i in range(len(specs))], \
             f"random normal, seed {seed}" + (
                 f"; integers uniform in [0, vocabulary) or [0, {SMALL_INTS})" if ints else "")
-    wanted = [f"in{i}" for i in range(len(specs))]
-    if all(n in inputs for n in wanted):
-        names = wanted
-    else:  # fall back to the order in the file, skipping expected outputs
-        names = [n for n in inputs if not n.startswith("out")]
-        if len(names) != len(specs):
-            raise InputError(f"the method takes {len(specs)} inputs ({', '.join(wanted)}); the "
-                             f"uploaded file has {len(names)} arrays: {', '.join(names) or 'none'}")
-    tensors = [_as_dtype(inputs[n], dtype, n) for n, (_, dtype) in zip(names, specs)]
+    tensors, names = inputs_rule.match_inputs(specs, inputs, cast=cast, source="the uploaded file",
+                                              cast_hint='"cast inputs"')
     return tensors, names, "uploaded file"
-
-
-def _as_dtype(t: Tensor, dtype_name: str, name: str) -> Tensor:
-    if t.dtype.name == dtype_name:
-        return t
-    if t.dtype.name not in reference.FLOAT_DTYPES:
-        raise InputError(f"input {name!r} is {t.dtype.name}; the method expects {dtype_name}")
-    dtype = dtypes.BY_NAME[dtype_name]
-    return reference.to_tensor(reference.from_tensor(t), dtype) if dtype.struct_code else t
 
 
 def read_inputs_file(name: str, data) -> dict:
@@ -320,12 +307,12 @@ async def page_describe(pte_bytes, data_files, file_name="") -> dict:
 
 
 async def page_run(pte_bytes, data_files, inputs_file=None, repeat=1, seed=0,
-                   profile=False) -> dict:
+                   profile=False, cast=False) -> dict:
     async def go():
         pair = _absent_to_none(inputs_file)
         inputs = read_inputs_file(str(pair[0]), pair[1]) if pair is not None else None
         result = await run(pte_bytes, data_files, inputs, int(repeat), int(seed),
-                           profile=bool(profile))
+                           profile=bool(profile), cast=bool(cast))
         if inputs:
             result["input_source"] = f"file {pair[0]}"
         return result

@@ -115,7 +115,8 @@ def test_casts_only_when_asked():
     from pte_webgpu.inputs import match_inputs
 
     x, y = np.arange(6, dtype=np.float64).reshape(2, 3), np.zeros(3, np.float32)
-    with pytest.raises(InputError, match=r"float64; the method expects float32 \(ask for a cast with --cast\)"):
+    with pytest.raises(InputError,
+                       match=r"float64; the method expects float32 \(ask for a cast with --cast\)"):
         match_inputs(SPECS, arrays(in0=x, in1=y))
     got, _ = match_inputs(SPECS, arrays(in0=x, in1=y), cast=True)
     assert got[0].dtype.name == "float32" and got[0].tolist() == x.tolist()

@@ -138,3 +138,13 @@ def test_error_text_names_the_class_and_stays_on_one_line():
     assert cli.error_text(InputError("a\nb")) == "InputError: a b"
     from pte_webgpu.errors import PteError
     assert cli.error_text(PteError("plain")) == "plain"
+
+
+def test_a_page_error_comes_back_as_the_same_class_and_text():
+    from pte_webgpu.chromium.remote import remote_error
+    from pte_webgpu.errors import MissingDataError, PteError
+
+    e = remote_error("MissingDataError", "named data key 'k' not found; searched: x")
+    assert type(e) is MissingDataError and str(e) == "named data key 'k' not found; searched: x"
+    assert type(remote_error("NoSuchError", "m")) is PteError
+    assert type(remote_error("ValueError", "m")) is PteError  # only the PteError family

@@ -21,9 +21,10 @@ const ms = (x) => `${x.toFixed(x < 10 ? 2 : 1)} ms`;
 const values = (list) => list.map((v) => num(v, 5)).join(", ") + (list.length ? ", …" : "");
 
 function table(testid, head, rows) {
-  return el("table", { "data-testid": testid },
+  // The wrapper scrolls sideways: long shapes or keys never widen the page.
+  return el("div", { class: "table-wrap" }, el("table", { "data-testid": testid },
     el("thead", {}, el("tr", {}, head.map((h) => el("th", {}, h)))),
-    el("tbody", {}, rows));
+    el("tbody", {}, rows)));
 }
 
 /** The graph summary of webapp.describe_file. */

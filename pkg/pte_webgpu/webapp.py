@@ -58,10 +58,15 @@ async def describe_file(pte_bytes, data_files=(), file_name: str = "") -> dict:
     report = inspect.describe(program, file_name, len(pte))
     gpu_ops, cpu_ops = set(registry.supported_ops()), set(reference.supported_ops())
     methods = [_method_summary(p, gpu_ops, cpu_ops) for p in report["plans"]]
+    unresolved = [c for m in methods for s in m["steps"] for c in s.get("constants", ())
+                  if c.get("error")]
     return {"file": report["file"], "data_files": report["data_files"],
             "supported_ops": sorted(gpu_ops), "methods": methods,
             "runnable": all(m["runnable"] for m in methods),
-            "unsupported_ops": sorted({op for m in methods for op in m["unsupported_ops"]})}
+            "unsupported_ops": sorted({op for m in methods for op in m["unsupported_ops"]}),
+            # Run stays disabled until these resolve: named keys no given file holds.
+            "unresolved_constants": [{"index": c["index"], "stored": c["stored"],
+                                      "error": c["error"]} for c in unresolved]}
 
 
 def _method_summary(plan: dict, gpu_ops: set, cpu_ops: set) -> dict:
@@ -142,7 +147,7 @@ def _arg_text(v: dict) -> str:
 
 async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int = 1,
               seed: int = 0, method_name: str = "forward", profile: bool = False,
-              cast: bool = False) -> dict:
+              cast: bool = False, on_progress=None, should_stop=None) -> dict:
     """Load and execute on the GPU, check against the CPU reference, time it.
 
     ``inputs``: {name: Tensor} (e.g. from an .npz; ``in0``, ``in1``... or in order)
@@ -150,6 +155,8 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
     expected outputs and compared too. With ``profile``, one more execute after
     the timed runs measures each op: ``profile`` rows (method.last_profile) and
     ``timestamps`` (GPU timestamp queries, else wall time per dispatch).
+    ``on_progress(done, total)`` hears of each execution; ``should_stop()`` is asked
+    before each one after the first, and a True ends the runs early (``cancelled``).
     """
     global _runtime
     pte, files = _as_bytes(pte_bytes), _data_files(data_files)
@@ -162,12 +169,17 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
         load_seconds = time.perf_counter() - started
         tensors, names, source = choose_inputs(method.input_specs(), inputs, seed,
                                                index_limits(method.plan), cast)
-        times, outputs = [], []
-        for _ in range(repeat):
+        times, outputs, cancelled = [], [], False
+        for i in range(repeat):
+            if i and should_stop is not None and should_stop():
+                cancelled = True
+                break
             t = time.perf_counter()
             outputs = await method.execute(tensors, as_numpy=False)
             times.append(time.perf_counter() - t)
-        if profile:  # after the timed runs, so they stay free of profiling overhead
+            if on_progress is not None:
+                on_progress(i + 1, repeat)
+        if profile and not cancelled:  # after the timed runs: those stay free of its overhead
             await method.execute(tensors, as_numpy=False, profile=True)
     except DeviceLostError:
         _runtime = None  # a lost device cannot be reused: the next run makes a new one
@@ -191,7 +203,8 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
         "load_ms": load_seconds * 1e3,
         "execute_ms": {"first": times[0] * 1e3,
                        "median": statistics.median(times[1:] or times) * 1e3,
-                       "runs": len(times)},
+                       "runs": len(times), "requested": repeat},
+        "cancelled": cancelled,
         "outputs": rows,
         "reference_error": ref_error,
         "max_abs_error": _max(r["max_abs_error"] for r in rows),
@@ -307,12 +320,14 @@ async def page_describe(pte_bytes, data_files, file_name="") -> dict:
 
 
 async def page_run(pte_bytes, data_files, inputs_file=None, repeat=1, seed=0,
-                   profile=False, cast=False) -> dict:
+                   profile=False, cast=False, on_progress=None, should_stop=None) -> dict:
     async def go():
         pair = _absent_to_none(inputs_file)
         inputs = read_inputs_file(str(pair[0]), pair[1]) if pair is not None else None
         result = await run(pte_bytes, data_files, inputs, int(repeat), int(seed),
-                           profile=bool(profile), cast=bool(cast))
+                           profile=bool(profile), cast=bool(cast),
+                           on_progress=_absent_to_none(on_progress),
+                           should_stop=_absent_to_none(should_stop))
         if inputs:
             result["input_source"] = f"file {pair[0]}"
         return result

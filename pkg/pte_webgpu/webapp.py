@@ -128,7 +128,58 @@ def _delegate_step(d: dict, ins: dict, gpu_ops: set, cpu_ops: set, problems: lis
             "first_values": c.get("first_values", [])})
         if c.get("error"):
             problems.append(f"constant {c['index']}: {c['error']}")
+    step["dataflow"] = dataflow(vk, {op["index"]: op["supported"] for op in step["ops"]})
     return step
+
+
+def dataflow(vk: dict, supported: dict) -> dict:
+    """A delegate graph as nodes (one per op, one per graph input and output) and edges
+    (one per tensor from the op that writes it to each op that reads it), with a layer
+    per node for drawing top-down. An op writes the non-constant tensors it is the first
+    to name (graph inputs excepted): ExecuTorch lists ops in execution order."""
+    values = vk["values"]
+
+    def tensors(arg_id: int) -> list[int]:
+        v = values[arg_id]
+        if v["kind"] == "value_list":
+            return [i for i in v["items"] if values[i]["kind"] == "tensor"]
+        return [arg_id] if v["kind"] == "tensor" else []
+
+    def is_constant(vid: int) -> bool:
+        return values[vid].get("constant_id", -1) >= 0
+
+    nodes = [{"id": f"in{i}", "kind": "input", "label": f"input %{vid}", "layer": 0}
+             for i, vid in enumerate(vk["input_ids"])]
+    writer = {vid: f"in{i}" for i, vid in enumerate(vk["input_ids"])}
+    edges, layer = [], {n["id"]: 0 for n in nodes}
+    for op in vk["ops"]:
+        node = f"op{op['index']}"
+        reads = []
+        for vid in (t for a in op["args"] for t in tensors(a["id"])):
+            if is_constant(vid):
+                continue
+            if vid in writer and writer[vid] != node:
+                reads.append(vid)
+            else:
+                writer.setdefault(vid, node)
+        layer[node] = 1 + max((layer[writer[v]] for v in reads), default=0)
+        short = op["name"].removeprefix("aten.").removeprefix("et_vk.").removesuffix(".default")
+        nodes.append({"id": node, "kind": "op", "label": short, "op": op["name"],
+                      "layer": layer[node], "supported": supported.get(op["index"], True),
+                      "constants": sum(is_constant(t) for a in op["args"] for t in tensors(a["id"]))})
+        edges += [{"from": writer[v], "to": node, "value": v, "text": _tensor_text(values[v])}
+                  for v in dict.fromkeys(reads)]
+    bottom = 1 + max(layer.values(), default=0)
+    for i, vid in enumerate(vk["output_ids"]):
+        nodes.append({"id": f"out{i}", "kind": "output", "label": f"output %{vid}", "layer": bottom})
+        if vid in writer:
+            edges.append({"from": writer[vid], "to": f"out{i}", "value": vid,
+                          "text": _tensor_text(values[vid])})
+    return {"nodes": nodes, "edges": edges}
+
+
+def _tensor_text(v: dict) -> str:
+    return f"{v['dtype']}{v['shape']}"
 
 
 def _arg_text(v: dict) -> str:

@@ -347,3 +347,23 @@ def test_console_runs_a_fixture(browser_session, web_server):
     assert error < MAX_ERROR
     print("screenshot:", screenshot(page, "console_after_run.png"))
     console.check_and_close()
+
+
+def test_the_graph_is_drawn_as_a_graph(demo):
+    load_example(demo, "block_1x8x64")
+    svg = demo.get_by_test_id("graph-svg")
+    assert svg.count() == 1 and demo.get_by_test_id("graph-delegate").count() == 1
+    ops = demo.get_by_test_id("op-row").count()
+    nodes = demo.locator("[data-testid=graph-node][data-kind=op]")
+    assert nodes.count() == ops == 12
+    assert demo.locator("[data-testid=graph-node][data-kind=input]").count() == 2
+    edges = demo.get_by_test_id("graph-edge")
+    assert edges.count() >= ops  # every op's result is read, by an op or the output
+    # each edge ends on a node of this drawing and names its tensor
+    ends = demo.evaluate("""[...document.querySelectorAll('[data-testid=graph-edge]')]
+        .map((e) => [e.dataset.from, e.dataset.to, e.querySelector('title').textContent])""")
+    assert all(text.startswith("%") and "float32[" in text for _, _, text in ends)
+    boxes = demo.evaluate("""[...document.querySelectorAll('[data-testid=graph-node] rect')]
+        .map((r) => r.getBBox()).map((b) => [b.x, b.y])""")
+    assert len({tuple(b) for b in boxes}) == len(boxes)  # no two nodes on one spot
+    print("screenshot:", screenshot(demo, "demo_graph.png"))

@@ -124,3 +124,29 @@ def test_a_port_in_use_is_one_line_before_anything_starts():
         port = taken.getsockname()[1]
         with pytest.raises(PteError, match=f"port {port} is in use"):
             remote.serve_forever(port)
+
+
+def test_only_versioned_mounts_may_be_cached(tmp_path):
+    (tmp_path / "a.js").write_text("x")
+    with server.StaticServer({"/": tmp_path}) as s:
+        s.mount("/pyodide-0123abcd/", tmp_path, immutable=True)
+        host, port = s._httpd.server_address[:2]
+        for path, want in (("/a.js", "no-store"), ("/pyodide-0123abcd/a.js", "immutable")):
+            conn = http.client.HTTPConnection(host, port, timeout=5)
+            conn.request("GET", path)
+            response = conn.getresponse()
+            response.read()
+            conn.close()
+            assert want in response.getheader("Cache-Control"), path
+
+
+def test_the_kept_browser_profile_is_used_by_one_run_at_a_time(tmp_path, monkeypatch):
+    from pte_webgpu.chromium import paths
+
+    monkeypatch.setattr(paths, "build_dir", lambda: tmp_path)
+    with remote._kept_profile() as first:
+        assert first == str(tmp_path / "chromium-profile")
+        with remote._kept_profile() as second:
+            assert second is None  # a concurrent run gets a fresh profile
+    with remote._kept_profile() as again:
+        assert again == first

@@ -213,6 +213,14 @@ def ensure_dist(root: Path | None = None, out: Path | None = None, log=print,
     return out
 
 
+def version(out: Path) -> str:
+    """The content key of a built dist (its stamp): changes whenever any input does."""
+    try:
+        return (Path(out) / STAMP).read_text().strip()
+    except OSError:
+        raise DistError(f"{out} is not a built dist (no {STAMP})") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None,

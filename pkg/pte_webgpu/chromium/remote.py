@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -57,14 +60,41 @@ def remote_error(type_name: str, message: str) -> PteError:
     return error
 
 
+@contextlib.contextmanager
+def _kept_profile():
+    """The CLI's Chromium profile (its HTTP cache holds the compiled Pyodide), or None
+    while another run holds it: Chromium refuses two browsers on one profile."""
+    folder = paths.build_dir() / "chromium-profile"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = os.open(folder / ".pte-webgpu.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        yield None
+        return
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(lock)
+        yield None
+        return
+    try:
+        yield str(folder)
+    finally:
+        os.close(lock)  # releases the lock
+
+
 def run_in_browser(pte: bytes, data_files: list, inputs_npz: bytes | None, repeat: int,
                    profile: bool = False, cast: bool = False, progress=_quiet) -> dict:
+    from .dist import version
     from .server import StaticServer
     from .session import BrowserPythonError, BrowserSession
 
     dist = _dist(progress)
-    with tempfile.TemporaryDirectory() as tmp, \
-            StaticServer({"/": paths.web_root(), "/pyodide/": dist}) as server:
+    # The dist's URL names its content version, so a kept profile may cache it for good.
+    dist_url = f"/pyodide-{version(dist)[:16]}/"
+    with tempfile.TemporaryDirectory() as tmp, _kept_profile() as user_data_dir, \
+            StaticServer({"/": paths.web_root()}) as server:
+        server.mount(dist_url, dist, immutable=True)
         job = Path(tmp)
         (job / "program.pte").write_bytes(pte)
         for i, (_, data) in enumerate(data_files):
@@ -75,7 +105,8 @@ def run_in_browser(pte: bytes, data_files: list, inputs_npz: bytes | None, repea
         code = _JOB_CODE.format(names=[name for name, _ in data_files],
                                 has_inputs=inputs_npz is not None, repeat=int(repeat),
                                 profile=bool(profile), cast=bool(cast))
-        with BrowserSession(server.url, progress=progress) as session:
+        with BrowserSession(server.url, index_url=dist_url, progress=progress,
+                            user_data_dir=user_data_dir) as session:
             session.page.on("console", lambda m: m.text.startswith(PROGRESS_PREFIX)
                             and progress(m.text[len(PROGRESS_PREFIX):]))
             try:

@@ -60,8 +60,10 @@ class _MountedFolderHandler(SimpleHTTPRequestHandler):
     def translate_path(self, path: str) -> str:
         """The file to serve, or "" (404) for anything not inside a mount's allowed files."""
         path = urllib.parse.unquote(urllib.parse.urlsplit(path).path)
+        self.immutable = False
         for prefix, mount in self.server.mounts_longest_first():
             if path.startswith(prefix) or path == prefix.rstrip("/"):
+                self.immutable = mount.immutable
                 parts = [p for p in path[len(prefix):].split("/") if p not in ("", ".")]
                 if ".." in parts:
                     return ""
@@ -73,8 +75,13 @@ class _MountedFolderHandler(SimpleHTTPRequestHandler):
         return None
 
     def end_headers(self) -> None:
-        # Tests rebuild the wheel and lock between runs: never serve stale copies.
-        self.send_header("Cache-Control", "no-store")
+        # Files change between runs under the same URL (tests rebuild the dist, each job
+        # has its own program.pte): never cached, except in mounts whose URL carries a
+        # content version (the CLI's dist), which a browser profile may keep for good.
+        if getattr(self, "immutable", False):
+            self.send_header("Cache-Control", "public, max-age=31536000, immutable")
+        else:
+            self.send_header("Cache-Control", "no-store")
         super().end_headers()
 
     def log_message(self, format: str, *args) -> None:
@@ -82,9 +89,10 @@ class _MountedFolderHandler(SimpleHTTPRequestHandler):
 
 
 class _Mount:
-    def __init__(self, folder: Path, allow: set[str] | None):
+    def __init__(self, folder: Path, allow: set[str] | None, immutable: bool = False):
         self.folder = folder.resolve()
         self.allow = allow
+        self.immutable = immutable
 
     def file_for(self, parts: list[str], trailing_slash: bool) -> str:
         candidate = self.folder.joinpath(*parts)
@@ -129,11 +137,13 @@ class StaticServer:
         for prefix, folder in mounts.items():
             self.mount(prefix, folder)
 
-    def mount(self, prefix: str, folder: str | Path, allow=None) -> str:
+    def mount(self, prefix: str, folder: str | Path, allow=None, immutable: bool = False) -> str:
         """Serve `folder` under `prefix` (also while running); returns its URL.
-        `allow`: relative paths ("a/b.pte") that may be served; None serves every file."""
+        `allow`: relative paths ("a/b.pte") that may be served; None serves every file.
+        `immutable`: the prefix names the content's version, so browsers may cache it."""
         prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
-        self._httpd.mounts[prefix] = _Mount(Path(folder), None if allow is None else set(allow))
+        self._httpd.mounts[prefix] = _Mount(Path(folder), None if allow is None else set(allow),
+                                            immutable)
         return self.url + prefix.lstrip("/")
 
     @property

@@ -4,32 +4,12 @@
 // columns lid.x + j tw), staging K in steps of TK through workgroup memory.
 // Loads past M, N or K read as zero, so any sizes work. Tiles are numbered
 // row-major over a grid that may be folded into two dimensions.
-
-// The shader also has an f16 form (registry.shader_source): storage arrays and `elem`
-// become f16; reads convert to f32, so the arithmetic stays f32.
-alias elem = f32;
+// Prelude (Params, bindings): shaders/compose.py from ops/matmul.py.
 
 override tw: u32 = 8;  // <= 8
 
 const TK = 16u;
 const MAX_TILE = 32u;
-
-struct Params {
-  m: u32,
-  n: u32,
-  k: u32,
-  has_bias: u32,
-  tiles_n: u32,  // tiles across N
-  tiles: u32,    // tiles in all
-  _pad0: u32,
-  _pad1: u32,
-}
-
-@group(0) @binding(0) var<storage, read> input: array<f32>;
-@group(0) @binding(1) var<storage, read> weight: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(3) var<uniform> params: Params;
-@group(0) @binding(4) var<storage, read> bias: array<f32>;
 
 var<workgroup> a_tile: array<f32, MAX_TILE * TK>;  // [tile rows of input][TK]
 var<workgroup> w_tile: array<f32, MAX_TILE * TK>;  // [tile rows of weight][TK]
@@ -39,7 +19,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {
-  let flat = wid.x + wid.y * groups.x;
+  let flat = group_index(wid, groups);
   if (flat >= params.tiles) {
     return;  // uniform for the whole workgroup
   }
@@ -98,13 +78,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 // lavapipe) barriers cost more than the reuse the tiles buy (ops/matmul.py chooses).
 override wg_size: u32 = 64;
 
-@compute @workgroup_size(wg_size)
-fn dot(@builtin(global_invocation_id) gid: vec3<u32>,
-       @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * wg_size;
-  if (i >= params.m * params.n) {
-    return;
-  }
+// Entry point dot (generated): dot_item(i) for each of the m * n outputs.
+fn dot_item(i: u32) {
   let col = i % params.n;
   let a = (i / params.n) * params.k;
   let w = col * params.k;

@@ -11,54 +11,14 @@
 // sums small numbers; the mean is k + m with m = sum(x - k) / width, and the second
 // pass sums ((x - k) - m)^2, never E[x^2] - E[x]^2. A constant row gives var 0.
 //
-// The shader also has an f16 form (registry.shader_source): storage arrays and `elem`
-// become f16; reads convert to f32, so the arithmetic stays f32.
-alias elem = f32;
+// Prelude (Params, bindings): shaders/compose.py from ops/norm.py.
 
 override wg_size: u32 = 64;  // a power of two
 override has_weight: bool = true;
 override has_bias: bool = true;
 
-struct Params {
-  rows: u32,
-  width: u32,
-  eps: f32,
-  _pad: u32,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> weight: array<f32>;  // x when has_weight is false
-@group(0) @binding(2) var<storage, read> bias: array<f32>;  // x when has_bias is false
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-@group(0) @binding(4) var<storage, read_write> mean_out: array<f32>;
-@group(0) @binding(5) var<storage, read_write> rstd_out: array<f32>;
-@group(0) @binding(6) var<uniform> params: Params;
-
-var<workgroup> partial: array<f32, wg_size>;
-
-// Every lane brings a partial sum; every lane gets the total.
-fn total(lane: u32, value: f32) -> f32 {
-  partial[lane] = value;
-  workgroupBarrier();
-  for (var stride = wg_size / 2u; stride > 0u; stride /= 2u) {
-    if (lane < stride) {
-      partial[lane] += partial[lane + stride];
-    }
-    workgroupBarrier();
-  }
-  let sum = partial[0];
-  workgroupBarrier();  // partial is reused by the next total
-  return sum;
-}
-
-@compute @workgroup_size(wg_size)
-fn main(@builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>,
-        @builtin(local_invocation_index) lane: u32) {
-  let row = wid.x + wid.y * groups.x;
-  if (row >= params.rows) {
-    return;  // uniform for the whole workgroup
-  }
+// Entry point main (generated): one workgroup per row.
+fn normalize_row(row: u32, lane: u32) {
   let width = params.width;
   let n = f32(width);
   let base = row * width;
@@ -68,14 +28,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
   for (var j = lane; j < width; j += wg_size) {
     s += f32(x[base + j]) - k;
   }
-  let m = total(lane, s) / n;  // mean - k
+  let m = tree(lane, wg_size, s, false) / n;  // mean - k
 
   var q = 0.0;
   for (var j = lane; j < width; j += wg_size) {
     let d = (f32(x[base + j]) - k) - m;
     q += d * d;
   }
-  let rstd = inverseSqrt(total(lane, q) / n + params.eps);
+  let rstd = inverseSqrt(tree(lane, wg_size, q, false) / n + params.eps);
 
   for (var j = lane; j < width; j += wg_size) {
     var v = ((f32(x[base + j]) - k) - m) * rstd;

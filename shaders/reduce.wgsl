@@ -5,35 +5,13 @@
 // merges adjacent dims first so the common cases cost one div/mod per element.
 // Lines beyond one grid dimension fold into y.
 
-// The shader also has an f16 form (registry.shader_source): storage arrays and `elem`
-// become f16; reads convert to f32, so the arithmetic stays f32.
-alias elem = f32;
+// Prelude (Params, bindings): shaders/compose.py from ops/reduce.py. Maxima propagate
+// NaN (max_nan), as torch.
 
 override wg_size: u32 = 64;  // a power of two, <= 256
 override op: u32 = 0u;  // 0 mean, 1 softmax
 
 const SOFTMAX = 1u;
-
-struct Params {
-  lines: u32,
-  r: u32,  // elements per line
-  kept_rank: u32,
-  red_rank: u32,
-  kept_shape: array<vec4<u32>, 2>,
-  kept_strides: array<vec4<u32>, 2>,
-  red_shape: array<vec4<u32>, 2>,
-  red_strides: array<vec4<u32>, 2>,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> y: array<f32>;
-@group(0) @binding(2) var<uniform> params: Params;
-
-var<workgroup> partial: array<f32, 256>;
-
-fn at(v: array<vec4<u32>, 2>, d: u32) -> u32 {
-  return v[d / 4u][d % 4u];
-}
 
 // Offset of the i-th point of a row-major box of `rank` dims with the given strides.
 fn offset_of(i: u32, rank: u32, shape: array<vec4<u32>, 2>,
@@ -52,29 +30,13 @@ fn element(base: u32, j: u32) -> u32 {
   return base + offset_of(j, params.red_rank, params.red_shape, params.red_strides);
 }
 
-// Every lane brings a partial; every lane gets the total (sum, or max when take_max).
-fn combine(lane: u32, value: f32, take_max: bool) -> f32 {
-  partial[lane] = value;
-  workgroupBarrier();
-  for (var stride = wg_size / 2u; stride > 0u; stride /= 2u) {
-    if (lane < stride) {
-      let other = partial[lane + stride];
-      partial[lane] = select(partial[lane] + other, max(partial[lane], other), take_max);
-    }
-    workgroupBarrier();
-  }
-  let total = partial[0];
-  workgroupBarrier();  // partial is reused by the next combine
-  return total;
-}
-
 // The line's mean: lane 0 writes one value.
 fn mean(line: u32, base: u32, lane: u32) {
   var sum = 0.0;
   for (var j = lane; j < params.r; j += wg_size) {
     sum += f32(x[element(base, j)]);
   }
-  let total = combine(lane, sum, false);
+  let total = tree(lane, wg_size, sum, false);
   if (lane == 0u) {
     y[line] = elem(total / f32(params.r));
   }
@@ -85,28 +47,22 @@ fn mean(line: u32, base: u32, lane: u32) {
 fn softmax(base: u32, lane: u32) {
   var top = f32(x[element(base, 0u)]);  // every line has an element 0: a safe identity
   for (var j = lane; j < params.r; j += wg_size) {
-    top = max(top, f32(x[element(base, j)]));
+    top = max_nan(top, f32(x[element(base, j)]));
   }
-  let line_max = combine(lane, top, true);
+  let line_max = tree(lane, wg_size, top, true);
   var sum = 0.0;
   for (var j = lane; j < params.r; j += wg_size) {
     sum += exp(f32(x[element(base, j)]) - line_max);
   }
-  let total = combine(lane, sum, false);
+  let total = tree(lane, wg_size, sum, false);
   for (var j = lane; j < params.r; j += wg_size) {
     let o = element(base, j);
     y[o] = elem(exp(f32(x[o]) - line_max) / total);
   }
 }
 
-@compute @workgroup_size(wg_size)
-fn main(@builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>,
-        @builtin(local_invocation_index) lane: u32) {
-  let line = wid.x + wid.y * groups.x;
-  if (line >= params.lines) {
-    return;  // uniform for the whole workgroup
-  }
+// Entry point main (generated): one workgroup per line.
+fn tree_line(line: u32, lane: u32) {
   let base = offset_of(line, params.kept_rank, params.kept_shape, params.kept_strides);
   if (op == SOFTMAX) {
     softmax(base, lane);
@@ -117,13 +73,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 
 // The "lines" form: one whole line per invocation, no workgroup memory and no
 // barrier (ops/reduce.py picks it on CPU adapters, where barriers cost most).
-@compute @workgroup_size(wg_size)
-fn lines(@builtin(global_invocation_id) gid: vec3<u32>,
-         @builtin(num_workgroups) groups: vec3<u32>) {
-  let line = gid.x + gid.y * groups.x * wg_size;
-  if (line >= params.lines) {
-    return;
-  }
+// Entry point lines (generated): whole_line(line) for each line.
+fn whole_line(line: u32) {
   let base = offset_of(line, params.kept_rank, params.kept_shape, params.kept_strides);
   if (op != SOFTMAX) {
     var sum = 0.0;
@@ -135,7 +86,7 @@ fn lines(@builtin(global_invocation_id) gid: vec3<u32>,
   }
   var top = f32(x[element(base, 0u)]);
   for (var j = 1u; j < params.r; j++) {
-    top = max(top, f32(x[element(base, j)]));
+    top = max_nan(top, f32(x[element(base, j)]));
   }
   var sum = 0.0;
   for (var j = 0u; j < params.r; j++) {

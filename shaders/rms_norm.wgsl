@@ -15,30 +15,10 @@
 // overflows gives inf, rstd 0 and zeros, like the reference
 // (tests/fixtures/extra/rmsnorm_overflow_*).
 
-// The shader also has an f16 form (registry.shader_source): storage arrays and `elem`
-// become f16; every read converts to f32, so sums and products stay f32.
-alias elem = f32;
+// Prelude (Params, both views of bindings 0-2): shaders/compose.py from ops/rms_norm.py.
 
 override wg_size: u32 = 64;
 override lanes: u32 = 64;
-
-struct Params {
-  num_rows: u32,
-  width: u32,
-  eps: f32,
-  _pad: u32,
-}
-
-// The scalar and the vec4 entry point each use one view of bindings 0-2.
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> weight: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> weight4: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> y4: array<vec4<f32>>;
-@group(0) @binding(3) var<uniform> params: Params;
-
-var<workgroup> partial: array<f32, wg_size>;
 
 struct Slot {
   row: u32,
@@ -47,7 +27,7 @@ struct Slot {
 }
 
 fn slot(wid: vec3<u32>, groups: vec3<u32>, li: u32) -> Slot {
-  let row = (wid.x + wid.y * groups.x) * (wg_size / lanes) + li / lanes;
+  let row = group_index(wid, groups) * (wg_size / lanes) + li / lanes;
   return Slot(row, li % lanes, row < params.num_rows);
 }
 
@@ -57,16 +37,7 @@ fn row_total(sum: f32, li: u32) -> f32 {
   if (lanes == 1u) {
     return sum;
   }
-  partial[li] = sum;
-  workgroupBarrier();
-  let sub = li % lanes;
-  for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-    if (sub < stride) {
-      partial[li] += partial[li + stride];
-    }
-    workgroupBarrier();
-  }
-  return partial[li - sub];
+  return tree(li, lanes, sum, false);
 }
 
 @compute @workgroup_size(wg_size)
@@ -144,20 +115,8 @@ fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
     }
   }
   let rstd = inverseSqrt(row_total(sum, li) / f32(params.width) + params.eps);
-  if (s.live) {
-    var j = s.sub;
-    for (; j + 3u * lanes < width4; j += 4u * lanes) {
-      let a = vec4<f32>(x4[base + j]);
-      let b = vec4<f32>(x4[base + j + lanes]);
-      let c = vec4<f32>(x4[base + j + 2u * lanes]);
-      let d = vec4<f32>(x4[base + j + 3u * lanes]);
-      y4[base + j] = vec4<elem>(a * rstd * vec4<f32>(weight4[j]));
-      y4[base + j + lanes] = vec4<elem>(b * rstd * vec4<f32>(weight4[j + lanes]));
-      y4[base + j + 2u * lanes] = vec4<elem>(c * rstd * vec4<f32>(weight4[j + 2u * lanes]));
-      y4[base + j + 3u * lanes] = vec4<elem>(d * rstd * vec4<f32>(weight4[j + 3u * lanes]));
-    }
-    for (; j < width4; j += lanes) {
-      y4[base + j] = vec4<elem>(vec4<f32>(x4[base + j]) * rstd * vec4<f32>(weight4[j]));
-    }
+  // The writes are independent: no need to keep several loads in flight by hand.
+  for (var j = s.sub; j < width4; j += lanes) {
+    store4(base + j, j, vec4<f32>(x4[base + j]), rstd, s.live);
   }
 }

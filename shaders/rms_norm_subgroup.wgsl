@@ -3,25 +3,8 @@
 // when the workgroup spans several subgroups do their totals meet in workgroup memory
 // (one barrier). With wg_size <= the subgroup size there is no barrier at all, which
 // is what CPU adapters (SwiftShader: subgroups of 4) want.
-// Same bindings, params and semantics as rms_norm.wgsl.
-enable subgroups;
-
+// Same bindings, params and semantics as rms_norm.wgsl (ops/rms_norm.py declares both).
 override wg_size: u32 = 4;
-
-struct Params {
-  num_rows: u32,
-  width: u32,
-  eps: f32,
-  _pad: u32,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> weight: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> weight4: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> y4: array<vec4<f32>>;
-@group(0) @binding(3) var<uniform> params: Params;
 
 var<workgroup> partial: array<f32, wg_size>;
 
@@ -41,16 +24,8 @@ fn row_total(sum: f32, li: u32, sg_size: u32, sg_lane: u32) -> f32 {
   return all;
 }
 
-@compute @workgroup_size(wg_size)
-fn main(@builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>,
-        @builtin(local_invocation_index) li: u32,
-        @builtin(subgroup_size) sg_size: u32,
-        @builtin(subgroup_invocation_id) sg_lane: u32) {
-  let row = wid.x + wid.y * groups.x;
-  if (row >= params.num_rows) {
-    return;  // uniform for the whole workgroup
-  }
+// Entry points (generated): one workgroup per row; main loads scalars, main_vec4 vec4s.
+fn row_scalar(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
   let width = params.width;
   let base = row * width;
   var sum = 0.0;
@@ -64,16 +39,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
   }
 }
 
-@compute @workgroup_size(wg_size)
-fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
-             @builtin(num_workgroups) groups: vec3<u32>,
-             @builtin(local_invocation_index) li: u32,
-             @builtin(subgroup_size) sg_size: u32,
-             @builtin(subgroup_invocation_id) sg_lane: u32) {
-  let row = wid.x + wid.y * groups.x;
-  if (row >= params.num_rows) {
-    return;
-  }
+fn row_vec4(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
   let width4 = params.width / 4u;
   let base = row * width4;
   var sum = 0.0;

@@ -1,39 +1,10 @@
-// Elementwise unary ops on contiguous tensors: one invocation per element, the
-// flat index rebuilt from a grid that may be folded into two dimensions.
-
-// The shader also has an f16 form (registry.shader_source): storage arrays and `elem`
-// become f16; reads convert to f32, so the arithmetic stays f32.
-alias elem = f32;
+// Elementwise unary ops on contiguous tensors: one invocation per element, the flat
+// index rebuilt from a grid that may be folded into two dimensions. `apply` (the switch
+// on `op`) is generated from the table in ops/unary.py; the prelude (Params, bindings)
+// by shaders/compose.py. Arithmetic is f32 in both the f32 and the f16 form.
 
 override wg_size: u32 = 256;
-override op: u32 = 0u;  // 0 rsqrt, 1 sigmoid, 2 square, 3 pow by a scalar, 4 add a scalar,
-                        // 5 round to the nearest float16 (float16 tensors live in f32),
-                        // 6 tanh, 7 gelu (erf), 8 gelu (tanh form), 9 relu, 10 exp, 11 neg,
-                        // 12 abs, 13 sqrt, 14 clamp to [a, b] (also hardtanh)
-
-struct Params {
-  numel: u32,
-  a: f32,          // pow: the exponent; add: alpha * other; clamp: the lower bound
-  int_exp: u32,    // pow: 1 when the exponent is an integer (|e| < 2^24)
-  odd_exp: u32,    // pow: 1 when that integer is odd
-  inf: f32,        // +inf and NaN from the host: WGSL has no literals for them
-  nan: f32,
-  b: f32,          // clamp: the upper bound (a missing bound is -inf / +inf)
-  _pad1: u32,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> y: array<f32>;
-@group(0) @binding(2) var<uniform> params: Params;
-
-// NaN and inf tests on the bits: compilers may fold float comparisons with NaN.
-fn not_finite(v: f32) -> bool {
-  return (bitcast<u32>(v) & 0x7fffffffu) >= 0x7f800000u;
-}
-
-fn is_nan(v: f32) -> bool {
-  return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
+override op: u32 = 0u;  // a row of ops/unary.py's table
 
 // exp(-|v|) never overflows; fold the sign back in afterwards.
 fn sigmoid(v: f32) -> f32 {
@@ -75,12 +46,12 @@ fn pow_scalar(v: f32) -> f32 {
   if (e == -1.0) { return 1.0 / v; }
   if (e == -2.0) { return 1.0 / (v * v); }
   if (is_nan(v)) { return v; }
-  if (params.int_exp == 1u) {
+  if (params.flag == 1u) {
     var r = pow_uint(abs(v), u32(abs(e)));
     if (e < 0.0) {
       r = select(1.0 / r, params.inf, r == 0.0);
     }
-    if (v < 0.0 && params.odd_exp == 1u) {
+    if (v < 0.0 && params.odd == 1u) {
       r = -r;
     }
     return r;
@@ -211,12 +182,188 @@ fn gelu_tanh(v: f32) -> f32 {
   return v / (1.0 + exp_f32(-2.0 * u));  // v = -inf: -inf / inf = NaN, as torch's -inf * 0
 }
 
-// clamp and hardtanh as torch: a value below a is a, then one above b is b (so a > b
-// gives b); NaN stays NaN; -0 is kept (it is not below 0).
-fn clamp_f32(v: f32) -> f32 {
+fn gelu(v: f32) -> f32 {
+  if (params.flag == 1u) { return gelu_tanh(v); }
+  return gelu_erf(v);
+}
+
+// clamp and hardtanh as torch: a value below lo is lo, then one above hi is hi (so
+// lo > hi gives hi); NaN stays NaN; -0 is kept (it is not below 0).
+fn clamp_f32(v: f32, lo: f32, hi: f32) -> f32 {
   if (is_nan(v)) { return v; }
-  let r = select(v, params.a, v < params.a);
-  return select(r, params.b, r > params.b);
+  let r = select(v, lo, v < lo);
+  return select(r, hi, r > hi);
+}
+
+// True for v < 0 (not -0, not NaN), tested on the bits so no compiler turns a select
+// on it into a max that drops NaN or -0.
+fn below_zero(v: f32) -> bool {
+  let u = bitcast<u32>(v);
+  return u > 0x80000000u && u <= 0xff800000u;
+}
+
+// torch.log to about 1 ulp (WGSL's log is only absolutely accurate near 1): v = m 2^e
+// with m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact), s = f / (2 + f): log(m) =
+// 2 atanh(s) = 2s + s R = f - (f^2/2 - s (f^2/2 + R)), R = 2z/3 + 2z^2/5 + ..., z = s^2.
+// NaN below 0 (and for NaN), -inf at +-0, inf at inf.
+fn log_f32(v: f32) -> f32 {
+  if (is_nan(v) || below_zero(v)) { return params.nan; }
+  if (v == 0.0) { return -params.inf; }
+  if (v == params.inf) { return v; }
+  var bits = bitcast<u32>(v);
+  var e = 0;
+  if (bits < 0x00800000u) {  // subnormal: scale into the normal range first
+    bits = bitcast<u32>(v * 8388608.0);
+    e = -23;
+  }
+  e += i32(bits >> 23u) - 127;
+  var m = bitcast<f32>((bits & 0x007fffffu) | 0x3f800000u);
+  if (m > 1.4142135) {
+    m = 0.5 * m;
+    e += 1;
+  }
+  let f = m - 1.0;
+  let s = f / (2.0 + f);
+  let z = s * s;
+  var r = 2.0 / 9.0;  // R = 2 atanh(s) / s - 2 to z^4 (z <= 0.0295: the rest < 1e-9)
+  r = r * z + 2.0 / 7.0;
+  r = r * z + 2.0 / 5.0;
+  r = r * z + 2.0 / 3.0;
+  r = r * z;
+  let hfsq = 0.5 * f * f;
+  let fe = f32(e);
+  return fe * 0.693145751953125 + ((f - (hfsq - s * (hfsq + r))) + fe * 1.4286068203094173e-06);
+}
+
+// sin and cos to about 1 ulp (WGSL's are only absolutely accurate, and on some GPUs
+// only near 0, or not at all for large v): v = n pi/2 + r with |r| <= pi/4, then the
+// polynomials of sin and cos on r, picked by n mod 4.
+struct Reduced {
+  q: u32,  // n mod 4
+  r: f32,
+}
+
+// |v| < 12868: pi/2 in three parts, the first two of 11 bits, so n times them is exact
+// for n < 2^13 (Cody and Waite).
+fn reduce_small(v: f32) -> Reduced {
+  let n = round(v * 0.6366197466850281);
+  let r = ((v - n * 1.5703125) - n * 0.0004837512969970703) - n * 7.549790126404332e-08;
+  return Reduced(bitcast<u32>(i32(n)) & 3u, r);
+}
+
+// (hi, lo) words of a * b.
+fn mul_wide(a: u32, b: u32) -> vec2<u32> {
+  let a0 = a & 0xffffu;
+  let a1 = a >> 16u;
+  let b0 = b & 0xffffu;
+  let b1 = b >> 16u;
+  let p00 = a0 * b0;
+  let p01 = a0 * b1;
+  let p10 = a1 * b0;
+  let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+  return vec2<u32>(a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u),
+                   (p00 & 0xffffu) | (mid << 16u));
+}
+
+// Any finite v (Payne and Hanek): |v| = m 2^(e-23) with m a 24-bit integer; only 96 bits
+// of 2/pi matter to m 2^(e-23) 2/pi mod 4 (earlier ones give multiples of 4, later ones
+// less than 2^-70): that product, in integers, gives n mod 4 and r / (pi/2).
+fn reduce_large(v: f32) -> Reduced {
+  // 2/pi in binary, two zero words first (bit k of 2/pi is bit k + 63 here)
+  var t = array<u32, 10>(0u, 0u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u,
+                         0xdb629599u, 0x3c439041u, 0xfe5163abu, 0xdebbc561u);
+  let bits = bitcast<u32>(v) & 0x7fffffffu;
+  let m = (bits & 0x007fffffu) | 0x00800000u;
+  let start = (bits >> 23u) - 127u + 39u;  // the window's first bit: weight 2 in the product
+  let j = start / 32u;
+  let s = start % 32u;
+  var w: array<u32, 3>;
+  for (var i = 0u; i < 3u; i++) {
+    w[i] = (t[j + i] << s) | select(0u, t[j + i + 1u] >> (32u - s), s > 0u);
+  }
+  let p0w = mul_wide(m, w[2]);
+  let p1w = mul_wide(m, w[1]);
+  let p1 = p1w.y + p0w.x;
+  let p2 = m * w[0] + p1w.x + select(0u, 1u, p1 < p1w.y);
+  var q = p2 >> 30u;
+  var hi = (p2 << 2u) | (p1 >> 30u);  // the fraction of a quarter turn, 64 bits
+  var lo = (p1 << 2u) | (p0w.y >> 30u);
+  var sign = 1.0;
+  if (hi >= 0x80000000u) {  // past half: round n up, r negative
+    q = q + 1u;
+    hi = ~hi;
+    lo = ~lo + 1u;
+    hi = hi + select(0u, 1u, lo == 0u);
+    sign = -1.0;
+  }
+  let f = (f32(hi) + f32(lo) * 2.3283064365386963e-10) * 2.3283064365386963e-10;
+  var red = Reduced(q & 3u, sign * f * 1.5707963267948966);
+  if (v < 0.0) {
+    red = Reduced((4u - red.q) & 3u, -red.r);
+  }
+  return red;
+}
+
+// sin(v) (shift 0) or cos(v) (shift 1) of finite v with |v| >= 2^-12.
+fn sin_cos_quadrant(v: f32, shift: u32) -> f32 {
+  var red: Reduced;
+  if (abs(v) < 12868.0) {
+    red = reduce_small(v);
+  } else {
+    red = reduce_large(v);
+  }
+  let r = red.r;
+  let z = r * r;
+  var sp = -1.9515295891e-4;
+  sp = sp * z + 8.3321608736e-3;
+  sp = sp * z - 1.6666654611e-1;
+  let sin_r = r + r * z * sp;
+  var cp = 2.443315711809948e-5;
+  cp = cp * z - 1.388731625493765e-3;
+  cp = cp * z + 4.166664568298827e-2;
+  let cos_r = (1.0 - 0.5 * z) + z * z * cp;
+  let q = (red.q + shift) & 3u;
+  let w = select(sin_r, cos_r, (q & 1u) == 1u);
+  return select(w, -w, q >= 2u);
+}
+
+fn sin_f32(v: f32) -> f32 {
+  if (not_finite(v)) { return params.nan; }
+  let t = abs(v);
+  if (t < 2.44140625e-4) { return v; }  // 2^-12: sin v = v to f32 precision; keeps -0
+  return sin_cos_quadrant(v, 0u);
+}
+
+fn cos_f32(v: f32) -> f32 {
+  if (not_finite(v)) { return params.nan; }
+  let t = abs(v);
+  if (t < 2.44140625e-4) { return 1.0 - 0.5 * v * v; }
+  return sin_cos_quadrant(v, 1u);
+}
+
+// 1 / v with the signed infinities of 1 / +-0 pinned down.
+fn reciprocal_f32(v: f32) -> f32 {
+  if ((bitcast<u32>(v) & 0x7fffffffu) == 0u) {
+    return bitcast<f32>((bitcast<u32>(v) & 0x80000000u) | 0x7f800000u);
+  }
+  return 1.0 / v;
+}
+
+// torch.sign: -1, 0 or 1; 0 for +-0 and for NaN (as torch computes it).
+fn sign_f32(v: f32) -> f32 {
+  if (below_zero(v)) { return -1.0; }
+  if (is_nan(v) || v == 0.0) { return 0.0; }
+  return 1.0;
+}
+
+// min(max(v + 3, 0), 6) / 6 (hardsigmoid); hardswish is v times it. NaN propagates.
+fn relu6_shift(v: f32) -> f32 {
+  return clamp_f32(v + 3.0, 0.0, 6.0) / 6.0;
+}
+
+// silu(v) = v / (1 + e^-v), as torch: -inf gives NaN (-inf / inf), large negative v -0.
+fn silu_f32(v: f32) -> f32 {
+  return v / (1.0 + exp_f32(-v));
 }
 
 // sqrt with IEEE special cases pinned down: NaN for v < 0, -0 for -0, inf for inf.
@@ -226,31 +373,8 @@ fn sqrt_f32(v: f32) -> f32 {
   return sqrt(v);
 }
 
-fn apply(v: f32) -> f32 {
-  switch op {
-    case 1u: { return sigmoid(v); }
-    case 2u: { return v * v; }
-    case 3u: { return pow_scalar(v); }
-    case 4u: { return v + params.a; }
-    case 5u: { return round_half(v); }
-    case 6u: { return tanh_f32(v); }
-    case 7u: { return gelu_erf(v); }
-    case 8u: { return gelu_tanh(v); }
-    case 9u: { return select(v, 0.0, v < 0.0); }  // relu: NaN and -0 pass through
-    case 10u: { return exp_f32(v); }
-    case 11u: { return bitcast<f32>(bitcast<u32>(v) ^ 0x80000000u); }
-    case 12u: { return bitcast<f32>(bitcast<u32>(v) & 0x7fffffffu); }
-    case 13u: { return sqrt_f32(v); }
-    case 14u: { return clamp_f32(v); }
-    default: { return 1.0 / sqrt(v); }
-  }
-}
 
-@compute @workgroup_size(wg_size)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * wg_size;
-  if (i < params.numel) {
-    y[i] = elem(apply(f32(x[i])));
-  }
+// Entry point main (generated): item(i) for each element.
+fn item(i: u32) {
+  y[i] = elem(apply(f32(x[i])));
 }

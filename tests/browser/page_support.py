@@ -29,11 +29,19 @@ def floats(t):
     return struct.unpack(f"<{len(data) // t.dtype.itemsize}{t.dtype.struct_code}", data)
 
 
+def _diff(x, y):
+    """|x - y|; 0 where both are NaN or the same infinity, inf where only one is NaN."""
+    if x != x or y != y:
+        return 0.0 if (x != x) == (y != y) else float("inf")
+    return 0.0 if x == y else abs(x - y)
+
+
 def max_errors(got, want):
     a, b = floats(got), floats(want)
     assert len(a) == len(b), (len(a), len(b))
-    abs_err = max((abs(x - y) for x, y in zip(a, b)), default=0.0)
-    rel_err = max((abs(x - y) / max(abs(y), 1e-6) for x, y in zip(a, b)), default=0.0)
+    abs_err = max((_diff(x, y) for x, y in zip(a, b)), default=0.0)
+    rel_err = max((d if d in (0.0, float("inf")) else d / max(abs(y), 1e-6)
+                   for d, y in ((_diff(x, y), y) for x, y in zip(a, b))), default=0.0)
     return abs_err, rel_err
 
 

@@ -49,12 +49,12 @@ def test_inspect_text_names_ops_and_constant_sources(entry, capsys):
 
 
 def test_inspect_marks_unsupported_ops(capsys):
-    entry = next(e for e in INDEX if e["name"] == "extra/cos_sin_4x8")
+    entry = next(e for e in INDEX if e["name"] == "extra/conv_pool_1x2x8x8")
     assert cli.main(["inspect", *_args(entry, "--json")]) == 0
     ops = json.loads(capsys.readouterr().out)["plans"][0]["delegates"][0]["vulkan"]["ops"]
     assert {op["name"]: op["runs_on"] for op in ops} == {
-        "aten.cos.default": "unsupported", "aten.sin.default": "unsupported",
-        "aten.mul.Tensor": "gpu"}
+        "aten.convolution.default": "unsupported",
+        "aten.max_pool2d_with_indices.default": "unsupported", "aten.relu.default": "gpu"}
 
 
 def test_inspect_shows_the_rms_norm_kernel_each_adapter_would_run(capsys):

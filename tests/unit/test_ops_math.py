@@ -7,6 +7,7 @@ import pytest
 
 from pte_webgpu.errors import FormatError, UnsupportedError
 from pte_webgpu.ops import registry
+from pte_webgpu.shaders import compose
 from pte_webgpu.ops.common import (contiguous_strides, normalize_dim, normalize_dims,
                                    pow2_size, vec8)
 from pte_webgpu.ops.matmul import linear_dims, threads_per_side, tile_counts
@@ -145,7 +146,7 @@ def test_pow_params(e, want):
 
 def test_every_op_family_has_its_shader():
     for name in ("binary", "unary", "reduce", "matmul"):
-        assert "@compute" in registry.shader_source(name)
+        assert "@compute" in compose.shader_source(name)
     ops = set(registry.supported_ops())
     assert {"aten.linear.default", "aten.mean.dim", "aten._softmax.default",
             "aten.permute_copy.default", "et_vk.prepack.default", "aten.add.Scalar"} <= ops
@@ -157,9 +158,9 @@ def test_every_storage_array_has_an_f16_form(name):
     """The f16 form turns every f32 storage array and `elem` into f16, nothing else."""
     import re
 
-    from pte_webgpu.ops import registry
+    from pte_webgpu.shaders import compose
 
-    wide, half = registry.shader_source(name), registry.shader_source(name, half=True)
+    wide, half = compose.shader_source(name), compose.shader_source(name, half=True)
     assert half.startswith("enable f16;\n")
     assert re.search(r"var<storage, [a-z_]+> \w+: array<(vec4<)?f32>", wide)
     assert not re.search(r"var<storage, [a-z_]+> \w+: array<(vec4<)?f32>", half)
@@ -169,7 +170,7 @@ def test_every_storage_array_has_an_f16_form(name):
 
 
 def test_a_shader_without_an_f16_form_says_so():
-    from pte_webgpu.ops import registry
+    from pte_webgpu.shaders import compose
 
     with pytest.raises(ValueError, match="no f16 form"):
-        registry.shader_source("rms_norm_subgroup", half=True)
+        compose.shader_source("rms_norm_subgroup", half=True)

@@ -10,14 +10,32 @@ and zeros keep it deterministic. ``padding_idx``, ``scale_grad_by_freq`` and
 
 from __future__ import annotations
 
-import struct
-
 from ..errors import FormatError
+from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
 from .registry import register
 
+PARAMS = Uniform(("numel", "u32"), ("dim", "u32"), ("vocab", "u32"))  # numel = rows * dim
+KERNEL = Kernel("embedding", (Binding(0, "weight"), Binding(1, "indices", type="i32"),
+                              Binding(2, "out", "read_write")), PARAMS,
+                entries=(Entry("main", "item", "params.numel"),))
 
-@register("aten.embedding.default", half=True)
+
+def reference(read, values, args):
+    """out[..., c] = weight[indices[...], c]; an index outside [0, vocab) gives zeros, as
+    the GPU kernel does (torch raises). padding_idx etc. only matter for training."""
+    weight, indices = read(args[0]), read(args[1])
+    if len(weight.shape) != 2:
+        raise FormatError(f"embedding: weight {list(weight.shape)} should be [vocab, dim]")
+    vocab, dim = weight.shape
+    out = []
+    for i in indices.values:
+        i = int(i)
+        out += weight.values[i * dim:(i + 1) * dim] if 0 <= i < vocab else [0.0] * dim
+    return out
+
+
+@register("aten.embedding.default", half=True, reference=reference, args=6)
 async def build_embedding(ctx, op):
     w_id, idx_id, _padding_idx, _scale_grad, _sparse, out_id = ctx.args(op, 6)
     weight = ctx.float_tensor(w_id, op)
@@ -33,7 +51,7 @@ async def build_embedding(ctx, op):
     if out.numel == 0:
         return
     wg = elementwise_workgroup(ctx)
-    pipeline = await ctx.pipeline("embedding", {"wg_size": wg}, half=ctx.half(out_id))
-    uniform = ctx.uniform(struct.pack("<4I", out.numel, dim, vocab, 0), f"{op.name} params")
+    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg}, half=ctx.half(out_id))
+    uniform = ctx.uniform(PARAMS.pack(numel=out.numel, dim=dim, vocab=vocab), f"{op.name} params")
     ctx.dispatch(op, pipeline, [(0, w_id), (1, idx_id), (2, out_id), (3, uniform)],
                  ctx.grid(-(-out.numel // wg)))

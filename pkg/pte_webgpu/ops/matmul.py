@@ -7,18 +7,28 @@ product per output on CPU adapters (``choose``).
 
 from __future__ import annotations
 
-import struct
+import math
+import operator
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
 from ..graph import Null
+from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
-from .registry import register
+from .registry import define
 from .rms_norm import is_cpu
 
 MAX_THREADS_PER_SIDE = 8  # 8 x 8 invocations, 32 x 32 outputs per workgroup
 VARIANTS = ("tiled", "dot")
 OPTION = "matmul_variant"
+
+PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("has_bias", "u32"),
+                 ("tiles_n", "u32"),  # tiles across N
+                 ("tiles", "u32"))  # tiles in all
+# Without a bias the weight stands in for binding 4; the shader never reads it.
+KERNEL = Kernel("matmul", (Binding(0, "input"), Binding(1, "weight"),
+                           Binding(2, "out", "read_write"), Binding(4, "bias")), PARAMS,
+                uniform_binding=3, entries=(Entry("dot", "dot_item", "params.m * params.n"),))
 
 
 def threads_per_side(max_invocations: int) -> int:
@@ -47,7 +57,6 @@ def linear_dims(in_shape, w_shape, out_shape, name: str) -> tuple[int, int, int]
     return prod(lead), n, k
 
 
-@register("aten.linear.default", half=True)
 async def build_linear(ctx, op):
     x_id, w_id, b_id, out_id = ctx.args(op, 4)
     x, w, out = (ctx.float_tensor(i, op) for i in (x_id, w_id, out_id))
@@ -63,14 +72,14 @@ async def build_linear(ctx, op):
     variant, picked = choose(ctx)
     t = threads_per_side(ctx.limit("maxComputeInvocationsPerWorkgroup", 256))
     tiles_n, tiles = tile_counts(m, n, 4 * t)
-    params = struct.pack("<8I", m, n, k, int(has_bias), tiles_n, tiles, 0, 0)
+    params = PARAMS.pack(m=m, n=n, k=k, has_bias=int(has_bias), tiles_n=tiles_n, tiles=tiles)
     uniform = ctx.uniform(params, f"{op.name} params")
     if variant == "dot":
         wg = elementwise_workgroup(ctx)
-        pipeline = await ctx.pipeline("matmul", {"wg_size": wg}, "dot", half=ctx.half(out_id))
+        pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg}, "dot", half=ctx.half(out_id))
         grid = ctx.grid(-(-m * n // wg))
     else:
-        pipeline = await ctx.pipeline("matmul", {"tw": t}, half=ctx.half(out_id))
+        pipeline = await ctx.pipeline(KERNEL, {"tw": t}, half=ctx.half(out_id))
         grid = ctx.grid(tiles)
     # Without a bias the weight stands in for binding 4; the shader never reads it.
     ctx.dispatch(op, pipeline, [(0, x_id), (1, w_id), (2, out_id), (3, uniform),
@@ -88,3 +97,22 @@ def choose(ctx) -> tuple[str, str]:
             raise UnsupportedError(f"matmul variant {forced!r}: use one of {VARIANTS}")
         return forced, "forced"
     return ("dot" if is_cpu(ctx.device.info) else "tiled"), "auto"
+
+
+def reference(read, values, args):
+    x, w = read(args[0]), read(args[1])
+    bias = None if isinstance(values[args[2]], Null) else read(args[2]).values
+    if not x.shape or len(w.shape) != 2 or x.shape[-1] != w.shape[1]:
+        raise FormatError(f"linear: input {list(x.shape)} and weight {list(w.shape)} must be "
+                          "[..., K] and [N, K]")
+    n, k = w.shape
+    rows = [w.values[j * k:(j + 1) * k] for j in range(n)]
+    out = []
+    for start in range(0, len(x.values), k):
+        xs = x.values[start:start + k]
+        out += [math.fsum(map(operator.mul, xs, row)) + (bias[j] if bias else 0.0)
+                for j, row in enumerate(rows)]
+    return out
+
+
+define("aten.linear.default", build_linear, reference, 4, half=True)

@@ -11,15 +11,25 @@ delegate (torch always passes one).
 
 from __future__ import annotations
 
-import struct
+import math
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
 from ..graph import ListValue, Null
+from ..shaders.compose import Binding, Entry, Kernel, Uniform
+from . import cpu
 from .common import int_list_arg, pow2_workgroup
-from .registry import register
+from .registry import define
 
 F32_EPS = 2.0 ** -23  # eps when the graph has none (docs/FORMATS.md §5.4)
+
+PARAMS = Uniform(("rows", "u32"), ("width", "u32"), ("eps", "f32"))
+# An absent weight or bias binds the input (read-only, never read by the shader).
+KERNEL = Kernel("norm", (Binding(0, "x"), Binding(1, "weight"), Binding(2, "bias"),
+                         Binding(3, "y", "read_write"), Binding(4, "mean_out", "read_write"),
+                         Binding(5, "rstd_out", "read_write")), PARAMS,
+                snippets=("bits", "nan_minmax", "tree"),
+                entries=(Entry("main", "normalize_row", "params.rows", per="group"),))
 
 
 def _optional(ctx, vid: int, op, width: int, what: str) -> int | None:
@@ -42,7 +52,6 @@ def _outputs(ctx, op, out_list_id: int) -> list[int]:
     return [int(v) for v in value.items]
 
 
-@register("aten.native_layer_norm.default", half=True)
 async def build_layer_norm(ctx, op):
     x_id, shape_id, w_id, b_id, eps_id, list_id = ctx.args(op, 6)
     x = ctx.float_tensor(x_id, op)
@@ -73,11 +82,35 @@ async def build_layer_norm(ctx, op):
     wg = pow2_workgroup(ctx, width)
     constants = {"wg_size": wg, "has_weight": int(weight is not None),
                  "has_bias": int(bias is not None)}
-    pipeline = await ctx.pipeline("norm", constants, half=ctx.half(x_id))
-    params = ctx.uniform(struct.pack("<IIfI", rows, width, eps, 0), f"{op.name} params")
+    pipeline = await ctx.pipeline(KERNEL, constants, half=ctx.half(x_id))
+    params = ctx.uniform(PARAMS.pack(rows=rows, width=width, eps=eps), f"{op.name} params")
     # An absent weight or bias binds the input (read-only, never read by the shader).
     bindings = [(0, x_id), (1, x_id if weight is None else weight),
                 (2, x_id if bias is None else bias), (3, out_id), (4, mean_id),
                 (5, rstd_id), (6, params)]
     ctx.dispatch(op, pipeline, bindings, ctx.grid(rows))
     ctx.note_kernel(op, wg_size=wg)
+
+
+def reference(read, values, args):
+    """native_layer_norm: [out, mean, rstd] (its output is a ValueList)."""
+    x, k = read(args[0]), len(cpu.int_list(values[args[1]]) or [])
+    width = math.prod(x.shape[len(x.shape) - k:])
+    if not width:
+        raise UnsupportedError("native_layer_norm: normalizing over an empty shape")
+    has_w, has_b = (not isinstance(values[a], Null) for a in (args[2], args[3]))
+    w = read(args[2]).values if has_w else [1.0] * width
+    b = read(args[3]).values if has_b else [0.0] * width
+    eps = cpu.number(values[args[4]], F32_EPS)
+    out, means, rstds = [], [], []
+    for start in range(0, len(x.values), width):
+        row = x.values[start:start + width]
+        mean = math.fsum(row) / width
+        rstd = cpu.rsqrt(math.fsum((v - mean) ** 2 for v in row) / width + eps)
+        out += [(v - mean) * rstd * w[j] + b[j] for j, v in enumerate(row)]
+        means.append(mean)
+        rstds.append(rstd)
+    return [out, means, rstds]
+
+
+define("aten.native_layer_norm.default", build_layer_norm, reference, 6, half=True)

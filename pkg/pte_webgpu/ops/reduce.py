@@ -8,12 +8,14 @@ dims (which walk it); adjacent dims of one kind are merged and size-1 dims dropp
 
 from __future__ import annotations
 
-import struct
+import math
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
 from .common import (bool_arg, check_rank, contiguous_strides, elementwise_workgroup, int_arg,
-                     int_list_arg, normalize_dim, normalize_dims, pow2_workgroup, vec8)
+                     int_list_arg, normalize_dim, normalize_dims, pow2_workgroup)
+from ..shaders.compose import Binding, Entry, Kernel, Uniform
+from . import cpu
 from .registry import register
 from .rms_norm import is_cpu
 
@@ -46,9 +48,39 @@ def reduced_shape(shape, dims, keepdim: bool) -> tuple[int, ...]:
 
 
 MEAN, SOFTMAX = 0, 1  # reduce.wgsl's op codes
+
+
+def mean_reference(read, values, args):
+    x = read(args[0])
+    dims = cpu.int_list(values[args[1]])
+    dims = cpu.norm_dims(dims, len(x.shape)) if dims else list(range(len(x.shape)))
+    return [math.fsum(x.values[p] for p in line) / len(line)
+            for line in cpu.lines(x.shape, dims, len(x.values))]
+
+
+def softmax_reference(read, values, args):
+    x = read(args[0])
+    dims = cpu.norm_dims([int(cpu.number(values[args[1]]))], len(x.shape)) if x.shape else []
+    out = [0.0] * len(x.values)
+    for line in cpu.lines(x.shape, dims, len(x.values)):
+        top = max(x.values[p] for p in line)
+        exps = [math.exp(x.values[p] - top) for p in line]
+        total = math.fsum(exps)
+        for p, e in zip(line, exps):
+            out[p] = e / total
+    return out
 FORMS = ("tree", "lines")
 OPTION = "reduce_variant"
 LINES_WG = 16  # lines per workgroup in the "lines" form: spread over the CPU's threads
+
+PARAMS = Uniform(("lines", "u32"), ("r", "u32"),  # r: elements per line
+                 ("kept_rank", "u32"), ("red_rank", "u32"),
+                 ("kept_shape", "vec8"), ("kept_strides", "vec8"),
+                 ("red_shape", "vec8"), ("red_strides", "vec8"))
+KERNEL = Kernel("reduce", (Binding(0, "x"), Binding(1, "y", "read_write")), PARAMS,
+                snippets=("bits", "nan_minmax", "shape_index", "tree"),
+                entries=(Entry("main", "tree_line", "params.lines", per="group"),
+                         Entry("lines", "whole_line", "params.lines")))
 
 
 async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:
@@ -60,19 +92,20 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:
             raise UnsupportedError(f"{op.name}: reducing an empty dimension "
                                    f"(shape {list(x.shape)})")
         return
-    params = (struct.pack("<4I", lines, r, len(kept), len(reduced))
-              + vec8(s for s, _ in kept) + vec8(t for _, t in kept)
-              + vec8(s for s, _ in reduced) + vec8(t for _, t in reduced))
+    params = PARAMS.pack(lines=lines, r=r, kept_rank=len(kept), red_rank=len(reduced),
+                         kept_shape=[s for s, _ in kept], kept_strides=[t for _, t in kept],
+                         red_shape=[s for s, _ in reduced],
+                         red_strides=[t for _, t in reduced])
     form, picked = choose(ctx)
     uniform = ctx.uniform(params, f"{op.name} params")
     if form == "lines":
         wg = min(LINES_WG, elementwise_workgroup(ctx))
-        pipeline = await ctx.pipeline("reduce", {"wg_size": wg, "op": code}, "lines",
+        pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg, "op": code}, "lines",
                                       half=ctx.half(out_id))
         grid = ctx.grid(-(-lines // wg))
     else:
         wg = pow2_workgroup(ctx, r)
-        pipeline = await ctx.pipeline("reduce", {"wg_size": wg, "op": code},
+        pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg, "op": code},
                                       half=ctx.half(out_id))
         grid = ctx.grid(lines)
     ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id), (2, uniform)], grid)
@@ -91,7 +124,7 @@ def choose(ctx) -> tuple[str, str]:
     return ("lines" if is_cpu(ctx.device.info) else "tree"), "auto"
 
 
-@register("aten.mean.dim", half=True)
+@register("aten.mean.dim", half=True, reference=mean_reference, args=5)
 async def build_mean(ctx, op):
     x_id, dims_id, keep_id, _dtype_id, out_id = ctx.args(op, 5)
     x, out = ctx.float_tensor(x_id, op), ctx.float_tensor(out_id, op)
@@ -105,7 +138,7 @@ async def build_mean(ctx, op):
     await _dispatch(ctx, op, x_id, out_id, MEAN, dims)
 
 
-@register("aten._softmax.default", half=True)
+@register("aten._softmax.default", half=True, reference=softmax_reference, args=4)
 async def build_softmax(ctx, op):
     x_id, dim_id, _half_id, out_id = ctx.args(op, 4)
     x, out = ctx.float_tensor(x_id, op), ctx.float_tensor(out_id, op)

@@ -14,15 +14,17 @@ build context carries options, else the environment variable ``PTE_WEBGPU_RMS_NO
 
 from __future__ import annotations
 
+import math
 import os
 import re
-import struct
 from dataclasses import dataclass, replace
 
 from ..errors import FormatError, UnsupportedError
 from ..gpu.interface import AdapterInfo
 from ..graph import TensorValue
-from .registry import register
+from ..shaders.compose import Binding, Entry, Kernel, Uniform
+from . import cpu
+from .registry import define
 
 F32_EPS = 2.0 ** -23  # PyTorch's default eps for rms_norm (float32 machine epsilon)
 ENV_VAR = "PTE_WEBGPU_RMS_NORM"
@@ -31,6 +33,21 @@ SEED = "tree-64"  # the original kernel: kept as a variant
 
 _NAME = re.compile(r"^(tree|tile|row|sg)(4?)-(\d+)(?:x(\d+))?$")
 _CPU_WORDS = ("swiftshader", "llvmpipe", "lavapipe", "softpipe", "warp")
+
+PARAMS = Uniform(("num_rows", "u32"), ("width", "u32"), ("eps", "f32"))
+# The scalar and the vec4 entry points each use one view of bindings 0-2.
+_BINDINGS = (Binding(0, "x"), Binding(1, "weight"), Binding(2, "y", "read_write"),
+             Binding(0, "x4", type="elem4"), Binding(1, "weight4", type="elem4"),
+             Binding(2, "y4", "read_write", "elem4"))
+KERNELS = {
+    "rms_norm": Kernel("rms_norm", _BINDINGS, PARAMS,
+                       snippets=("bits", "nan_minmax", "flat_index", "tree")),
+    "rms_norm_subgroup": Kernel("rms_norm_subgroup", _BINDINGS, PARAMS, half=False,
+                                enables=("subgroups",),
+                                entries=(Entry("main", "row_scalar", "params.num_rows", "group", True),
+                                         Entry("main_vec4", "row_vec4", "params.num_rows", "group",
+                                               True))),
+}
 
 
 @dataclass(frozen=True)
@@ -201,13 +218,12 @@ async def record(ctx, op, variant: Variant, bindings, rows: int, width: int, eps
                  half: bool = False):
     """Record one rms_norm dispatch of ``variant`` (also used by bench/); ``half``: the
     f16 form of the shader (tensors stored as f16)."""
-    pipeline = await ctx.pipeline(variant.shader, variant.constants, variant.entry, half)
-    params = ctx.uniform(struct.pack("<IIfI", rows, width, eps, 0), "rms_norm params")
+    pipeline = await ctx.pipeline(KERNELS[variant.shader], variant.constants, variant.entry, half)
+    params = ctx.uniform(PARAMS.pack(num_rows=rows, width=width, eps=eps), "rms_norm params")
     ctx.dispatch(op, pipeline, list(bindings) + [(3, params)],
                  ctx.grid(variant.workgroups(rows)))
 
 
-@register("et_vk.rms_norm.default", half=True)
 async def build(ctx, op):
     x_id, w_id, eps_id, out_id = ctx.args(op, 4)
     x, w, out = ctx.float_tensor(x_id, op), ctx.float_tensor(w_id, op), ctx.float_tensor(out_id, op)
@@ -253,3 +269,26 @@ def choices(graph, op) -> dict[str, str]:
     rows, width = x.numel // x.shape[-1], x.shape[-1]
     return {name: choose(adapter, rows, width).name
             for name, adapter in TYPICAL_ADAPTERS.items()}
+
+
+def rms_norm(x: cpu.Array, weight: cpu.Array, eps: float) -> list:
+    """The CPU reference on arrays (also tests' entry point)."""
+    width = x.shape[-1] if x.shape else 1
+    if len(weight.values) < width:
+        raise FormatError(f"rms_norm: weight has {len(weight.values)} elements, "
+                          f"the row width is {width}")
+    w, out = weight.values, []
+    for start in range(0, len(x.values), width):
+        row = x.values[start:start + width]
+        # torch sums the squares in float32 (also for float16): past its range, inf -> 0.
+        squares = cpu.round_one(math.fsum(v * v for v in row), "f")
+        scale = 1.0 / math.sqrt(squares / width + eps)
+        out += [v * scale * w[k] for k, v in enumerate(row)]
+    return out
+
+
+def reference(read, values, args):
+    return rms_norm(read(args[0]), read(args[1]), cpu.number(values[args[2]], F32_EPS))
+
+
+define("et_vk.rms_norm.default", build, reference, 4, half=True, choices=choices)

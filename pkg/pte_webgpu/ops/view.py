@@ -17,11 +17,28 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
+from . import cpu
 from .binary import gather
 from .common import (check_rank, contiguous_strides, int_arg, int_list_arg, normalize_dim,
                      normalize_dims, same_numel)
-from .registry import register
+from .registry import define, register
 from .unary import round_to_half
+
+
+def same_values(read, values, args):
+    """Reference of views, copies and dtype conversions: the elements in order
+    (reference.py rounds them to the output's dtype)."""
+    return list(read(args[0]).values)
+
+
+def permute_reference(read, values, args):
+    x = read(args[0])
+    perm = [d % max(len(x.shape), 1) for d in cpu.int_list(values[args[1]])]
+    if sorted(perm) != list(range(len(x.shape))):
+        raise FormatError(f"permute: {perm} is not a permutation of {len(x.shape)} dims")
+    strides = contiguous_strides(x.shape)
+    index = cpu.strided_index([x.shape[p] for p in perm], [strides[p] for p in perm])
+    return [x.values[i] for i in index]
 
 
 def view_shape(shape, size, name: str = "view") -> tuple[int, ...]:
@@ -85,14 +102,14 @@ def _check_dim_order(ctx, op, vid: int, rank: int) -> None:
                                f"({ctx.where(op)})")
 
 
-@register("aten.view_copy.default", half=True)
+@register("aten.view_copy.default", half=True, reference=same_values, args=3)
 async def build_view(ctx, op):
     x_id, size_id, out_id = ctx.args(op, 3)
     size = int_list_arg(ctx, size_id, op)
     _reshape(ctx, op, x_id, out_id, view_shape(ctx.tensor(x_id, op).shape, size, op.name))
 
 
-@register("aten.squeeze_copy.dims", half=True)
+@register("aten.squeeze_copy.dims", half=True, reference=same_values, args=3)
 async def build_squeeze(ctx, op):
     x_id, dims_id, out_id = ctx.args(op, 3)
     shape = ctx.tensor(x_id, op).shape
@@ -100,7 +117,7 @@ async def build_squeeze(ctx, op):
     _reshape(ctx, op, x_id, out_id, squeeze_shape(shape, dims))
 
 
-@register("aten.unsqueeze_copy.default", half=True)
+@register("aten.unsqueeze_copy.default", half=True, reference=same_values, args=3)
 async def build_unsqueeze(ctx, op):
     x_id, dim_id, out_id = ctx.args(op, 3)
     shape = ctx.tensor(x_id, op).shape
@@ -108,8 +125,6 @@ async def build_unsqueeze(ctx, op):
     _reshape(ctx, op, x_id, out_id, unsqueeze_shape(shape, dim))
 
 
-@register("aten.clone.default", "aten.alias_copy.default",
-          "dim_order_ops._clone_dim_order.default", half=True)
 async def build_clone(ctx, op):
     if op.name == "dim_order_ops._clone_dim_order.default":
         x_id, _blocking, order_id, out_id = ctx.args(op, 4)
@@ -121,7 +136,12 @@ async def build_clone(ctx, op):
     _reshape(ctx, op, x_id, out_id, ctx.tensor(x_id, op).shape)
 
 
-@register("dim_order_ops._to_dim_order_copy.default", half=True)
+for _name, _count in (("aten.clone.default", 3), ("aten.alias_copy.default", 2),
+                      ("dim_order_ops._clone_dim_order.default", 4)):
+    define(_name, build_clone, same_values, _count, half=True)
+
+
+@register("dim_order_ops._to_dim_order_copy.default", half=True, reference=same_values, args=8)
 async def build_to_dim_order_copy(ctx, op):
     x_id, *_, order_id, out_id = ctx.args(op, 8)
     x, out = ctx.tensor(x_id, op), ctx.tensor(out_id, op)
@@ -137,7 +157,7 @@ async def build_to_dim_order_copy(ctx, op):
     _reshape(ctx, op, x_id, out_id, x.shape)  # same dtype, or float16 -> float32 (exact)
 
 
-@register("aten.permute_copy.default", half=True)
+@register("aten.permute_copy.default", half=True, reference=permute_reference, args=3)
 async def build_permute(ctx, op):
     x_id, dims_id, out_id = ctx.args(op, 3)
     x = ctx.float_tensor(x_id, op)
@@ -157,7 +177,7 @@ async def build_permute(ctx, op):
     await gather(ctx, op, x_id, out_id, out_shape, src_strides)
 
 
-@register("et_vk.prepack.default", half=True)
+@register("et_vk.prepack.default", half=True, reference=same_values, args=2)
 async def build_prepack(ctx, op):
     src_id, out_id = ctx.args(op, 2)
     _reshape(ctx, op, src_id, out_id, ctx.tensor(src_id, op).shape)

@@ -107,14 +107,14 @@ class BuildContext:
         return self.device.limit(name, default)
 
     # --- GPU objects -----------------------------------------------------------------
-    async def pipeline(self, shader: str, constants: dict, entry: str = "main",
+    async def pipeline(self, kernel, constants: dict, entry: str = "main",
                        half: bool = False):
-        """``half``: the shader's f16 form (registry.shader_source)."""
-        key = (shader, entry, tuple(sorted(constants.items())), half)
+        """``kernel``: a shaders.compose.Kernel; ``half``: its f16 form."""
+        key = (kernel.name, entry, tuple(sorted(constants.items())), half)
         if key not in self.pipelines:
-            label = f"{shader}:{entry}" + (":f16" if half else "")
+            label = f"{kernel.name}:{entry}" + (":f16" if half else "")
             self.pipelines[key] = await self.device.create_pipeline(
-                registry.shader_source(shader, half), entry, constants, label)
+                kernel.source(half), entry, constants, label)
         return self.pipelines[key]
 
     def uniform(self, data: bytes, label: str) -> Buffer:

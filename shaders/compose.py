@@ -1,0 +1,219 @@
+"""The shader composer: a kernel's WGSL is a generated prelude (``enable f16;`` for the
+f16 form, the element type alias, the uniform ``struct Params``, the binding
+declarations), the shared snippets it asks for (snippets.wgsl), any WGSL its op family
+generates (e.g. an op switch from a table) and its body, ``shaders/<body>.wgsl``.
+
+``Uniform`` gives both the WGSL struct and the byte packing of one kernel's params, so
+the two cannot drift. ``Kernel`` describes one shader; families declare theirs and
+refer to them by object, and ``shader_source(name)`` finds a declared one by name.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+MAX_RANK = 8
+# field type -> (WGSL type, struct code or None for vec8, alignment, size)
+_TYPES = {"u32": ("u32", "I", 4, 4), "f32": ("f32", "f", 4, 4), "i32": ("i32", "i", 4, 4),
+          "vec8": ("array<vec4<u32>, 2>", None, 16, 32)}
+
+
+class Uniform:
+    """``Uniform(("numel", "u32"), ("alpha", "f32"), ("shape", "vec8"), ...)``: the
+    fields of ``struct Params`` in order; padding is inserted where WGSL's layout puts it.
+    ``vec8`` is up to eight u32 (shapes, strides) as ``array<vec4<u32>, 2>``."""
+
+    def __init__(self, *fields: tuple[str, str]):
+        self.fields: list[tuple[str, str]] = []  # with padding fields
+        offset = 0
+        for name, kind in fields:
+            align, size = _TYPES[kind][2:]
+            while offset % align:
+                self.fields.append((f"_pad{offset}", "u32"))
+                offset += 4
+            self.fields.append((name, kind))
+            offset += size
+        while offset % 16:
+            self.fields.append((f"_pad{offset}", "u32"))
+            offset += 4
+        self.names = {name for name, _ in fields}
+
+    def wgsl(self) -> str:
+        lines = [f"  {name}: {_TYPES[kind][0]}," for name, kind in self.fields]
+        return "struct Params {\n" + "\n".join(lines) + "\n}\n"
+
+    def pack(self, **values) -> bytes:
+        """The bytes of one Params; fields not given are zero. Unknown names are an error."""
+        unknown = set(values) - self.names
+        if unknown:
+            raise ValueError(f"Params has no field {sorted(unknown)}")
+        out = bytearray()
+        for name, kind in self.fields:
+            v = values.get(name, 0)
+            if kind == "vec8":
+                v = list(v or [])
+                if len(v) > MAX_RANK:
+                    raise ValueError(f"{name}: {len(v)} values exceed {MAX_RANK}")
+                out += struct.pack("<8I", *(v + [0] * (MAX_RANK - len(v))))
+            elif kind == "f32":
+                out += struct.pack("<f", _f32(v))
+            else:
+                out += struct.pack("<" + _TYPES[kind][1], int(v))
+        return bytes(out)
+
+
+def _f32(v: float) -> float:
+    try:
+        struct.pack("<f", v)
+        return v
+    except OverflowError:
+        return math.copysign(math.inf, v)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """``@group(0) @binding(index) var<storage, access> name: array<type>``; ``type``
+    "elem" (f32, or f16 in the f16 form), "elem4" (its vec4), or a fixed WGSL type."""
+    index: int
+    name: str
+    access: str = "read"  # "read" | "read_write"
+    type: str = "elem"
+
+    def wgsl(self, half: bool) -> str:
+        elem = "f16" if half else "f32"
+        t = {"elem": elem, "elem4": f"vec4<{elem}>"}.get(self.type, self.type)
+        return (f"@group(0) @binding({self.index}) var<storage, {self.access}> "
+                f"{self.name}: array<{t}>;\n")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A generated entry point on a grid that may be folded into two dimensions:
+    ``per="item"``, one invocation per item, calling ``fn call(i: u32)``; ``per="group"``,
+    one workgroup per item, calling ``fn call(g: u32, lane: u32)`` (plus ``sg_size``,
+    ``sg_lane`` when ``subgroups``). Items at or past ``count`` (a WGSL expression) return
+    at once, uniformly for a whole workgroup in the group form."""
+    name: str
+    call: str
+    count: str
+    per: str = "item"
+    subgroups: bool = False
+
+    def wgsl(self) -> str:
+        if self.per == "item":
+            return (f"@compute @workgroup_size(wg_size)\n"
+                    f"fn {self.name}(@builtin(global_invocation_id) gid: vec3<u32>,\n"
+                    f"    @builtin(num_workgroups) groups: vec3<u32>) {{\n"
+                    f"  let i = flat_index(gid, groups);\n"
+                    f"  if (i < {self.count}) {{\n    {self.call}(i);\n  }}\n}}\n")
+        extra = sg_args = ""
+        if self.subgroups:
+            extra = (",\n    @builtin(subgroup_size) sg_size: u32,"
+                     "\n    @builtin(subgroup_invocation_id) sg_lane: u32")
+            sg_args = ", sg_size, sg_lane"
+        return (f"@compute @workgroup_size(wg_size)\n"
+                f"fn {self.name}(@builtin(workgroup_id) wid: vec3<u32>,\n"
+                f"    @builtin(num_workgroups) groups: vec3<u32>,\n"
+                f"    @builtin(local_invocation_index) lane: u32{extra}) {{\n"
+                f"  let g = group_index(wid, groups);\n"
+                f"  if (g < {self.count}) {{\n    {self.call}(g, lane{sg_args});\n  }}\n}}\n")
+
+
+_KERNELS: dict[str, "Kernel"] = {}
+
+
+@dataclass(frozen=True, eq=False)
+class Kernel:
+    """One WGSL shader: ``body`` names shaders/<body>.wgsl."""
+    body: str
+    bindings: tuple
+    uniform: Uniform | None
+    uniform_binding: int = -1  # -1: right after the last storage binding
+    snippets: tuple = ()
+    generated: str = ""  # WGSL the family generates (e.g. the op switch of a table)
+    half: bool = True  # has an f16 form
+    enables: tuple = ()  # e.g. ("subgroups",)
+    entries: tuple = ()  # generated entry points (Entry); others are in the body
+    name: str = field(default="")
+
+    def __post_init__(self):
+        name = self.name or self.body
+        object.__setattr__(self, "name", name)
+        if name in _KERNELS:
+            raise ValueError(f"kernel {name} declared twice")
+        _KERNELS[name] = self
+
+    def source(self, half: bool = False) -> str:
+        return _compose(self, half)
+
+    def params(self, **values) -> bytes:
+        return self.uniform.pack(**values)
+
+
+@lru_cache(maxsize=None)
+def _compose(k: Kernel, half: bool) -> str:
+    if half and not k.half:
+        raise ValueError(f"shaders/{k.body}.wgsl has no f16 form")
+    parts = ["enable f16;\n"] if half else []
+    parts += [f"enable {e};\n" for e in k.enables]
+    parts.append(f"alias elem = {'f16' if half else 'f32'};  // the stored element type\n")
+    if k.uniform is not None:
+        parts.append(k.uniform.wgsl())
+    parts += [b.wgsl(half) for b in k.bindings]
+    if k.uniform is not None:
+        index = k.uniform_binding
+        if index < 0:
+            index = max((b.index for b in k.bindings), default=-1) + 1
+        parts.append(f"@group(0) @binding({index}) var<uniform> params: Params;\n")
+    parts += [snippet(s) for s in k.snippets]
+    if k.entries and "flat_index" not in k.snippets:
+        parts.append(snippet("flat_index"))
+    parts += [e.wgsl() for e in k.entries]
+    if k.generated:
+        parts.append(k.generated)
+    parts.append(_read(k.body))
+    return "\n".join(parts)
+
+
+def _read(name: str) -> str:
+    return resources.files(__package__).joinpath(name + ".wgsl").read_text("utf-8")
+
+
+@lru_cache(maxsize=None)
+def _snippets() -> dict[str, str]:
+    out, name = {}, None
+    for line in _read("snippets").splitlines(keepends=True):
+        m = re.match(r"^// ==== (\w+)", line)
+        if m:
+            name = m.group(1)
+            out[name] = ""
+        elif name:
+            out[name] += line
+    return out
+
+
+def snippet(name: str) -> str:
+    return _snippets()[name]
+
+
+def shader_source(name: str, half: bool = False) -> str:
+    """The composed WGSL of the kernel declared as ``name`` (the op families must be
+    imported: ``import pte_webgpu.ops``)."""
+    try:
+        return _KERNELS[name].source(half)
+    except KeyError:
+        raise ValueError(f"no kernel named {name!r}; declared: {sorted(_KERNELS)}") from None
+
+
+def switch(selector: str, cases: list[str], default: str) -> str:
+    """``switch selector { case Nu: { return cases[N]; } ... }`` as a function body."""
+    lines = [f"  switch {selector} {{"]
+    lines += [f"    case {i}u: {{ return {expr}; }}" for i, expr in enumerate(cases)]
+    lines.append(f"    default: {{ return {default}; }}")
+    lines.append("  }")
+    return "\n".join(lines)

@@ -83,17 +83,32 @@ def _kept_profile():
         os.close(lock)  # releases the lock
 
 
+def _server_for(profile: str | None):
+    """The job's server. With a kept profile, on the port that profile used before: the
+    browser's cache is keyed by origin, so a new port would miss every cached file."""
+    from .server import StaticServer
+
+    if profile is None:
+        return StaticServer({"/": paths.web_root()})
+    record = Path(profile) / ".pte-webgpu.port"
+    try:
+        server = StaticServer({"/": paths.web_root()}, port=int(record.read_text()))
+    except (OSError, ValueError):  # first run, or the port is taken now: a new one
+        server = StaticServer({"/": paths.web_root()})
+        record.write_text(str(server.url.rsplit(":", 1)[1].strip("/")))
+    return server
+
+
 def run_in_browser(pte: bytes, data_files: list, inputs_npz: bytes | None, repeat: int,
                    profile: bool = False, cast: bool = False, progress=_quiet) -> dict:
     from .dist import version
-    from .server import StaticServer
     from .session import BrowserPythonError, BrowserSession
 
     dist = _dist(progress)
     # The dist's URL names its content version, so a kept profile may cache it for good.
     dist_url = f"/pyodide-{version(dist)[:16]}/"
     with tempfile.TemporaryDirectory() as tmp, _kept_profile() as user_data_dir, \
-            StaticServer({"/": paths.web_root()}) as server:
+            _server_for(user_data_dir) as server:
         server.mount(dist_url, dist, immutable=True)
         job = Path(tmp)
         (job / "program.pte").write_bytes(pte)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from . import config
 
+KEPT_CACHE_BYTES = 256 << 20  # HTTP cache of a kept profile: a few dists' worth
+
 # Defined once in the page: turns run_python's result into JSON text inside Python,
 # where every value type is known (JS objects arrive as JsProxy).
 _TO_JSON_HELPER = r'''
@@ -102,8 +104,10 @@ class BrowserSession:
         self._playwright = sync_playwright().start()
         try:
             if self._user_data_dir:
+                options = dict(self._launch_options)  # the kept cache stays bounded
+                options["args"] = [*options.get("args", ()), f"--disk-cache-size={KEPT_CACHE_BYTES}"]
                 self._context = self._playwright.chromium.launch_persistent_context(
-                    self._user_data_dir, **self._launch_options)
+                    self._user_data_dir, **options)
                 self.page = self._context.new_page()
             else:
                 self._browser = self._playwright.chromium.launch(**self._launch_options)

@@ -150,3 +150,15 @@ def test_the_kept_browser_profile_is_used_by_one_run_at_a_time(tmp_path, monkeyp
             assert second is None  # a concurrent run gets a fresh profile
     with remote._kept_profile() as again:
         assert again == first
+
+
+def test_a_kept_profile_gets_the_same_port_each_run(tmp_path):
+    """The browser cache is keyed by origin: a new port would miss the cached dist."""
+    with remote._server_for(str(tmp_path)) as first:
+        url = first.url
+    with remote._server_for(str(tmp_path)) as second:
+        assert second.url == url
+        with remote._server_for(str(tmp_path)) as third:  # port taken: another one
+            assert third.url != url
+    with remote._server_for(None) as fresh:
+        assert fresh.url.startswith("http://127.0.0.1:")

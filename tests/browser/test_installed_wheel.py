@@ -22,6 +22,10 @@ FIXTURES = REPO / "tests" / "fixtures"
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("wheel")
+    # setuptools builds in-tree under build/lib and never prunes it: a module deleted
+    # since the last build would still ship. Start clean.
+    for leftover in [REPO / "build" / "lib", *(REPO / "build").glob("bdist.*")]:
+        shutil.rmtree(leftover, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(REPO), "-w", tmp / "w"],
                    check=True, timeout=600)
     subprocess.run([sys.executable, "-m", "venv", tmp / "venv"], check=True, timeout=300)

@@ -249,8 +249,11 @@ def test_the_page_never_freezes_while_python_boots(browser_session, web_server):
         assert page.evaluate("window.pyodideReady") is True
         ticks = page.evaluate("window.__ticks")
         gaps = [b - a for a, b in zip(ticks, ticks[1:])]
-        print(f"{len(ticks)} ticks over the boot, longest gap {max(gaps):.0f} ms")
-        assert len(ticks) > 20 and max(gaps) < 1000  # the main-thread boot froze ~6 s
+        span = ticks[-1] - ticks[0]
+        print(f"{len(ticks)} ticks over {span:.0f} ms of boot, longest gap {max(gaps):.0f} ms")
+        # A main-thread boot froze the page for most of it (~6 of 7 s). On a machine so
+        # loaded that the boot itself takes 20 s, a timer may still wait a second or two.
+        assert len(ticks) > 20 and max(gaps) < max(1000, 0.1 * span)
         stages = page.evaluate("window.bootStages.map((s) => s.stage)")
         assert stages.index("load-package") < stages.index("ready") < stages.index("adapter")
     finally:

@@ -12,7 +12,7 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-from ..errors import GpuLimitError
+from ..errors import GpuLimitError, GpuValidationError, PteError
 
 # WebGPU limit names (camelCase, as navigator.gpu spells them) the runtime relies on.
 LIMIT_NAMES = (
@@ -116,7 +116,14 @@ class GpuDevice:
         if limit and size > limit:
             raise GpuLimitError(f"buffer {label!r} needs {size} bytes; the adapter's "
                                 f"maxBufferSize is {limit}")
-        buf = Buffer(self._create_buffer(size, usage, label), size, label)
+        try:
+            handle = self._create_buffer(size, usage, label)
+        except PteError:
+            raise
+        except Exception as e:  # out of memory, a lost device
+            raise GpuValidationError(f"creating buffer {label!r} of {size} bytes: "
+                                     f"{type(e).__name__}: {str(e)[:2000]}") from e
+        buf = Buffer(handle, size, label)
         self._buffers[id(buf)] = buf
         return buf
 
@@ -157,6 +164,15 @@ class GpuDevice:
         of one copy). With ``profile``, also each dispatch's GPU time in microseconds
         (timestamp queries; wall time without them)."""
         self.check_alive()
+        try:
+            return await self._run(recording, outputs, staging, profile)
+        except PteError:
+            raise
+        except Exception as e:  # wgpu's GPUValidationError, a JsException, ...
+            raise GpuValidationError(f"running the recorded work: {type(e).__name__}: "
+                                     f"{str(e)[:2000]}") from e
+
+    async def _run(self, recording, outputs, staging, profile):
         if profile and "timestamp-query" not in self.info.features:
             return await self._run_timed_by_wall(recording, outputs, staging)
         dispatches = sum(isinstance(s, Dispatch) for s in recording.steps) if profile else 0
@@ -286,6 +302,10 @@ class GpuDevice:
         """Raise GpuValidationError if anything since push_error_scopes failed
         (unless ``raise_errors`` is False: the scopes are only closed)."""
         raise NotImplementedError
+
+    def flush(self) -> None:
+        """Submit queued writes (an empty submit): wgpu keeps the staging memory of
+        ``write_buffer`` calls, even to buffers since destroyed, until the next submit."""
 
     def close(self) -> None:
         for buf in list(self._buffers.values()):

@@ -11,8 +11,8 @@ destroy what it made.
 from __future__ import annotations
 
 from .. import formats
-from ..errors import FormatError, GpuLimitError, UnsupportedError
-from ..gpu.interface import Buffer, Copy, Dispatch, fold_grid
+from ..errors import FormatError, GpuLimitError, UnsupportedError, count
+from ..gpu.interface import Buffer, Copy, Dispatch, align4, fold_grid
 from ..graph import Graph, ListValue, Scalar, TensorValue
 from ..ops import registry
 from .storage import WIDE, Storage
@@ -23,21 +23,32 @@ STORAGE = ("storage", "copy_src", "copy_dst")
 class Resources:
     """GPU buffers owned by one Method: destroyed together on close or failure."""
 
-    def __init__(self, device):
+    def __init__(self, device, budget=None):
         self.device = device
+        self.budget = budget  # runtime/budget.py: shared by every Method of a program
         self.buffers: list[Buffer] = []
 
     def buffer(self, size: int, label: str, usage=STORAGE) -> Buffer:
         limit = self.device.limit("maxStorageBufferBindingSize", 1 << 27)
         if "storage" in usage and size > limit:
-            raise GpuLimitError(f"{label} needs {size} bytes; the adapter binds at most {limit}")
-        buf = self.device.create_buffer(size, usage, label)
+            raise GpuLimitError(f"{label} needs {count(size)} bytes; the adapter binds at "
+                                f"most {limit}")
+        if self.budget is not None:
+            self.budget.charge(align4(size), label)
+        try:
+            buf = self.device.create_buffer(size, usage, label)
+        except BaseException:
+            if self.budget is not None:
+                self.budget.refund(align4(size))
+            raise
         self.buffers.append(buf)
         return buf
 
     def release(self) -> None:
         for buf in self.buffers:
             self.device.destroy_buffer(buf)
+            if self.budget is not None:
+                self.budget.refund(buf.size)
         self.buffers = []
 
 
@@ -225,15 +236,20 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
             pools[v.mem_obj_id] = max(pools.get(v.mem_obj_id, 4), ctx.bind_size(vid))
     pool_buffers = {m: ctx.resources.buffer(size, f"{ctx.label} mem_obj {m}")
                     for m, size in sorted(pools.items())}
+    constants: dict[tuple, Buffer] = {}  # tensors sharing a constant share its one upload
     for vid, v in enumerate(graph.values):
         if not isinstance(v, TensorValue) or vid in ctx.buffers:
             continue
         if v.constant_id >= 0:
-            ref = graph.constants[v.constant_id]
-            data = formats.resolve(ref, v.nbytes, named, vk.constant_bytes).data
-            buf = ctx.resources.buffer(ctx.bind_size(vid), f"{ctx.label} constant {ref.index}")
-            upload(ctx.device, buf, ctx.storage.to_storage(
-                data, v.dtype, f"{ctx.label} constant value {vid}", UnsupportedError))
+            key = (v.constant_id, v.dtype, v.numel)
+            if key not in constants:
+                ref = graph.constants[v.constant_id]
+                data = formats.resolve(ref, v.nbytes, named, vk.constant_bytes).data
+                constants[key] = ctx.resources.buffer(ctx.bind_size(vid),
+                                                      f"{ctx.label} constant {ref.index}")
+                upload(ctx.device, constants[key], ctx.storage.to_storage(
+                    data, v.dtype, f"{ctx.label} constant value {vid}", UnsupportedError))
+            buf = constants[key]
         elif v.mem_obj_id >= 0 and vid not in dedicated:
             buf = pool_buffers[v.mem_obj_id]
         else:

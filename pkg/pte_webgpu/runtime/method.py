@@ -10,14 +10,14 @@ staging buffer that holds all outputs.
 
 from __future__ import annotations
 
-import asyncio
 import time
 
-from ..errors import InputError, UnsupportedError
+from ..errors import ClosedError, DataTooSmallError, InputError, UnsupportedError
 from ..formats.pte import DelegateCall, ExecutionPlan, KernelCall, MoveCall, PlanTensor
 from ..gpu.interface import Copy, Recording
 from ..ops import registry
 from .build import BuildContext, Resources, build_delegate, upload
+from .exclusive import Exclusive
 from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
 from .tensor import numpy_available, output, to_host_tensor
 
@@ -40,7 +40,7 @@ class Method:
         self.storage = storage  # how float16 is held (runtime/storage.py), one rule per program
         self.name = plan.name
         self.graph = plan_as_graph(plan)
-        self.resources = Resources(device)
+        self.resources = Resources(device, getattr(program, "budget", None))
         self.recording = Recording()
         self.plan_buffers: dict = {}
         self.outputs: list = []
@@ -49,7 +49,7 @@ class Method:
         self.notes: list[str] = []
         self.load_seconds = 0.0
         self.last_profile: list[dict] | None = None
-        self._lock = asyncio.Lock()
+        self._lock = Exclusive()  # safe across threads and event loops
         self.closed = False
 
     # --- load ----------------------------------------------------------------------
@@ -119,7 +119,10 @@ class Method:
         nbytes = t.numel * t.dtype.itemsize
         where = f"plan {self.plan.name!r} value {vid}"
         if t.external:
-            data, _ = file.named.lookup(t.fully_qualified_name)
+            data, source = file.named.lookup(t.fully_qualified_name)
+            if len(data) < nbytes:
+                raise DataTooSmallError(f"{where}: named data {t.fully_qualified_name!r} in "
+                                        f"{source}", nbytes, len(data))
             return data[:nbytes]
         return file.constant_tensor_bytes(t, nbytes, where)
 
@@ -176,7 +179,8 @@ class Method:
         ``method.last_profile`` (timestamp queries; wall time without them).
         """
         if self.closed:
-            raise InputError(f"method {self.name!r} is closed")
+            raise ClosedError(f"method {self.name!r} is closed (its program or Runtime was "
+                              "closed); load the program again to run it")
         inputs = list(inputs)
         if len(inputs) != len(self.plan.inputs):
             raise InputError(f"method {self.name!r} takes {len(self.plan.inputs)} inputs, "
@@ -193,6 +197,8 @@ class Method:
                                  f"{list(t.shape)}")
             hosts.append((vid, self.storage.to_storage(t.memoryview(), t.dtype, f"input {i}")))
         async with self._lock:
+            if self.closed:  # closed by another thread while this one waited
+                raise ClosedError(f"method {self.name!r} was closed")
             for vid, data in hosts:
                 upload(self.device, self.plan_buffers[vid], data)
             raw, times = await self.device.run(self.recording, self.outputs, self.staging,
@@ -219,5 +225,6 @@ class Method:
 
     def close(self) -> None:
         if not self.closed:
-            self.resources.release()
             self.closed = True
+            # An execute in flight (another task or thread) releases them when it ends.
+            self._lock.when_free(self.resources.release)

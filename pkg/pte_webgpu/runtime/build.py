@@ -10,8 +10,10 @@ destroy what it made.
 
 from __future__ import annotations
 
+import struct
+
 from .. import formats
-from ..errors import FormatError, GpuLimitError, UnsupportedError, count
+from ..errors import FormatError, GpuLimitError, PteError, UnsupportedError, count
 from ..gpu.interface import Buffer, Copy, Dispatch, align4, fold_grid
 from ..graph import Graph, ListValue, Scalar, TensorValue
 from ..ops import registry
@@ -222,8 +224,20 @@ async def build_delegate(device, vk: formats.VulkanDelegate, named: formats.Name
     _allocate(ctx, vk, named)
     for i, (op, handler) in enumerate(zip(graph.ops, handlers)):
         ctx.begin_op(i, op)
-        await handler(ctx, op)
+        await call_handler(handler, ctx, op)
     return ctx
+
+
+async def call_handler(handler, ctx: BuildContext, op) -> None:
+    """Run an op's build; argument values its kernel cannot encode (an f32 parameter
+    beyond f32's range, a u32 beyond 2^32) become a typed error naming the op."""
+    try:
+        await handler(ctx, op)
+    except PteError:
+        raise
+    except (OverflowError, struct.error, ValueError, ZeroDivisionError) as e:
+        raise UnsupportedError(f"{ctx.where(op)}: an argument is outside what the kernel can "
+                               f"take ({type(e).__name__}: {str(e)[:500]})") from None
 
 
 def _allocate(ctx: BuildContext, vk, named) -> None:

@@ -16,7 +16,7 @@ from ..errors import ClosedError, DataTooSmallError, InputError, UnsupportedErro
 from ..formats.pte import DelegateCall, ExecutionPlan, KernelCall, MoveCall, PlanTensor
 from ..gpu.interface import Copy, Recording
 from ..ops import registry
-from .build import BuildContext, Resources, build_delegate, upload
+from .build import BuildContext, Resources, build_delegate, call_handler, upload
 from .exclusive import Exclusive
 from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
 from .tensor import numpy_available, output, to_host_tensor
@@ -154,7 +154,7 @@ class Method:
                 ctx.buffers[vid] = self._buffer(vid, file)
         ctx.io_ids = set(ctx.buffers)  # plan buffers persist: views copy, never alias
         ctx.begin_op(0, op)
-        await handler(ctx, op)
+        await call_handler(handler, ctx, op)
         self.kernels += [dict(k, delegate=None, kernel="::".join(self.plan.operators[call.op_index]))
                          for k in ctx.kernels]
 

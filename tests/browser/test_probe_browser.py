@@ -1,0 +1,118 @@
+"""The probe table (tests/probe/table.py) in Chromium: every case, crafted on the host,
+loaded and run in the page on WebGPU (SwiftShader); each gives its typed error or the
+CPU reference's outputs, and leaves no buffer behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pte_webgpu import errors, formats
+from tests.probe.runner import expected_outputs
+from tests.probe.table import CASES
+
+pytestmark = pytest.mark.browser
+
+SUPPORT = (Path(__file__).parent / "page_support.py").read_text()
+
+PAGE_RUN = """
+import math
+import pte_webgpu
+from pte_webgpu.formats import npy
+
+async def probe(index, options):
+    rt = await runtime()
+    pte = await fetch_bytes(f"/probe/{index}.pte")
+    ptds = [(name, await fetch_bytes(f"/probe/{index}-{k}.ptd"))
+            for k, name in enumerate(PTD_NAMES[index])]
+    arrays = npy.read_npz(await fetch_bytes(f"/probe/{index}.npz"))
+    saved, rt.options = rt.options, dict(rt.options, **options)
+    before = rt.device.live_buffer_count
+    program, worst = None, None
+    try:
+        program = await rt.load_program(pte, ptds)
+        method = program.load_method()
+        ins = [arrays[k] for k in sorted(arrays) if k.startswith("in")]
+        outs = await method.execute(ins)
+        wants = [arrays[k] for k in sorted(arrays) if k.startswith("out")]
+        worst = 0.0 if len(outs) == len(wants) else math.inf
+        for o, w in zip(outs, wants):
+            a, b = floats(o), floats(w)
+            if len(a) != len(b):
+                worst = math.inf
+            for x, y in zip(a, b):
+                if math.isnan(x) and math.isnan(y) or x == y:
+                    continue
+                worst = max(worst, abs(x - y) / max(1.0, abs(y)) if math.isfinite(x - y)
+                            else math.inf)
+        outcome, message = "ok", ""
+    except pte_webgpu.PteError as e:
+        outcome, message = type(e).__name__, str(e)
+    except Exception as e:
+        outcome, message = "ESCAPE:" + type(e).__name__, repr(e)[:500]
+    finally:
+        rt.options = saved
+        if program is not None:
+            program.close()
+    return [outcome, message, worst, rt.device.live_buffer_count - before]
+"""
+
+
+def _inputs(made) -> list:
+    """Seeded inputs of the crafted plan's input shapes and dtypes."""
+    plan = formats.open_program(made.pte, made.ptds).plans[0]
+    rng = np.random.default_rng(0)
+    out = []
+    for vid in plan.inputs:
+        t = plan.values[vid]
+        if t.dtype.name.startswith("int"):
+            out.append(rng.integers(0, 4, size=t.sizes).astype(t.dtype.name))
+        else:
+            out.append(rng.standard_normal(t.sizes).astype(t.dtype.name))
+    return out
+
+
+@pytest.fixture(scope="module")
+def probe_page(browser_session, web_server, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("probe")
+    ptd_names = []
+    for i, case in enumerate(CASES):
+        made = case.build()
+        (folder / f"{i}.pte").write_bytes(made.pte)
+        ptd_names.append([name for name, _ in made.ptds])
+        for k, (_, data) in enumerate(made.ptds):
+            (folder / f"{i}-{k}.ptd").write_bytes(bytes(data))
+        arrays = {}
+        if case.expect == "ok":
+            ins = _inputs(made)
+            arrays = {f"in{j}": x for j, x in enumerate(ins)}
+            if case.compare:
+                arrays.update({f"out{j}": y for j, y in
+                               enumerate(expected_outputs(made, ins))})
+        np.savez(folder / f"{i}.npz", **arrays)
+    web_server.mount("/probe/", folder)
+    browser_session.run_python(SUPPORT + PAGE_RUN + f"\nPTD_NAMES = {json.dumps(ptd_names)}")
+    return browser_session
+
+
+def _subclasses(name: str) -> set[str]:
+    base = getattr(errors, name)
+    return {n for n, cls in vars(errors).items() if isinstance(cls, type) and
+            issubclass(cls, base)}
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
+def test_probe_in_chromium(probe_page, index):
+    case = CASES[index]
+    options = dict(case.build().options)
+    outcome, message, worst, leaked = probe_page.run_python(
+        f"await probe({index}, {json.dumps(options)})")
+    assert outcome == case.expect or (
+        case.expect != "ok" and outcome in _subclasses(case.expect)), (outcome, message)
+    assert case.match in message, message
+    assert leaked == 0, f"{leaked} buffers left behind"
+    if outcome == "ok" and case.compare:
+        assert worst is not None and worst < 2e-3, f"max error vs the CPU reference {worst}"

@@ -54,3 +54,21 @@ def _subclasses(name: str) -> set[str]:
     base = getattr(errors, name)
     return {n for n, cls in vars(errors).items() if isinstance(cls, type) and
             issubclass(cls, base)}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_probe_inspect(case):
+    """``inspect`` reads every crafted program quickly (huge counts once took it ~70 s and
+    Python's int-to-str limit) and fails, if at all, with a PteError."""
+    import time
+
+    from pte_webgpu import formats, inspect
+
+    made = case.build()
+    t0 = time.perf_counter()
+    try:
+        program = formats.open_program(made.pte, made.ptds)
+        inspect.render_text(inspect.describe(program, "probe.pte", len(made.pte)))
+    except errors.PteError:
+        pass
+    assert time.perf_counter() - t0 < 3.0

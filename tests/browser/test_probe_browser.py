@@ -116,3 +116,30 @@ def test_probe_in_chromium(probe_page, index):
     assert leaked == 0, f"{leaked} buffers left behind"
     if outcome == "ok" and case.compare:
         assert worst is not None and worst < 2e-3, f"max error vs the CPU reference {worst}"
+
+
+def test_runtime_close_closes_every_program_in_chromium(probe_page):
+    """Runtime.close() reaches every program; their methods then raise ClosedError."""
+    kinds = probe_page.run_python("""
+rt2 = await pte_webgpu.Runtime.create()
+pte = await fetch_bytes("/fixtures/add_2x3x4.pte")
+arrays = npy.read_npz(await fetch_bytes("/fixtures/add_2x3x4.npz"))
+ins = [arrays[k] for k in sorted(arrays) if k.startswith("in")]
+methods = [(await rt2.load_program(pte)).load_method() for _ in range(3)]
+await methods[0].execute(ins)
+rt2.close()
+kinds = []
+for m in methods:
+    try:
+        await m.execute(ins)
+        kinds.append("ran")
+    except pte_webgpu.PteError as e:
+        kinds.append(type(e).__name__)
+try:
+    await rt2.load_program(pte)
+    kinds.append("loaded")
+except pte_webgpu.PteError as e:
+    kinds.append(type(e).__name__)
+kinds
+""")
+    assert kinds == ["ClosedError"] * 4

@@ -45,6 +45,13 @@ def graph_op_output_is_its_input(p, f):
     add["args"][-1] = add["args"][0]
 
 
+def kernel_output_is_its_input(p, f):  # rmsnorm_nndefault: add.Scalar_out(1, eps, 1, out=2)
+    for ins in c.instructions(p):
+        if ins["instr_args_type"] == c.KERNEL:
+            args = ins["instr_args"]["args"]
+            args[-1] = args[-2] = args[0]
+
+
 def self_move(p, f):
     c.instructions(p).append(c.instruction(c.MOVE, move_from=0, move_to=0))
 
@@ -307,6 +314,8 @@ CASES = [
          "FormatError", "both input"),
     Case("graph op output is its input", "add_2x3x4", graph_op_output_is_its_input,
          "FormatError", "also reads"),
+    Case("kernel output is its input", "rmsnorm_nndefault_1x8x64_eps1e-6",
+         kernel_output_is_its_input, "FormatError", "also reads"),
     Case("self move", "add_2x3x4", self_move, "FormatError", "onto itself"),
     Case("move between sizes", "add_bcast_4x4_4x1", move_between_sizes, "FormatError",
          "differ"),

@@ -185,6 +185,15 @@ def shared_constant_many_tensors(p, f):
         c.add_graph_value(p, c.GV_TENSOR, dict(weight, constant_id=0))
 
 
+def many_constants_one_key(p, f):
+    """2000 constant entries naming one named-data key, each with its own tensor."""
+    g = p.graph()
+    weight = c.graph_value(p, 0)
+    for _ in range(2000):
+        g["constants"].append(dict(g["constants"][weight.get("constant_id", 0)]))
+        c.add_graph_value(p, c.GV_TENSOR, dict(weight, constant_id=len(g["constants"]) - 1))
+
+
 def many_memory_pools(p, f):
     for m in range(300):  # 300 pools of 32 MiB: 9.4 GiB
         c.add_graph_value(p, c.GV_TENSOR, {"datatype": c.VK_F32, "dims": [8 << 20],
@@ -370,6 +379,7 @@ CASES = [
          "100000 dimensions"),
     Case("one constant shared by 2000 tensors", "block_1x8x64", shared_constant_many_tensors,
          "ok"),
+    Case("2000 constants naming one key", "block_1x8x64", many_constants_one_key, "ok"),
     Case("300 memory pools of 32 MiB", "add_2x3x4", many_memory_pools, "BudgetError",
          "max_alloc_bytes"),
     Case("moves between 80 plan tensors of 128 MiB", "add_2x3x4",

@@ -16,7 +16,7 @@ from tests.native.gpu_thread import run_sync
 
 from . import crafts
 from .cycles import cycles
-from .table import shared_constant_many_tensors
+from .table import many_constants_one_key, shared_constant_many_tensors
 
 pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
 
@@ -93,10 +93,12 @@ def test_wgpu_error_at_execute_is_a_gpu_error(fresh_runtime):
     np.testing.assert_allclose(again[0], outs[0], rtol=1e-6)
 
 
-def test_shared_constant_is_uploaded_once(fresh_runtime):
+@pytest.mark.parametrize("craft", [shared_constant_many_tensors, many_constants_one_key],
+                         ids=["one constant id", "one named key"])
+def test_shared_constant_is_uploaded_once(fresh_runtime, craft):
     p, _ = crafts.load("block_1x8x64")
     plain = p.build()
-    shared_constant_many_tensors(p, [])
+    craft(p, [])
     crafted = p.build()
 
     async def used(data):

@@ -255,9 +255,9 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
         if not isinstance(v, TensorValue) or vid in ctx.buffers:
             continue
         if v.constant_id >= 0:
-            key = (v.constant_id, v.dtype, v.numel)
+            ref = graph.constants[v.constant_id]
+            key = constant_key(ref, v)
             if key not in constants:
-                ref = graph.constants[v.constant_id]
                 data = formats.resolve(ref, v.nbytes, named, vk.constant_bytes).data
                 constants[key] = ctx.resources.buffer(ctx.bind_size(vid),
                                                       f"{ctx.label} constant {ref.index}")
@@ -269,6 +269,13 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
         else:
             buf = ctx.resources.buffer(ctx.bind_size(vid), f"{ctx.label} value {vid}")
         ctx.buffers[vid] = buf
+
+
+def constant_key(ref, tensor: TensorValue) -> tuple:
+    """Tensors with equal keys hold the same bytes: the same named data or inline offset,
+    read as the same dtype and element count."""
+    source = ("named", ref.named_key) if ref.offset is None else ("inline", ref.offset)
+    return source, tensor.dtype, tensor.numel
 
 
 def upload(device, buf: Buffer, data) -> None:

@@ -18,6 +18,7 @@ from ..formats import VULKAN_BACKEND_ID
 from ..formats.pte import DelegateCall, JumpFalseCall, KernelCall, MoveCall, PlanTensor
 from ..graph import ListValue, TensorValue
 from .budget import max_alloc_bytes
+from .build import constant_key
 from .plan_graph import kernel_op
 
 MAX_RANK = 16  # ExecuTorch's kTensorDimensionLimit
@@ -242,7 +243,7 @@ def _delegate_bytes(vk, file, storage, binding: int, where: str) -> int:
             continue
         size = _tensor_size(v, storage, binding, f"{where} graph value {vid}")
         if v.constant_id >= 0:
-            key = (v.constant_id, v.dtype, v.numel)
+            key = constant_key(graph.constants[v.constant_id], v)
             if key not in constants:
                 constants[key] = size
                 formats.resolve(graph.constants[v.constant_id], v.nbytes, file.named,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -34,8 +35,11 @@ def save(out: Path, seed: int, index: int, r) -> Path:
 async def main(seed: int, start: int, end: int, out: Path) -> None:
     bases = load_bases()
     rt = await pte_webgpu.Runtime.create("native", {"max_alloc_bytes": ALLOC_CAP})
+    abort_at = int(os.environ.get("PTE_FUZZ_ABORT_AT", "-1"))  # tests of the supervisor
     for i in range(start, end):
         print(json.dumps({"i": i, "starting": True}), flush=True)
+        if i == abort_at:
+            os.abort()
         r = await run_case(rt, case_rng(seed, i), bases[i % len(bases)])
         line = {"i": i, "outcome": r.outcome, "s": round(r.seconds, 5), "desc": r.description}
         if r.escaped:

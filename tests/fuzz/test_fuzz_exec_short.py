@@ -47,3 +47,15 @@ def test_short_exec_fuzz_run():
     assert live == 0, f"{live} buffers left behind by failed loads"
     # the mutants must reach execution and the validation alike, or the run proves little
     assert outcomes["ok"] > CASES // 10 and outcomes["FormatError"] > CASES // 10, outcomes
+
+
+@pytest.mark.fuzz
+def test_supervisor_counts_a_crash_and_goes_on(tmp_path, monkeypatch):
+    """A worker that dies mid-run (wgpu-native aborts on some errors) costs one CRASH
+    escape; the supervisor restarts it after that case and finishes the rest."""
+    from .exec_supervisor import run
+
+    monkeypatch.setenv("PTE_FUZZ_ABORT_AT", "1")
+    outcomes, escapes, _ = run(SEED, 0, 3, tmp_path, log=lambda m: None)
+    assert outcomes["CRASH"] == 1 and sum(outcomes.values()) == 3, outcomes
+    assert [(i, kind) for i, kind, *_ in escapes] == [(1, "CRASH")]

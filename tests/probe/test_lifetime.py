@@ -169,6 +169,39 @@ def test_close_while_another_thread_executes(fresh_runtime):
     assert fresh_runtime.device.live_buffer_count == 0
 
 
+def test_runtime_close_while_another_thread_executes():
+    """Runtime.close() during another thread's executes: no crash (wgpu-native aborts on
+    a submit naming a destroyed buffer), the thread ends with ClosedError."""
+    try:
+        rt = run_sync(pte_webgpu.Runtime.create("native"))
+    except pte_webgpu.GpuError as e:
+        pytest.skip(f"no native adapter: {e}")
+    pte, ins, _ = _fixture("block_1x8x64")
+    method = run_sync(rt.load_program(pte)).load_method()
+    outcomes = []
+
+    def worker():
+        async def go():
+            for _ in range(200):
+                try:
+                    await method.execute(ins)
+                    outcomes.append("ok")
+                except pte_webgpu.ClosedError:
+                    outcomes.append("closed")
+                    return
+        asyncio.run(go())
+
+    t = threading.Thread(target=worker)
+    t.start()
+    while len(outcomes) < 3:
+        pass
+    rt.close()
+    t.join(timeout=60)
+    assert not t.is_alive()
+    assert outcomes[-1] == "closed"
+    assert rt.device.live_buffer_count == 0
+
+
 @pytest.mark.parametrize("execute", [False, True], ids=["load-close", "load-execute-close"])
 def test_rss_flat_over_load_close_cycles(fresh_runtime, execute):
     """150 cycles (python -m tests.probe.cycles runs 1000): before the fix, ~3 MB a load

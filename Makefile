@@ -29,7 +29,7 @@ fuzz:
 # >= 100k structurally mutated programs loaded and executed natively (wgpu); fails on any
 # escape: a non-PteError exception, a hang, a crash, a slow case or a memory blow-up
 fuzz-exec:
-	$(PYTHON) -m tests.fuzz.run --exec --cases 100000
+	PYTHONPATH=pkg $(PYTHON) -m tests.fuzz.run --exec --cases 100000
 
 bench:
 	PYTHONPATH=pkg $(PYTHON) bench/bench_parse.py

@@ -9,6 +9,7 @@ on the same crafted program. Run natively (test_probe_native.py) and in Chromium
 
 from __future__ import annotations
 
+import copy
 import math
 import struct
 from dataclasses import dataclass
@@ -206,6 +207,13 @@ def moves_between_huge_plan_tensors(p, f):
         c.instructions(p).append(c.instruction(c.MOVE, move_from=a, move_to=b))
 
 
+def repeated_delegate_calls(n):
+    def craft(p, f):
+        first = c.instructions(p)[0]
+        c.instructions(p).extend(copy.deepcopy(first) for _ in range(n))
+    return craft
+
+
 def with_cap(nbytes):
     def craft(p, f):
         return c.Crafted(p.build(), f, {"max_alloc_bytes": nbytes})
@@ -384,6 +392,9 @@ CASES = [
          "max_alloc_bytes"),
     Case("moves between 80 plan tensors of 128 MiB", "add_2x3x4",
          moves_between_huge_plan_tensors, "BudgetError", "max_alloc_bytes"),
+    Case("3000 calls of a 12-op delegate", "block_1x8x64", repeated_delegate_calls(3000),
+         "BudgetError", "max_ops"),
+    Case("50 calls of a 12-op delegate", "block_1x8x64", repeated_delegate_calls(50), "ok"),
     Case("cap of 1000 bytes", "block_1x8x64", with_cap(1000), "BudgetError", "cap is 1000"),
     Case("cap raised", "block_1x8x64", with_cap(64 << 30), "ok"),
     Case("cap not a number", "add_2x3x4", with_cap("lots"), "InputError", "max_alloc_bytes"),

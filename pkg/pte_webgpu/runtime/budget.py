@@ -12,12 +12,23 @@ from __future__ import annotations
 from ..errors import BudgetError, InputError, count
 
 DEFAULT_MAX_ALLOC_BYTES = 4 << 30
+# Ops built per load (each delegate call builds its graph's ops again): about 1 ms each
+# on a CPU adapter, so a small file repeating one call cannot keep a load busy for minutes.
+DEFAULT_MAX_OPS = 20_000
 
 
 def max_alloc_bytes(options: dict) -> int:
-    value = options.get("max_alloc_bytes", DEFAULT_MAX_ALLOC_BYTES)
+    return _positive(options, "max_alloc_bytes", DEFAULT_MAX_ALLOC_BYTES)
+
+
+def max_ops(options: dict) -> int:
+    return _positive(options, "max_ops", DEFAULT_MAX_OPS)
+
+
+def _positive(options: dict, name: str, default: int) -> int:
+    value = options.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InputError(f"option max_alloc_bytes={value!r}: use a positive integer")
+        raise InputError(f"option {name}={value!r}: use a positive integer")
     return value
 
 

@@ -17,7 +17,7 @@ from ..errors import (BudgetError, DataTooSmallError, FormatError, GpuLimitError
 from ..formats import VULKAN_BACKEND_ID
 from ..formats.pte import DelegateCall, JumpFalseCall, KernelCall, MoveCall, PlanTensor
 from ..graph import ListValue, TensorValue
-from .budget import max_alloc_bytes
+from .budget import max_alloc_bytes, max_ops
 from .build import constant_key
 from .plan_graph import kernel_op
 
@@ -27,10 +27,16 @@ MAX_RANK = 16  # ExecuTorch's kTensorDimensionLimit
 def validate_program(file, device, options: dict, storage) -> None:
     """Raise a PteError naming the first thing in ``file`` the runtime must refuse."""
     cap = max_alloc_bytes(options)
+    op_cap = max_ops(options)
     binding = device.limit("maxStorageBufferBindingSize", 1 << 27)
-    total = 0
+    total = ops = 0
     for plan in file.plans:
         where = f"plan {plan.name!r}"
+        ops += _ops_built(plan)
+        if ops > op_cap:
+            raise BudgetError(f"the program builds {count(ops)} ops (at {where}; every "
+                              f"delegate call builds its graph again); the cap is "
+                              f"{count(op_cap)} (Runtime option max_ops)")
         _check_values(plan, where)
         _check_graphs(plan, where)
         _check_calls(plan, where)
@@ -39,6 +45,19 @@ def validate_program(file, device, options: dict, storage) -> None:
             raise BudgetError(f"the program's buffers need at least {count(total)} bytes (at "
                               f"{where}); the cap is {count(cap)} (Runtime option "
                               "max_alloc_bytes)")
+
+
+def _ops_built(plan) -> int:
+    """Ops a load builds for ``plan``: each delegate call its graph's, each kernel one."""
+    n = 0
+    for ins in plan.instructions:
+        if isinstance(ins, DelegateCall):
+            delegate = plan.delegates[ins.delegate_index]
+            graph = delegate.graph.graph if delegate.graph is not None else None
+            n += len(graph.ops) if graph is not None else 1
+        else:
+            n += 1
+    return n
 
 
 def _tensor_size(t, storage, binding: int, what: str) -> int:

@@ -109,7 +109,19 @@ def kernel_op_index_out_of_range(p, f):
 
 # --- a value used as two kinds, duplicated ids ----------------------------------------
 def op_writes_a_constant(p, f):  # rmsnorm: value 3 (the output) claims constant 0
-    c.graph_value(p, 3)["constant_id"] = 0
+    c.graph_value(p, 3).update(constant_id=0, mem_obj_id=-1)
+
+
+def op_writes_planned_constant(p, f):  # the same, memory-planned: state (a KV cache)
+    c.graph_value(p, 3).update(constant_id=0, mem_obj_id=0)
+
+
+def state_constants_share_a_key(p, f):
+    """Two memory-planned constants naming one key (KV caches of zeros): one buffer each;
+    read-only ones sharing it: one upload."""
+    weight = c.graph_value(p, 0)
+    for mem in (-1, -1, 5, 6):
+        c.add_graph_value(p, c.GV_TENSOR, dict(weight, constant_id=0, mem_obj_id=mem))
 
 
 def graph_value_bound_twice(p, f):  # rmsnorm: graph output := graph input
@@ -358,6 +370,8 @@ CASES = [
     # two kinds, duplicates
     Case("op writes a constant", "rmsnorm_1x8x64_eps1e-6", op_writes_a_constant,
          "FormatError", "constant"),
+    Case("op writes a memory-planned constant", "rmsnorm_1x8x64_eps1e-6",
+         op_writes_planned_constant, "ok"),
     Case("graph value bound to two plan values", "rmsnorm_1x8x64_eps1e-6",
          graph_value_bound_twice, "FormatError", "bound to plan values"),
     Case("plan input listed twice", "add_2x3x4", plan_input_listed_twice, "FormatError",

@@ -16,7 +16,8 @@ from tests.native.gpu_thread import run_sync
 
 from . import crafts
 from .cycles import cycles
-from .table import many_constants_one_key, shared_constant_many_tensors
+from .table import (many_constants_one_key, shared_constant_many_tensors,
+                    state_constants_share_a_key)
 
 pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
 
@@ -109,6 +110,22 @@ def test_shared_constant_is_uploaded_once(fresh_runtime, craft):
             program.close()
     base = run_sync(used(plain))
     assert run_sync(used(crafted)) == base  # 2000 more tensors, not one byte more
+
+
+def test_memory_planned_constants_keep_their_own_buffers(fresh_runtime):
+    """Constants with a memory object are state written in place (KV caches that share
+    one named key of zeros): each keeps its own buffer; read-only ones share."""
+    p, _ = crafts.load("rmsnorm_1x8x64_eps1e-6")
+    plain = p.build()
+    state_constants_share_a_key(p, [])
+
+    async def used(data):
+        program = await fresh_runtime.load_program(data)
+        try:
+            return program.budget.used
+        finally:
+            program.close()
+    assert run_sync(used(p.build())) - run_sync(used(plain)) == 2 * 256  # two states
 
 
 def test_one_method_from_several_threads(fresh_runtime):

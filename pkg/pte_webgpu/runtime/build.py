@@ -256,7 +256,7 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
             continue
         if v.constant_id >= 0:
             ref = graph.constants[v.constant_id]
-            key = constant_key(ref, v)
+            key = constant_key(ref, v, vid)
             if key not in constants:
                 data = formats.resolve(ref, v.nbytes, named, vk.constant_bytes).data
                 constants[key] = ctx.resources.buffer(ctx.bind_size(vid),
@@ -271,9 +271,12 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
         ctx.buffers[vid] = buf
 
 
-def constant_key(ref, tensor: TensorValue) -> tuple:
-    """Tensors with equal keys hold the same bytes: the same named data or inline offset,
-    read as the same dtype and element count."""
+def constant_key(ref, tensor: TensorValue, vid: int) -> tuple:
+    """Tensors with equal keys share one buffer: read-only constants of the same named
+    data or inline offset, dtype and element count. A memory-planned constant
+    (``mem_obj_id >= 0``) is state an op writes in place (a KV cache), so its own."""
+    if tensor.mem_obj_id >= 0:
+        return ("value", vid),
     source = ("named", ref.named_key) if ref.offset is None else ("inline", ref.offset)
     return source, tensor.dtype, tensor.numel
 

@@ -113,7 +113,8 @@ def _check_calls(plan, where: str) -> None:
         elif isinstance(ins, KernelCall):
             op = kernel_op(plan, ins)
             out = op.args[-1] if op.args else None
-            if isinstance(values[out] if out is not None else None, PlanTensor) and \
+            in_place = plan.operators[ins.op_index][0].endswith("_")  # aten::copy_: self
+            if not in_place and out is not None and isinstance(values[out], PlanTensor) and \
                     out in op.args[:-1]:
                 raise FormatError(f"{op.name} writes value {out}, which it also reads; an "
                                   "op's output must be a value of its own", field=w)
@@ -187,9 +188,9 @@ def _check_graph(graph, where: str) -> None:
                               "must be a value of its own", field=w)
         for vid in results:
             v = values[vid]
-            if isinstance(v, TensorValue) and v.constant_id >= 0:
-                raise FormatError(f"writes value {vid}, a constant; constants are read-only",
-                                  field=w)
+            if isinstance(v, TensorValue) and v.constant_id >= 0 and v.mem_obj_id < 0:
+                raise FormatError(f"writes value {vid}, a read-only constant (constants "
+                                  "without a memory object are shared)", field=w)
 
 
 def _expand(values, ids) -> set[int]:
@@ -262,7 +263,7 @@ def _delegate_bytes(vk, file, storage, binding: int, where: str) -> int:
             continue
         size = _tensor_size(v, storage, binding, f"{where} graph value {vid}")
         if v.constant_id >= 0:
-            key = constant_key(graph.constants[v.constant_id], v)
+            key = constant_key(graph.constants[v.constant_id], v, vid)
             if key not in constants:
                 constants[key] = size
                 formats.resolve(graph.constants[v.constant_id], v.nbytes, file.named,

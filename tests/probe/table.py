@@ -292,6 +292,12 @@ def op_int_list(op_name: str, position: int, value):
     return craft
 
 
+def op_int_list_long(op_name: str, position: int, value, n: int):
+    def craft(p, f):
+        c.graph_value(p, c.op(p, op_name)["args"][position])["items"] = [value] * n
+    return craft
+
+
 # --- dtype and layout oddities ---------------------------------------------------------
 def plan_input_dtype(code):
     def craft(p, f):
@@ -443,6 +449,12 @@ CASES = [
     Case("clamp bounds NaN", "activations_3x17", doubles(math.nan), "ok"),
     Case("layer_norm shape 2^62", "layernorm_5x96", op_int_list("layer_norm", 1, 2**62),
          "FormatError", ""),
+    Case("layer_norm shape of 100k items", "layernorm_5x96",
+         op_int_list_long("layer_norm", 1, 2**62, MANY_DIMS), "UnsupportedError",
+         "100000 items"),
+    Case("view sizes of 100k items", "block_1x8x64", op_int_list_long("view_copy", 1, 2**62,
+                                                                      MANY_DIMS),
+         "UnsupportedError", "100000 items"),
     Case("to_dim_order dim order 2^62", "rmsnorm_fp16_unfused_1x8x64_eps1e-6",
          op_int_list("to_dim_order", 6, 2**62), "UnsupportedError", "dim order"),
     # dtypes and layouts

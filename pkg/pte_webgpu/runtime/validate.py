@@ -22,6 +22,9 @@ from .build import constant_key
 from .plan_graph import kernel_op
 
 MAX_RANK = 16  # ExecuTorch's kTensorDimensionLimit
+# Int, double and bool lists are shapes, dims and small parameters; ops multiply and
+# print them, so a list of 100k huge ints would cost seconds and megabyte messages.
+MAX_LIST_ITEMS = 4096
 
 
 def validate_program(file, device, options: dict, storage) -> None:
@@ -168,6 +171,10 @@ def _check_graphs(plan, where: str) -> None:
 def _check_graph(graph, where: str) -> None:
     values = graph.values
     for i, v in enumerate(values):
+        if isinstance(v, ListValue) and v.kind != "value_list" and \
+                len(v.items) > MAX_LIST_ITEMS:
+            raise UnsupportedError(f"{v.kind} of {len(v.items)} items; at most "
+                                   f"{MAX_LIST_ITEMS} are supported ({where} value {i})")
         if isinstance(v, ListValue) and v.kind == "value_list":
             for item in v.items:
                 if isinstance(values[item], ListValue) and values[item].kind == "value_list":

@@ -143,3 +143,32 @@ except pte_webgpu.PteError as e:
 kinds
 """)
     assert kinds == ["ClosedError"] * 4
+
+
+def test_load_close_cycles_stay_flat_in_chromium(probe_page):
+    """100 load/execute/close cycles in the page: no buffer left, the wasm heap and the
+    JS heap stop growing after a warm-up."""
+    sizes = probe_page.run_python("""
+import pyodide_js
+from js import performance
+rt3 = await pte_webgpu.Runtime.create()
+pte = await fetch_bytes("/fixtures/block_1x8x64.pte")
+arrays = npy.read_npz(await fetch_bytes("/fixtures/block_1x8x64.npz"))
+ins = [arrays[k] for k in sorted(arrays) if k.startswith("in")]
+sizes = []
+for i in range(120):
+    if i in (20, 119):
+        mem = getattr(performance, "memory", None)
+        sizes.append([pyodide_js._module.HEAP8.length,
+                      int(mem.usedJSHeapSize) if mem else 0, rt3.device.live_buffer_count])
+    program = await rt3.load_program(pte)
+    await program.load_method().execute(ins)
+    program.close()
+rt3.close()
+sizes
+""")
+    print("wasm heap, JS heap, live buffers after 20 and 119 cycles:", sizes)
+    (wasm0, js0, live0), (wasm1, js1, live1) = sizes
+    assert live0 == live1 == 0
+    assert wasm1 - wasm0 <= 16 << 20, sizes
+    assert js1 - js0 <= 16 << 20, sizes

@@ -87,7 +87,7 @@ class BrowserDevice(GpuDevice):
         handle.destroy()
 
     def flush(self):
-        if self.lost_reason is None:
+        if self.lost_reason is None and not self.closed:
             self.queue.submit(self._array_of())
 
     # Measured in Chromium: to_js copies 4 MiB in ~3 ms, a view of the wasm heap costs

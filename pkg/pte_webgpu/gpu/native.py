@@ -56,6 +56,8 @@ class NativeDevice(GpuDevice):
         handle.destroy()
 
     def flush(self):
+        if self.closed:
+            return
         try:
             self.device.queue.submit([])
         except Exception:  # noqa: BLE001 - a lost device has nothing left to flush

@@ -58,7 +58,7 @@ def _subclasses(name: str) -> set[str]:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_probe_inspect(case):
-    """``inspect`` reads every crafted program quickly (huge counts once took it ~70 s and
+    """``inspect`` reads every crafted program in seconds (huge counts once took it ~70 s and
     Python's int-to-str limit) and fails, if at all, with a PteError."""
     import time
 
@@ -71,4 +71,4 @@ def test_probe_inspect(case):
         inspect.render_text(inspect.describe(program, "probe.pte", len(made.pte)))
     except errors.PteError:
         pass
-    assert time.perf_counter() - t0 < 3.0
+    assert time.perf_counter() - t0 < 5.0  # the largest (800 KB) parse in ~1 s alone

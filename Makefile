@@ -3,12 +3,13 @@
 #              the package changed (content hashes); `run`, `serve` and tests reuse it
 # make test    all tests; browser tests drive headless Chromium on the local dist
 # make fuzz    100k fuzz cases over the readers;  make bench: parse benchmark
+# make fuzz-exec  100k structurally mutated programs through load and execute (native)
 
 PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup dist test fuzz bench demo
+.PHONY: setup dist test fuzz fuzz-exec bench demo
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -25,6 +26,11 @@ test:
 # >= 100k mutated fixtures through the readers; fails on any non-PteError escape
 fuzz:
 	PYTHONPATH=pkg $(PYTHON) -m tests.fuzz.run --cases 100000
+
+# >= 100k structurally mutated programs loaded and executed natively (wgpu); fails on any
+# escape: a non-PteError exception, a hang, a crash, a slow case or a memory blow-up
+fuzz-exec:
+	PYTHONPATH=pkg $(PYTHON) -m tests.fuzz.run --exec --cases 100000
 
 bench:
 	PYTHONPATH=pkg $(PYTHON) bench/bench_parse.py

@@ -10,16 +10,16 @@ staging buffer that holds all outputs.
 
 from __future__ import annotations
 
-import asyncio
 import time
 
-from ..errors import InputError, UnsupportedError
+from ..errors import ClosedError, DataTooSmallError, InputError, UnsupportedError
 from ..formats.pte import DelegateCall, ExecutionPlan, KernelCall, MoveCall, PlanTensor
 from ..gpu.interface import Copy, Recording
 from ..ops import registry
 from ..graph import Scalar
 from . import dynamic
-from .build import BuildContext, Resources, build_delegate, upload
+from .build import BuildContext, Resources, build_delegate, call_handler, upload
+from .exclusive import Exclusive
 from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
 from .state import State, mutable_plan_values
 from .tensor import numpy_available, output, to_host_tensor
@@ -45,7 +45,7 @@ class Method:
         self.storage = storage  # how float16 is held (runtime/storage.py), one rule per program
         self.name = plan.name
         self.graph = plan_as_graph(plan)
-        self.resources = Resources(device)
+        self.resources = Resources(device, getattr(program, "budget", None))
         self.recording = Recording()
         self.plan_buffers: dict = {}
         self.outputs: list = []
@@ -54,7 +54,7 @@ class Method:
         self.notes: list[str] = []
         self.load_seconds = 0.0
         self.last_profile: list[dict] | None = None
-        self._lock = asyncio.Lock()
+        self._lock = Exclusive()  # safe across threads and event loops
         self.closed = False
         self.dyn = dynamic.DynamicEnv()  # SymInts and actual sizes, per execute
         self.state = State(device)  # what persists across executes; reset() restores it
@@ -143,7 +143,10 @@ class Method:
         nbytes = t.numel * t.dtype.itemsize
         where = f"plan {self.plan.name!r} value {vid}"
         if t.external:
-            data, _ = file.named.lookup(t.fully_qualified_name)
+            data, source = file.named.lookup(t.fully_qualified_name)
+            if len(data) < nbytes:
+                raise DataTooSmallError(f"{where}: named data {t.fully_qualified_name!r} in "
+                                        f"{source}", nbytes, len(data))
             return data[:nbytes]
         return file.constant_tensor_bytes(t, nbytes, where)
 
@@ -187,7 +190,7 @@ class Method:
         self._attach(ctx, -1, {vid: vid for vid in self.plan.inputs})
         ctx.begin_op(0, op)
         dynamic.track(ctx, op)
-        await handler(ctx, op)
+        await call_handler(handler, ctx, op)
         self.kernels += [dict(k, delegate=None, kernel="::".join(self.plan.operators[call.op_index]))
                          for k in ctx.kernels]
 
@@ -216,7 +219,8 @@ class Method:
         ``method.last_profile`` (timestamp queries; wall time without them).
         """
         if self.closed:
-            raise InputError(f"method {self.name!r} is closed")
+            raise ClosedError(f"method {self.name!r} is closed (its program or Runtime was "
+                              "closed); load the program again to run it")
         inputs = list(inputs)
         if len(inputs) != len(self.plan.inputs):
             raise InputError(f"method {self.name!r} takes {len(self.plan.inputs)} inputs, "
@@ -240,6 +244,8 @@ class Method:
             host_inputs[vid] = t
             hosts.append((vid, data))
         async with self._lock:  # the execute-time integers belong to this call only
+            if self.closed:  # closed by another thread while this one waited
+                raise ClosedError(f"method {self.name!r} was closed")
             env.values, env.host_inputs = shapes, host_inputs
             try:
                 for buf, data in (env.run(self.recording) if env.active else ()):
@@ -287,5 +293,6 @@ class Method:
 
     def close(self) -> None:
         if not self.closed:
-            self.resources.release()
             self.closed = True
+            # An execute in flight (another task or thread) releases them when it ends.
+            self._lock.when_free(self.resources.release)

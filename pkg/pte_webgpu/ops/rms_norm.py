@@ -279,11 +279,13 @@ def rms_norm(x: cpu.Array, weight: cpu.Array, eps: float) -> list:
         raise FormatError(f"rms_norm: weight has {len(weight.values)} elements, "
                           f"the row width is {width}")
     w, out = weight.values, []
+    eps = cpu.round_one(eps, "f")  # as torch's float32 (beyond its range: +-inf)
     for start in range(0, len(x.values), width):
         row = x.values[start:start + width]
         # torch sums the squares in float32 (also for float16): past its range, inf -> 0.
         squares = cpu.round_one(math.fsum(v * v for v in row), "f")
-        scale = 1.0 / math.sqrt(squares / width + eps)
+        total = squares / width + eps
+        scale = math.nan if not total >= 0 else (1.0 / math.sqrt(total) if total else math.inf)
         out += [v * scale * w[k] for k, v in enumerate(row)]
     return out
 

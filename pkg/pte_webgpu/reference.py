@@ -13,11 +13,12 @@ import math
 import operator
 import struct
 
-from . import dtypes, formats
+from . import dtypes, f32, formats
 from .errors import FormatError, UnsupportedError
 from .formats.pte import DelegateCall, FreeCall, KernelCall, MoveCall, PlanTensor
 from .graph import ListValue, Null, Scalar, TensorValue
 from .runtime.plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
+from .runtime.inputs import read_input
 from .runtime.tensor import Tensor
 
 F32_EPS = 2.0 ** -23  # PyTorch's rms_norm eps when none is given (float32 machine epsilon)
@@ -40,22 +41,13 @@ def round_to(values: list, dtype: dtypes.DType) -> list:
         return list(values)
     if dtype.name in INT_DTYPES:
         return [int(v) for v in values]
-    code = f"<{len(values)}{dtype.struct_code}"
-    try:
-        return list(struct.unpack(code, struct.pack(code, *values)))
-    except OverflowError:  # struct refuses finite values beyond the type's range
-        return [_round_one(v, dtype.struct_code) for v in values]
-
-
-def _round_one(v: float, code: str) -> float:
-    try:
-        return struct.unpack("<" + code, struct.pack("<" + code, v))[0]
-    except OverflowError:
-        return math.copysign(math.inf, v)
+    return list(struct.unpack(f"<{len(values)}{dtype.struct_code}",
+                              f32.pack(f"<{len(values)}{dtype.struct_code}", *values)))
 
 
 def from_tensor(t) -> Array:
-    """An Array from a runtime.Tensor or a numpy array (anything with shape/dtype/tobytes)."""
+    """An Array from a runtime.Tensor or a numpy array (any byte order or strides)."""
+    t = read_input(t, 0)
     dtype = _dtype(getattr(t.dtype, "name", str(t.dtype)), "input")
     shape = tuple(int(d) for d in t.shape)
     return Array(shape, list(struct.unpack(f"<{dtypes.numel(shape)}{dtype.struct_code}",
@@ -63,7 +55,7 @@ def from_tensor(t) -> Array:
 
 
 def to_tensor(a: Array, dtype: dtypes.DType) -> Tensor:
-    return Tensor(struct.pack(f"<{len(a.values)}{dtype.struct_code}", *a.values), a.shape, dtype)
+    return Tensor(f32.pack(f"<{len(a.values)}{dtype.struct_code}", *a.values), a.shape, dtype)
 
 
 def _dtype(name: str, what: str) -> dtypes.DType:
@@ -217,7 +209,7 @@ def rms_norm(x: Array, weight: Array, eps: float) -> list:
     for start in range(0, len(x.values), width):
         row = x.values[start:start + width]
         # torch sums the squares in float32 (also for float16): past its range, inf -> 0.
-        squares = _round_one(math.fsum(v * v for v in row), "f")
+        squares = f32.to_f32(math.fsum(v * v for v in row))
         scale = 1.0 / math.sqrt(squares / width + eps)
         out += [v * scale * w[k] for k, v in enumerate(row)]
     return out

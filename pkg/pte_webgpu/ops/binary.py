@@ -8,9 +8,9 @@
 
 from __future__ import annotations
 
-import struct
 from math import prod
 
+from .. import f32
 from ..errors import FormatError
 from .common import check_rank, elementwise_workgroup, vec8
 from .registry import register
@@ -42,7 +42,7 @@ def broadcast_strides(shape: tuple, out_shape: tuple, name: str) -> list[int]:
 
 
 def _params(numel: int, out_shape, a_strides, b_strides, alpha=1.0, same=0) -> bytes:
-    return (struct.pack("<IIfI", numel, len(out_shape), alpha, same)
+    return (f32.pack("<IIfI", numel, len(out_shape), alpha, same)
             + vec8(out_shape) + vec8(a_strides) + vec8(b_strides))
 
 
@@ -61,7 +61,8 @@ async def build(ctx, op):
     code, has_alpha = OPS[op.name]
     if has_alpha:
         a_id, b_id, alpha_id, out_id = ctx.args(op, 4)
-        alpha = ctx.float_scalar(alpha_id, 1.0)
+        alpha = f32.checked_f32(ctx.float_scalar(alpha_id, 1.0), f"{op.name}: alpha",
+                                lambda m: FormatError(m, field=ctx.where(op)))
     else:
         (a_id, b_id, out_id), alpha = ctx.args(op, 3), 1.0
     a, b, out = (ctx.float_tensor(i, op) for i in (a_id, b_id, out_id))

@@ -11,9 +11,9 @@ delegate (torch always passes one).
 
 from __future__ import annotations
 
-import struct
 from math import prod
 
+from .. import f32
 from ..errors import FormatError, UnsupportedError
 from ..graph import ListValue, Null
 from .common import int_list_arg, pow2_workgroup
@@ -74,7 +74,7 @@ async def build_layer_norm(ctx, op):
     constants = {"wg_size": wg, "has_weight": int(weight is not None),
                  "has_bias": int(bias is not None)}
     pipeline = await ctx.pipeline("norm", constants, half=ctx.half(x_id))
-    params = ctx.uniform(struct.pack("<IIfI", rows, width, eps, 0), f"{op.name} params")
+    params = ctx.uniform(f32.pack("<IIfI", rows, width, eps, 0), f"{op.name} params")
     # An absent weight or bias binds the input (read-only, never read by the shader).
     bindings = [(0, x_id), (1, x_id if weight is None else weight),
                 (2, x_id if bias is None else bias), (3, out_id), (4, mean_id),

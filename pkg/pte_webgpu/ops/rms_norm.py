@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 import re
-import struct
 from dataclasses import dataclass, replace
 
+from .. import f32
 from ..errors import FormatError, UnsupportedError
 from ..gpu.interface import AdapterInfo
 from ..graph import TensorValue
@@ -202,7 +202,7 @@ async def record(ctx, op, variant: Variant, bindings, rows: int, width: int, eps
     """Record one rms_norm dispatch of ``variant`` (also used by bench/); ``half``: the
     f16 form of the shader (tensors stored as f16)."""
     pipeline = await ctx.pipeline(variant.shader, variant.constants, variant.entry, half)
-    params = ctx.uniform(struct.pack("<IIfI", rows, width, eps, 0), "rms_norm params")
+    params = ctx.uniform(f32.pack("<IIfI", rows, width, eps, 0), "rms_norm params")
     ctx.dispatch(op, pipeline, list(bindings) + [(3, params)],
                  ctx.grid(variant.workgroups(rows)))
 

@@ -12,8 +12,8 @@ view.py's float32 -> float16 conversion.
 from __future__ import annotations
 
 import math
-import struct
 
+from .. import f32
 from ..errors import FormatError, UnsupportedError
 from ..graph import Null, Scalar
 from .common import elementwise_workgroup, number_arg, same_numel
@@ -39,21 +39,14 @@ def pow_params(exponent) -> tuple[int, float, int, int]:
 
 def _params(numel: int, a: float = 0.0, int_exp: int = 0, odd_exp: int = 0,
             b: float = 0.0) -> bytes:
-    return struct.pack("<IfIIfffI", numel, a, int_exp, odd_exp, math.inf, math.nan, b, 0)
+    return f32.pack("<IfIIfffI", numel, a, int_exp, odd_exp, math.inf, math.nan, b, 0)
 
 
-def to_f32(value: float) -> float:
-    """``value`` rounded to float32, as torch casts a scalar bound (beyond range: +-inf)."""
-    try:
-        return struct.unpack("<f", struct.pack("<f", value))[0]
-    except OverflowError:
-        return math.copysign(math.inf, value)
-
-
-def clamp_bounds(low, high) -> tuple[float, float]:
-    """float32 (min, max) from Int/Double values or None (no bound: -inf / +inf)."""
-    return (-math.inf if low is None else to_f32(float(low)),
-            math.inf if high is None else to_f32(float(high)))
+def clamp_bounds(low, high, error=FormatError) -> tuple[float, float]:
+    """float32 (min, max) from Int/Double values or None (no bound: -inf / +inf); a
+    finite bound beyond float32 raises ``error``, as torch refuses it."""
+    return (-math.inf if low is None else f32.checked_f32(low, "clamp min", error),
+            math.inf if high is None else f32.checked_f32(high, "clamp max", error))
 
 
 async def round_to_half(ctx, op, x_id: int, out_id: int) -> None:
@@ -103,7 +96,8 @@ def _bound(ctx, vid: int, op):
 @register("aten.clamp.default", "aten.hardtanh.default", half=True)
 async def build_clamp(ctx, op):
     x_id, low_id, high_id, out_id = ctx.args(op, 4)
-    low, high = clamp_bounds(_bound(ctx, low_id, op), _bound(ctx, high_id, op))
+    low, high = clamp_bounds(_bound(ctx, low_id, op), _bound(ctx, high_id, op),
+                             lambda m: FormatError(f"{op.name}: {m}", field=ctx.where(op)))
     await _dispatch(ctx, op, x_id, out_id, CLAMP,
                     _params(ctx.tensor(out_id, op).numel, low, b=high))
 
@@ -119,8 +113,10 @@ async def build_pow(ctx, op):
 @register("aten.add.Scalar", half=True)
 async def build_add_scalar(ctx, op):
     x_id, other_id, alpha_id, out_id = ctx.args(op, 4)
-    # torch rounds both scalars to the tensor's float32 before multiplying.
-    other = struct.unpack("<f", struct.pack("<f", float(number_arg(ctx, other_id, op))))[0]
-    alpha = struct.unpack("<f", struct.pack("<f", ctx.float_scalar(alpha_id, 1.0)))[0]
-    shift = struct.unpack("<f", struct.pack("<f", alpha * other))[0]
+    # torch rounds both scalars to the tensor's float32 before multiplying (other as a
+    # tensor cast, beyond range: inf; alpha checked, beyond range: refused).
+    other = f32.to_f32(number_arg(ctx, other_id, op))
+    alpha = f32.checked_f32(ctx.float_scalar(alpha_id, 1.0), f"{op.name}: alpha",
+                            lambda m: FormatError(m, field=ctx.where(op)))
+    shift = f32.to_f32(alpha * other)
     await _dispatch(ctx, op, x_id, out_id, ADD, _params(ctx.tensor(out_id, op).numel, shift))

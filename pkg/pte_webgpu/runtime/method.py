@@ -19,7 +19,8 @@ from ..gpu.interface import Copy, Recording
 from ..ops import registry
 from .build import BuildContext, Resources, build_delegate, upload
 from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
-from .tensor import numpy_available, output, to_host_tensor
+from .inputs import read_inputs
+from .tensor import numpy_available, output
 
 PLAN_DTYPES = ("float32", "float16", "int32", "int64")  # int64 is held as int32 (storage.py)
 
@@ -170,28 +171,16 @@ class Method:
                 for v in self.plan.inputs]
 
     async def execute(self, inputs, *, as_numpy: bool | None = None, profile: bool = False):
-        """Run once. ``inputs``: one array per plan input (see runtime.tensor).
+        """Run once. ``inputs``: one array per plan input (forms: runtime/inputs.py).
 
         With ``profile=True`` the GPU time of every dispatch is kept in
         ``method.last_profile`` (timestamp queries; wall time without them).
         """
         if self.closed:
             raise InputError(f"method {self.name!r} is closed")
-        inputs = list(inputs)
-        if len(inputs) != len(self.plan.inputs):
-            raise InputError(f"method {self.name!r} takes {len(self.plan.inputs)} inputs, "
-                             f"got {len(inputs)}")
-        hosts = []
-        for i, (x, vid) in enumerate(zip(inputs, self.plan.inputs)):
-            want = self.plan.values[vid]
-            t = to_host_tensor(x, i, want.dtype.name)
-            if t.dtype.name != want.dtype.name:
-                raise InputError(f"input {i}: expected dtype {want.dtype.name}, got "
-                                 f"{t.dtype.name}")
-            if t.shape != tuple(want.sizes):
-                raise InputError(f"input {i}: expected shape {list(want.sizes)}, got "
-                                 f"{list(t.shape)}")
-            hosts.append((vid, self.storage.to_storage(t.memoryview(), t.dtype, f"input {i}")))
+        hosts = [(vid, self.storage.to_storage(t.memoryview(), t.dtype, f"input {i}"))
+                 for i, (vid, t) in enumerate(zip(self.plan.inputs, read_inputs(
+                     inputs, self.input_specs(), self.name)))]
         async with self._lock:
             for vid, data in hosts:
                 upload(self.device, self.plan_buffers[vid], data)

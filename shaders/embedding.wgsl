@@ -1,7 +1,9 @@
 // aten.embedding: out[r, c] = weight[indices[r], c] for each of the `rows` indices
 // (any index shape, flattened) and each of the `dim` columns; one invocation per
 // output element, the flat index rebuilt from a grid that may be folded into two
-// dimensions. An index outside [0, vocab) writes a row of zeros (torch raises).
+// dimensions. An index outside [0, vocab) writes a row of zeros and sets the flag
+// (runtime/id_checks.py): its column-0 invocation counts it, and the first to claim the
+// flag records its position and value; execute then raises, as torch does.
 
 // The shader also has an f16 form (registry.shader_source): the weight, the output
 // and `elem` become f16; the indices stay i32 (int64 tensors are held as int32).
@@ -20,6 +22,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read> indices: array<i32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
+@group(0) @binding(4) var<storage, read_write> flag: array<atomic<u32>, 4>;  // count, claimed, position, value
 
 @compute @workgroup_size(wg_size)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
@@ -34,6 +37,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   var value = 0.0;
   if (index >= 0 && u32(index) < params.vocab) {
     value = f32(weight[u32(index) * params.dim + col]);
+  } else if (col == 0u) {
+    atomicAdd(&flag[0], 1u);
+    if (atomicExchange(&flag[1], 1u) == 0u) {
+      atomicStore(&flag[2], row);
+      atomicStore(&flag[3], bitcast<u32>(index));
+    }
   }
   out[i] = elem(value);
 }

@@ -14,7 +14,7 @@ import operator
 import struct
 
 from . import dtypes, f32, formats
-from .errors import FormatError, UnsupportedError
+from .errors import FormatError, InputError, UnsupportedError
 from .formats.pte import DelegateCall, FreeCall, KernelCall, MoveCall, PlanTensor
 from .graph import ListValue, Null, Scalar, TensorValue
 from .runtime.plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
@@ -323,16 +323,19 @@ def _op_permute(read, values, args):
 
 
 def _op_embedding(read, values, args):
-    """out[..., c] = weight[indices[...], c]; an index outside [0, vocab) gives zeros, as
-    the GPU kernel does (torch raises). padding_idx etc. only matter for training."""
+    """out[..., c] = weight[indices[...], c]; an index outside [0, vocab) raises, as torch
+    does (and the runtime, runtime/id_checks.py). padding_idx etc. only matter for
+    training."""
     weight, indices = read(args[0]), read(args[1])
     if len(weight.shape) != 2:
         raise FormatError(f"embedding: weight {list(weight.shape)} should be [vocab, dim]")
     vocab, dim = weight.shape
     out = []
-    for i in indices.values:
+    for pos, i in enumerate(indices.values):
         i = int(i)
-        out += weight.values[i * dim:(i + 1) * dim] if 0 <= i < vocab else [0.0] * dim
+        if not 0 <= i < vocab:
+            raise InputError(f"embedding: id {i} at position {pos} is outside [0, {vocab})")
+        out += weight.values[i * dim:(i + 1) * dim]
     return out
 
 

@@ -3,8 +3,9 @@ out]`` (embedding.wgsl): ``out[..., c] = weight[indices[...], c]``.
 
 ``weight`` is a float ``[vocab, dim]`` tensor, ``indices`` int32 or int64 (held as
 int32) of any shape, ``out`` the indices' shape plus ``[dim]``. An index outside
-``[0, vocab)`` gives a row of zeros, where torch raises: a GPU kernel cannot fail,
-and zeros keep it deterministic. ``padding_idx``, ``scale_grad_by_freq`` and
+``[0, vocab)`` gives a row of zeros (a GPU kernel cannot fail) and sets the op's id
+flag: execute raises InputError as torch raises (runtime/id_checks.py; ids straight
+from an input are checked on the host first). ``padding_idx``, ``scale_grad_by_freq`` and
 ``sparse`` only change training (the gradient), so they are ignored.
 """
 
@@ -35,5 +36,6 @@ async def build_embedding(ctx, op):
     wg = elementwise_workgroup(ctx)
     pipeline = await ctx.pipeline("embedding", {"wg_size": wg}, half=ctx.half(out_id))
     uniform = ctx.uniform(struct.pack("<4I", out.numel, dim, vocab, 0), f"{op.name} params")
-    ctx.dispatch(op, pipeline, [(0, w_id), (1, idx_id), (2, out_id), (3, uniform)],
+    flag = ctx.id_check(idx_id, vocab, op)
+    ctx.dispatch(op, pipeline, [(0, w_id), (1, idx_id), (2, out_id), (3, uniform), (4, flag)],
                  ctx.grid(-(-out.numel // wg)))

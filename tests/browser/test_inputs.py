@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+from tests.fixture_index import FIXTURES
 from tests.input_cases import PURE_CASES
 
 pytestmark = pytest.mark.browser
@@ -55,3 +56,35 @@ def test_numpy_free_input_forms_in_chromium(page):
             np.testing.assert_array_equal(got, want, err_msg=name)
         else:
             assert kind == "InputError" and re.search(expect, text), (name, kind, text)
+
+
+def test_out_of_range_ids_in_chromium(page):
+    """Host check (token_model_1x6: ids are the input) and the kernel's flag
+    (token_view_2x3: ids pass a view) on SwiftShader; good ids after a bad run are right."""
+    names = ("extra/token_model_1x6", "edge/token_view_2x3")
+    refs = [np.load(FIXTURES / f"{n}.npz") for n in names]
+    good = [[n, list(r["in0"].shape), r["in0"].reshape(-1).tolist()] for n, r in zip(names, refs)]
+    result = page.run_python(f"GOOD = {good!r}\n" + """
+import struct
+rt = await runtime()
+out = []
+for name, shape, ids in GOOD:
+    program = await rt.load_program(await fetch_bytes(f'/fixtures/{name}.pte'))
+    method = program.load_method()
+    bad = list(ids)
+    bad[3] = 50 if 'model' in name else 20
+    try:
+        await method.execute([(struct.pack(f'<{len(bad)}q', *bad), tuple(shape))])
+        out.append([None, None])
+    except pte_webgpu.InputError as e:
+        again, = await method.execute([(struct.pack(f'<{len(ids)}q', *ids), tuple(shape))])
+        out.append([str(e), again.tobytes().hex()])
+    program.close()
+out""")
+    (model_error, model_good), (view_error, view_good) = result
+    assert re.search(r"input 0: id 50 at position \[0, 3\] is outside \[0, 50\)", model_error)
+    assert re.search(r"aten.embedding.default: id 20 at position 3 of its ids is outside "
+                     r"\[0, 20\) \(1 id\(s\) out of range", view_error)
+    for got, ref in ((model_good, refs[0]), (view_good, refs[1])):
+        np.testing.assert_allclose(np.frombuffer(bytes.fromhex(got), "<f4"),
+                                   ref["out0"].reshape(-1), rtol=1e-5, atol=1e-6)

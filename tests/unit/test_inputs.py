@@ -94,3 +94,19 @@ def test_tensor_constructor_refuses_like_execute():
         Tensor(bytes(8), ("a", 2))
     t = Tensor(struct.pack(">2f", 1.5, -2.0), (2,), ">f4")
     assert t.tolist() == [1.5, -2.0] and t.dtype.name == "float32"
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_npz_members_of_either_byte_order_read_as_their_values(order, monkeypatch):
+    """`pte-webgpu run --inputs x.npz` and the web page read .npz without numpy: a
+    big-endian member is swapped, not misread."""
+    import io
+
+    from pte_webgpu.formats import npy
+
+    buf = io.BytesIO()
+    np.savez(buf, x=REF.astype(order + "f4"), ids=IDS.astype(order + "i8"))
+    monkeypatch.setattr(inputs, "_np", None)
+    members = npy.read_npz(buf.getvalue())
+    assert members["x"].tobytes() == REF.tobytes() and members["x"].shape == SHAPE
+    assert members["ids"].tobytes() == IDS.tobytes() and members["ids"].dtype.name == "int64"

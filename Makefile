@@ -1,13 +1,15 @@
 # make setup   host dependencies (editable install, Chromium) and the local Pyodide dist
 # make dist    (re)build build/web/pyodide: Pyodide core + our wheel + flatbuffers + lock
 # make test    all tests; browser tests drive headless Chromium on the local dist
+# make test-gpu  the GPU lane: tests/native (every fixture) on the adapter wgpu picks,
+#              summary in docs/gpu-lane.md (tools/gpu_lane.sh; wheels from .whl/ if any)
 # make fuzz    100k fuzz cases over the readers;  make bench: parse benchmark
 
 PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup dist test fuzz bench demo
+.PHONY: setup dist test test-gpu fuzz bench demo
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -20,6 +22,9 @@ dist:
 
 test:
 	$(PYTHON) -m pytest -q
+
+test-gpu:
+	PYTHON=$(PYTHON) tools/gpu_lane.sh
 
 # >= 100k mutated fixtures through the readers; fails on any non-PteError escape
 fuzz:

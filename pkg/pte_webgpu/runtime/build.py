@@ -15,6 +15,7 @@ from ..errors import FormatError, GpuLimitError, UnsupportedError
 from ..gpu.interface import Buffer, Copy, Dispatch, fold_grid
 from ..graph import Graph, ListValue, Scalar, TensorValue
 from ..ops import registry
+from .id_checks import FLAG_BYTES, IdCheck
 from .storage import WIDE, Storage
 
 STORAGE = ("storage", "copy_src", "copy_dst")
@@ -55,6 +56,7 @@ class BuildContext:
         self.io_ids: set[int] = set()  # graph inputs/outputs: they own plan buffers
         self.op_index = -1
         self.kernels: list[dict] = []  # one entry per op: where it runs, dispatch count, ...
+        self.id_checks: list[IdCheck] = []  # flags of ops that index by ids (id_checks.py)
 
     # --- arguments -----------------------------------------------------------------
     def where(self, op) -> str:
@@ -135,6 +137,13 @@ class BuildContext:
         group = self.device.bind_group(pipeline, entries, f"{op.name} #{self.op_index}")
         self.recording.steps.append(Dispatch(pipeline, group, grid, op.name))
         self.kernels[-1]["dispatches"] += 1
+
+    def id_check(self, ids_vid: int, vocab: int, op) -> Buffer:
+        """A flag buffer the op's kernel sets for an id outside [0, vocab); execute
+        zeroes it, reads it back and raises InputError when set (id_checks.py)."""
+        flag = self.resources.buffer(FLAG_BYTES, f"{self.where(op)} id flag")
+        self.id_checks.append(IdCheck(flag, ids_vid, vocab, self.where(op)))
+        return flag
 
     def bind_size(self, vid: int) -> int:
         return self.storage.nbytes(self.graph.values[vid])

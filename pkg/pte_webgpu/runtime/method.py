@@ -19,7 +19,9 @@ from ..gpu.interface import Copy, Recording
 from ..ops import registry
 from .build import BuildContext, Resources, build_delegate, upload
 from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
-from .tensor import numpy_available, output, to_host_tensor
+from .id_checks import IdChecks
+from .inputs import read_inputs
+from .tensor import numpy_available, output
 
 PLAN_DTYPES = ("float32", "float16", "int32", "int64")  # int64 is held as int32 (storage.py)
 
@@ -46,6 +48,7 @@ class Method:
         self.outputs: list = []
         self.staging = None
         self.kernels: list[dict] = []  # one entry per op: where it runs, how, dispatches
+        self.id_checks = IdChecks()  # ids outside a table: InputError (id_checks.py)
         self.notes: list[str] = []
         self.load_seconds = 0.0
         self.last_profile: list[dict] | None = None
@@ -73,6 +76,7 @@ class Method:
             for vid in plan.outputs:
                 size = self.storage.nbytes(self.graph.values[vid])
                 self.outputs.append((self._buffer(vid, file), size))
+            self.outputs += self.id_checks.readbacks()  # read back after the outputs
             total = sum(size for _, size in self.outputs)
             self.staging = self.resources.buffer(total, f"{plan.name} outputs staging",
                                                  ("map_read", "copy_dst"))
@@ -139,6 +143,8 @@ class Method:
         ctx = await build_delegate(self.device, vk, file.named, io, self.resources,
                                    self.recording, pipelines, label, self.options, self.storage)
         self.kernels += [dict(k, delegate=call.delegate_index) for k in ctx.kernels]
+        self.id_checks.add(ctx.id_checks, dict(zip(graph.input_ids, call.args)).get,
+                           self.plan.inputs)
 
     async def _build_kernel(self, index: int, call: KernelCall, file, pipelines) -> None:
         op = kernel_op(self.plan, call)
@@ -152,6 +158,7 @@ class Method:
         ctx.io_ids = set(ctx.buffers)  # plan buffers persist: views copy, never alias
         ctx.begin_op(0, op)
         await handler(ctx, op)
+        self.id_checks.add(ctx.id_checks, lambda vid: vid, self.plan.inputs)
         self.kernels += [dict(k, delegate=None, kernel="::".join(self.plan.operators[call.op_index]))
                          for k in ctx.kernels]
 
@@ -170,33 +177,25 @@ class Method:
                 for v in self.plan.inputs]
 
     async def execute(self, inputs, *, as_numpy: bool | None = None, profile: bool = False):
-        """Run once. ``inputs``: one array per plan input (see runtime.tensor).
+        """Run once. ``inputs``: one array per plan input (forms: runtime/inputs.py).
 
         With ``profile=True`` the GPU time of every dispatch is kept in
         ``method.last_profile`` (timestamp queries; wall time without them).
         """
         if self.closed:
             raise InputError(f"method {self.name!r} is closed")
-        inputs = list(inputs)
-        if len(inputs) != len(self.plan.inputs):
-            raise InputError(f"method {self.name!r} takes {len(self.plan.inputs)} inputs, "
-                             f"got {len(inputs)}")
-        hosts = []
-        for i, (x, vid) in enumerate(zip(inputs, self.plan.inputs)):
-            want = self.plan.values[vid]
-            t = to_host_tensor(x, i, want.dtype.name)
-            if t.dtype.name != want.dtype.name:
-                raise InputError(f"input {i}: expected dtype {want.dtype.name}, got "
-                                 f"{t.dtype.name}")
-            if t.shape != tuple(want.sizes):
-                raise InputError(f"input {i}: expected shape {list(want.sizes)}, got "
-                                 f"{list(t.shape)}")
-            hosts.append((vid, self.storage.to_storage(t.memoryview(), t.dtype, f"input {i}")))
+        hosts = [(vid, self.storage.to_storage(t.memoryview(), t.dtype, f"input {i}"))
+                 for i, (vid, t) in enumerate(zip(self.plan.inputs, read_inputs(
+                     inputs, self.input_specs(), self.name)))]
+        self.id_checks.check_inputs([data for _, data in hosts],
+                                    [spec[0] for spec in self.input_specs()])
         async with self._lock:
             for vid, data in hosts:
                 upload(self.device, self.plan_buffers[vid], data)
+            self.id_checks.reset(upload, self.device)
             raw, times = await self.device.run(self.recording, self.outputs, self.staging,
                                                profile=profile)
+        self.id_checks.check_flags(raw[len(self.plan.outputs):])
         if profile:
             self.last_profile = self._profile_rows(times)
         as_numpy = numpy_available() if as_numpy is None else as_numpy

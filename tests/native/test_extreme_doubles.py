@@ -40,15 +40,7 @@ def _edited(name: str, old: float, new: float) -> bytes:
     return pte.replace(old_bytes, struct.pack("<d", new))
 
 
-# pow(x, e) for |e| >= 2^24 (inf included) is |x|^e in torch (an even integer, or IEEE's
-# pow(x, inf)); unary.wgsl gives NaN for negative bases and for |x| == 1 with e = inf.
-# Shaders are rewritten by issue 14's composer: fixed there (issue 12 item 1, phase 2).
-POW_XFAIL = pytest.mark.xfail(strict=True, reason="unary.wgsl pow_scalar: negative base "
-                              "with |e| >= 2^24, and |x| == 1 with e = inf (phase 2)")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=POW_XFAIL) if n.startswith("pow_")
-                                  else n for n in DOUBLES])
+@pytest.mark.parametrize("name", DOUBLES)
 def test_double_beyond_float32_gives_torchs_float32_result(runtime, name):
     ref = np.load(FIXTURES / "edge" / f"{name}.npz")
     (got,) = _run(runtime, (FIXTURES / "edge" / f"{name}.pte").read_bytes(), [ref["in0"]])

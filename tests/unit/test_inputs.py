@@ -10,7 +10,7 @@ import pytest
 
 from pte_webgpu import Tensor
 from pte_webgpu.errors import InputError
-from pte_webgpu.runtime import inputs
+from pte_webgpu.runtime import host_buffers, inputs
 from tests.input_cases import CONTAINER_CASES, FLOAT_CASES, INT_CASES, PURE_CASES, SHAPE
 
 REF = np.random.default_rng(5).standard_normal(SHAPE).astype(np.float32)
@@ -55,6 +55,7 @@ def test_the_inputs_container(case):
 def test_numpy_free_forms(case, monkeypatch):
     """The forms the browser tests send, read here with numpy hidden as in Pyodide."""
     monkeypatch.setattr(inputs, "_np", None)
+    monkeypatch.setattr(host_buffers, "_np", None)
     ref = [float(v) for v in REF.reshape(-1)]
     x = eval(case[1], {"struct": struct, "array": array, "Tensor": Tensor, "ref": ref})
     if case[2] == "ok":
@@ -107,6 +108,7 @@ def test_npz_members_of_either_byte_order_read_as_their_values(order, monkeypatc
     buf = io.BytesIO()
     np.savez(buf, x=REF.astype(order + "f4"), ids=IDS.astype(order + "i8"))
     monkeypatch.setattr(inputs, "_np", None)
+    monkeypatch.setattr(host_buffers, "_np", None)
     members = npy.read_npz(buf.getvalue())
     assert members["x"].tobytes() == REF.tobytes() and members["x"].shape == SHAPE
     assert members["ids"].tobytes() == IDS.tobytes() and members["ids"].dtype.name == "int64"

@@ -9,6 +9,7 @@ import struct
 
 from .. import dtypes
 from ..errors import InputError
+from .host_buffers import buffer_bytes, read_dtype, read_shape
 
 try:  # numpy is optional (absent in an offline Pyodide)
     import numpy as _np
@@ -25,8 +26,6 @@ class Tensor:
         """``data``: little-endian bytes (or any buffer: a typed one gives its own dtype
         and byte order, strides are read in C order), ``shape``, ``dtype`` (a name such
         as "float32", ">f4" for big-endian bytes, or a DType). Bad ones: InputError."""
-        from .inputs import buffer_bytes, read_dtype, read_shape
-
         self.shape = read_shape(shape, "Tensor")
         if isinstance(data, (bytes, bytearray)) and isinstance(dtype, dtypes.DType):
             self.dtype, view = dtype, memoryview(data)  # outputs and checked inputs
@@ -63,13 +62,6 @@ class Tensor:
 
     def __repr__(self) -> str:
         return f"Tensor(shape={list(self.shape)}, dtype={self.dtype.name})"
-
-
-def to_host_tensor(x, index: int, default_dtype: str = "float32") -> Tensor:
-    """One input in any accepted form (runtime/inputs.py) as a dense Tensor."""
-    from .inputs import read_input
-
-    return read_input(x, index, default_dtype)
 
 
 def output(data: bytes, shape, dtype: dtypes.DType, as_numpy: bool):

@@ -75,9 +75,10 @@ def test_alpha_at_the_edge_of_float32_computes(runtime, value):
 def test_clamp_bound_beyond_float32_is_refused(runtime, bound):
     pte = _edited("extra/activations_3x17", bound, 1e39 if bound > 0 else -1e308)
     ref = np.load(FIXTURES / "extra" / "activations_3x17.npz")
-    with pytest.raises(pte_webgpu.FormatError, match=r"aten.clamp.default: clamp m(in|ax) "
-                                                     r"-?1e\+(39|308) does not fit float32"):
+    with pytest.raises(pte_webgpu.FormatError, match=r"clamp m(in|ax) -?1e\+(39|308) does not "
+                                                     r"fit float32") as e:
         _run(runtime, pte, [ref["in0"]])
+    assert "aten.clamp.default" in str(e.value)
     assert runtime.device.live_buffer_count == 0
 
 

@@ -55,14 +55,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     }
   }
   let total = row_total(sum, li);
-  if (rms_needs_rescue(total)) {  // rare (snippets.wgsl rms_rescue); no barrier follows
-    if (s.live && s.sub == 0u) {
-      rms_rescue_row(base, total);
-    }
-    return;
+  // The rare row is redone by its first lane (snippets.wgsl rms_rescue); no early
+  // return: barriers must stay in uniform control flow.
+  let rescue = rms_needs_rescue(total);
+  if (rescue && s.live && s.sub == 0u) {
+    rms_rescue_row(base, total);
   }
   let rstd = inverseSqrt(total / f32(width) + params.eps);
-  if (s.live) {
+  if (s.live && !rescue) {
     for (var j = s.sub; j < width; j += lanes) {
       y[base + j] = elem(f32(x[base + j]) * rstd * f32(weight[j]));
     }
@@ -100,17 +100,16 @@ fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
     let d = load4(base + j3, s.live && j3 < width4);
     let sum = ((dot(a, a) + dot(b, b)) + dot(c, c)) + dot(d, d);
     let total = row_total(sum, li);
-    if (rms_needs_rescue(total)) {
-      if (s.live && s.sub == 0u) {
-        rms_rescue_row4(base, total);
-      }
-      return;
+    let rescue = rms_needs_rescue(total);
+    if (rescue && s.live && s.sub == 0u) {
+      rms_rescue_row4(base, total);
     }
     let rstd = inverseSqrt(total / f32(params.width) + params.eps);
-    store4(base + j0, j0, a, rstd, s.live && j0 < width4);
-    store4(base + j1, j1, b, rstd, s.live && j1 < width4);
-    store4(base + j2, j2, c, rstd, s.live && j2 < width4);
-    store4(base + j3, j3, d, rstd, s.live && j3 < width4);
+    let live = s.live && !rescue;
+    store4(base + j0, j0, a, rstd, live && j0 < width4);
+    store4(base + j1, j1, b, rstd, live && j1 < width4);
+    store4(base + j2, j2, c, rstd, live && j2 < width4);
+    store4(base + j3, j3, d, rstd, live && j3 < width4);
     return;
   }
   var sum = 0.0;
@@ -129,15 +128,13 @@ fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
     }
   }
   let total = row_total(sum, li);
-  if (rms_needs_rescue(total)) {
-    if (s.live && s.sub == 0u) {
-      rms_rescue_row4(base, total);
-    }
-    return;
+  let rescue = rms_needs_rescue(total);
+  if (rescue && s.live && s.sub == 0u) {
+    rms_rescue_row4(base, total);
   }
   let rstd = inverseSqrt(total / f32(params.width) + params.eps);
   // The writes are independent: no need to keep several loads in flight by hand.
   for (var j = s.sub; j < width4; j += lanes) {
-    store4(base + j, j, vec4<f32>(x4[base + j]), rstd, s.live);
+    store4(base + j, j, vec4<f32>(x4[base + j]), rstd, s.live && !rescue);
   }
 }

@@ -34,14 +34,13 @@ fn row_scalar(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
     sum += v * v;
   }
   let total = row_total(sum, li, sg_size, sg_lane);
-  if (rms_needs_rescue(total)) {  // rare (snippets.wgsl rms_rescue); no barrier follows
-    if (li == 0u) {
-      rms_rescue_row(base, total);
-    }
-    return;
+  // The rare row is redone by lane 0 (snippets.wgsl rms_rescue), the others skip it.
+  let rescue = rms_needs_rescue(total);
+  if (rescue && li == 0u) {
+    rms_rescue_row(base, total);
   }
   let rstd = inverseSqrt(total / f32(width) + params.eps);
-  for (var j = li; j < width; j += wg_size) {
+  for (var j = select(li, width, rescue); j < width; j += wg_size) {
     y[base + j] = x[base + j] * rstd * weight[j];
   }
 }
@@ -55,14 +54,12 @@ fn row_vec4(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
     sum += dot(v, v);
   }
   let total = row_total(sum, li, sg_size, sg_lane);
-  if (rms_needs_rescue(total)) {
-    if (li == 0u) {
-      rms_rescue_row4(base, total);
-    }
-    return;
+  let rescue = rms_needs_rescue(total);
+  if (rescue && li == 0u) {
+    rms_rescue_row4(base, total);
   }
   let rstd = inverseSqrt(total / f32(params.width) + params.eps);
-  for (var j = li; j < width4; j += wg_size) {
+  for (var j = select(li, width4, rescue); j < width4; j += wg_size) {
     y4[base + j] = x4[base + j] * rstd * weight4[j];
   }
 }

@@ -156,3 +156,27 @@ def test_fixtures_with_the_variant_forced(page, variant):
         tol = tolerance(entry)
         for abs_err, rel_err in result["errors"]:
             assert abs_err <= tol or rel_err <= tol, (entry["name"], result)
+
+
+EPS0 = ["rmsnorm_eps0_rows1e-20_4x64", "rmsnorm_eps0_rows1e19_4x64",
+        "rmsnorm_eps0_rows1e-25_4x64", "rmsnorm_eps0_rows3e19_4x64"]
+
+
+@pytest.mark.parametrize("name", EPS0)
+def test_exported_eps0_rows_near_underflow_and_overflow_match_float64(page, name):
+    """The issue's case in Chromium: SwiftShader flushes the subnormal squares of rows near
+    1e-20 and the float32 sum of rows near 1e19 overflows; eps 0. The exported program's
+    output matches a float64 reference (torch's float32 gives inf and zeros)."""
+    out = page.run_python(f"""
+from pte_webgpu.formats import npy
+rt = await runtime()
+program = await rt.load_program(await fetch_bytes('/fixtures/edge/{name}.pte'))
+arrays = npy.read_npz(await fetch_bytes('/fixtures/edge/{name}.npz'))
+y, = await program.load_method().execute([arrays['in0']])
+program.close()
+y.tobytes().hex()""")
+    ref = np.load(Path(__file__).parents[1] / "fixtures" / "edge" / f"{name}.npz")
+    x, w = ref["in0"].astype(np.float64), ref["weight"].astype(np.float64)
+    want = x / np.sqrt((x * x).mean(-1, keepdims=True)) * w
+    got = np.frombuffer(bytes.fromhex(out), np.float32).reshape(want.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -36,10 +36,11 @@ class Unary:
 
 
 # --- scalar arguments (shared by the GPU build and the reference) ------------------------
-def _number(values, vid: int, where: str, null=None):
+def _number(values, vid: int, where: str, optional: bool = False, default=None):
+    """An Int or Double argument; Null gives ``default`` when ``optional``."""
     v = values[vid]
-    if isinstance(v, Null) and null is not None:
-        return null
+    if optional and isinstance(v, Null):
+        return default
     if isinstance(v, Scalar) and v.kind in ("int", "double"):
         return v.value
     raise FormatError(f"value {vid} should be an Int or Double, found {v.kind}", field=where)
@@ -67,9 +68,8 @@ def clamp_bounds(low, high, error=FormatError) -> tuple[float, float]:
 
 
 def _clamp_scalars(values, args, where):
-    low, high = (_number(values, a, where, null=False) for a in args[1:3])
-    a, b = clamp_bounds(None if low is False else low, None if high is False else high,
-                        lambda m: FormatError(m, field=where))
+    a, b = clamp_bounds(*(_number(values, i, where, optional=True) for i in args[1:3]),
+                        error=lambda m: FormatError(m, field=where))
     return {"a": a, "b": b}
 
 
@@ -77,27 +77,28 @@ def _add_scalars(values, args, where):
     # torch rounds both scalars to the tensor's float32 before multiplying: other as a
     # tensor cast (beyond the range: inf), alpha checked (beyond the range: refused).
     other = f32.to_f32(_number(values, args[1], where))
-    alpha = f32.checked_f32(_number(values, args[2], where, null=1.0), "alpha",
-                            lambda m: FormatError(m, field=where))
+    alpha = f32.checked_f32(_number(values, args[2], where, optional=True, default=1.0),
+                            "alpha", lambda m: FormatError(m, field=where))
     return {"a": f32.to_f32(alpha * other)}
 
 
 def _gelu_scalars(values, args, where):
-    form = values[args[1]]
-    form = "none" if isinstance(form, Null) else form
-    if not isinstance(form, str):
-        if not (isinstance(form, Scalar) and form.kind == "string"):
-            raise FormatError(f"value {args[1]} should be a String, found {form.kind}",
-                              field=where)
-        form = form.value
+    value = values[args[1]]
+    if isinstance(value, Null):
+        form = "none"
+    elif isinstance(value, Scalar) and value.kind == "string":
+        form = value.value
+    else:
+        raise FormatError(f"value {args[1]} should be a String, found {value.kind}",
+                          field=where)
     if form not in ("none", "tanh"):
         raise UnsupportedError(f"{where}: approximate={form!r} (expected 'none' or 'tanh')")
     return {"flag": int(form == "tanh")}
 
 
 def _slope_scalars(values, args, where):
-    return {"a": f32.checked_f32(_number(values, args[1], where, null=0.01), "negative_slope",
-                                 lambda m: FormatError(m, field=where))}
+    return {"a": f32.checked_f32(_number(values, args[1], where, optional=True, default=0.01),
+                                 "negative_slope", lambda m: FormatError(m, field=where))}
 
 
 # --- reference math of one value ------------------------------------------------------

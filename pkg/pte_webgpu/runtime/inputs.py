@@ -38,11 +38,7 @@ FORMS = ("a numpy array, a pte_webgpu.Tensor, a (buffer, shape[, dtype]) tuple, 
 def read_inputs(inputs, specs, method: str) -> list:
     """``inputs`` (a list or tuple) checked against ``specs`` [(shape, dtype name)]:
     one dense ``Tensor`` per input, or ``InputError``."""
-    if not isinstance(inputs, (list, tuple)):
-        raise InputError(f"method {method!r} takes its {len(specs)} inputs as a list or tuple, "
-                         f"got {kind(inputs)}")
-    if len(inputs) != len(specs):
-        raise InputError(f"method {method!r} takes {len(specs)} inputs, got {len(inputs)}")
+    inputs = read_list(inputs, len(specs), method)
     out = []
     for i, (x, (shape, dtype)) in enumerate(zip(inputs, specs)):
         t = read_input(x, i, dtype)
@@ -52,6 +48,16 @@ def read_inputs(inputs, specs, method: str) -> list:
             raise InputError(f"input {i}: expected shape {list(shape)}, got {list(t.shape)}")
         out.append(t)
     return out
+
+
+def read_list(inputs, count: int, method: str) -> list:
+    """The inputs container: a list or tuple of ``count`` items, else InputError."""
+    if not isinstance(inputs, (list, tuple)):
+        raise InputError(f"method {method!r} takes its {count} inputs as a list or tuple, "
+                         f"got {kind(inputs)}")
+    if len(inputs) != count:
+        raise InputError(f"method {method!r} takes {count} inputs, got {len(inputs)}")
+    return list(inputs)
 
 
 def read_input(x, index: int, default_dtype: str = "float32"):

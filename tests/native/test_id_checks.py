@@ -76,3 +76,33 @@ def test_nothing_leaks(runtime, token_model, token_view):
         with pytest.raises(pte_webgpu.InputError):
             run_sync(method.execute([ids.astype(np.int64)]))
     assert runtime.device.live_buffer_count == before
+
+
+def test_index_tensor_ids_out_of_range_raise(runtime):
+    """x[ids] (aten.index.Tensor, tests/fixtures/edge/index_rows_5x4_3): ids in [-5, 5)
+    are right (negative ones from the end, as torch); 5 or -6 are an InputError naming the
+    value and its position, where the kernel alone would give a row of zeros."""
+    program, method = _method(runtime, "edge/index_rows_5x4_3")
+    try:
+        ref = np.load(FIXTURES / "edge" / "index_rows_5x4_3.npz")
+        x, ids = ref["in0"], ref["in1"]
+        (got,) = run_sync(method.execute([x, ids]))
+        np.testing.assert_array_equal(got, ref["out0"])
+        for bad, pos in ((5, 1), (-6, 2)):
+            bad_ids = ids.copy()
+            bad_ids[pos] = bad
+            with pytest.raises(pte_webgpu.InputError, match=rf"id {bad} at position \[?{pos}\]? "
+                                                            r"(of its ids )?is outside \[-5, 5\)"):
+                run_sync(method.execute([x, bad_ids]))
+        # The kernel's flag alone (as for ids computed on the GPU): host check off.
+        for check in method.id_checks.checks:
+            check.input_index = None
+        bad_ids = ids.copy()
+        bad_ids[0] = 7
+        with pytest.raises(pte_webgpu.InputError, match=r"aten.index.Tensor: id 7 at position 0 "
+                                                        r"of its ids is outside \[-5, 5\)"):
+            run_sync(method.execute([x, bad_ids]))
+        (got,) = run_sync(method.execute([x, ids]))
+        np.testing.assert_array_equal(got, ref["out0"])
+    finally:
+        program.close()

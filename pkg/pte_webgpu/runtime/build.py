@@ -144,11 +144,13 @@ class BuildContext:
         self.recording.steps.append(Dispatch(pipeline, group, grid, op.name))
         self.kernels[-1]["dispatches"] += 1
 
-    def id_check(self, ids_vid: int, vocab: int, op) -> Buffer:
-        """A flag buffer the op's kernel sets for an id outside [0, vocab); execute
-        zeroes it, reads it back and raises InputError when set (id_checks.py)."""
+    def id_check(self, ids_vid: int, vocab: int, op, negative: bool = False) -> Buffer:
+        """A flag buffer the op's kernel sets for an id outside [0, vocab) ([-vocab, vocab)
+        when ``negative`` ids count from the end); execute zeroes it, reads it back and
+        raises InputError when set (id_checks.py)."""
         flag = self.resources.buffer(FLAG_BYTES, f"{self.where(op)} id flag")
-        self.id_checks.append(IdCheck(flag, ids_vid, vocab, self.where(op)))
+        self.id_checks.append(IdCheck(flag, ids_vid, vocab, self.where(op),
+                                      low=-vocab if negative else 0))
         return flag
 
     def bind_size(self, vid: int) -> int:

@@ -27,6 +27,7 @@ class IdCheck:
     vocab: int
     where: str  # "instruction 0 delegate 0 op 0 aten.embedding.default"
     input_index: int | None = None  # the plan input the ids are, if they are one
+    low: int = 0  # -vocab where negative ids count from the end (index.Tensor)
 
 
 class IdChecks:
@@ -59,11 +60,11 @@ class IdChecks:
             data = hosts[c.input_index]
             values = struct.unpack(f"<{len(data) // 4}i", data)
             for pos, v in enumerate(values):
-                if not 0 <= v < c.vocab:
+                if not c.low <= v < c.vocab:
                     raise InputError(f"input {c.input_index}: id {v} at position "
                                      f"{_unravel(pos, shapes[c.input_index])} is outside "
-                                     f"[0, {c.vocab}), the rows of {c.where} (torch raises "
-                                     "'index out of range')")
+                                     f"[{c.low}, {c.vocab}), the rows of {c.where} (torch "
+                                     "raises 'index out of range')")
 
     def check_flags(self, raw: list) -> None:
         """``raw``: the flags' bytes as read back, in ``readbacks`` order."""
@@ -72,7 +73,7 @@ class IdChecks:
             if count:
                 raise InputError(f"{c.where}: id {value} at position {pos} of its "
                                  f"{'ids' if c.input_index is None else 'input ids'} is "
-                                 f"outside [0, {c.vocab}) ({count} id(s) out of range; torch "
+                                 f"outside [{c.low}, {c.vocab}) ({count} id(s) out of range; torch "
                                  "raises 'index out of range'); the outputs were discarded")
 
 

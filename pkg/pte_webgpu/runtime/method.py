@@ -245,7 +245,6 @@ class Method:
                                  f"{list(t.shape)}")
             host_inputs[vid] = t
             hosts.append((vid, data))
-        self.id_checks.check_inputs([d for d, _ in id_hosts], [sh for _, sh in id_hosts])
         async with self._lock:  # the execute-time integers belong to this call only
             env.values, env.host_inputs = shapes, host_inputs
             try:
@@ -255,6 +254,8 @@ class Method:
                               for vid in self.plan.outputs]
             finally:
                 env.host_inputs = {}
+            # after the host steps, whose checks (e.g. a position past the KV cache) say more
+            self.id_checks.check_inputs([d for d, _ in id_hosts], [sh for _, sh in id_hosts])
             for vid, data in hosts:
                 upload(self.device, self.plan_buffers[vid], data)
             self.id_checks.reset(upload, self.device)

@@ -2,6 +2,8 @@
 # make dist    build build/web/pyodide (Pyodide core + our wheel + flatbuffers + lock) when
 #              the package changed (content hashes); `run`, `serve` and tests reuse it
 # make test    all tests; browser tests drive headless Chromium on the local dist
+# make test-gpu  the GPU lane: tests/native (every fixture) on the adapter wgpu picks,
+#              summary in docs/gpu-lane.md (tools/gpu_lane.sh; wheels from .whl/ if any)
 # make fuzz    100k fuzz cases over the readers;  make bench: parse benchmark
 # make fuzz-exec  100k structurally mutated programs through load and execute (native)
 
@@ -9,7 +11,7 @@ PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup dist test fuzz fuzz-exec bench demo
+.PHONY: setup dist test test-gpu fuzz fuzz-exec bench demo
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -22,6 +24,9 @@ dist:
 
 test:
 	$(PYTHON) -m pytest -q
+
+test-gpu:
+	PYTHON=$(PYTHON) tools/gpu_lane.sh
 
 # >= 100k mutated fixtures through the readers; fails on any non-PteError escape
 fuzz:

@@ -17,6 +17,7 @@ from ..errors import FormatError, GpuLimitError, PteError, UnsupportedError, cou
 from ..gpu.interface import Buffer, Copy, Dispatch, align4, fold_grid
 from ..graph import Graph, ListValue, Scalar, TensorValue
 from ..ops import registry
+from .id_checks import FLAG_BYTES, IdCheck
 from .storage import WIDE, Storage
 
 STORAGE = ("storage", "copy_src", "copy_dst")
@@ -68,6 +69,7 @@ class BuildContext:
         self.io_ids: set[int] = set()  # graph inputs/outputs: they own plan buffers
         self.op_index = -1
         self.kernels: list[dict] = []  # one entry per op: where it runs, dispatch count, ...
+        self.id_checks: list[IdCheck] = []  # flags of ops that index by ids (id_checks.py)
         # Set by the Method (runtime/dynamic.py, runtime/state.py): execute-time integers,
         # this graph's key among them, graph id -> plan id of delegate I/O, persistent state.
         self.dyn = None
@@ -154,6 +156,15 @@ class BuildContext:
         group = self.device.bind_group(pipeline, entries, f"{op.name} #{self.op_index}")
         self.recording.steps.append(Dispatch(pipeline, group, grid, op.name))
         self.kernels[-1]["dispatches"] += 1
+
+    def id_check(self, ids_vid: int, vocab: int, op, negative: bool = False) -> Buffer:
+        """A flag buffer the op's kernel sets for an id outside [0, vocab) ([-vocab, vocab)
+        when ``negative`` ids count from the end); execute zeroes it, reads it back and
+        raises InputError when set (id_checks.py)."""
+        flag = self.resources.buffer(FLAG_BYTES, f"{self.where(op)} id flag")
+        self.id_checks.append(IdCheck(flag, ids_vid, vocab, self.where(op),
+                                      low=-vocab if negative else 0))
+        return flag
 
     def bind_size(self, vid: int) -> int:
         return self.storage.nbytes(self.graph.values[vid])

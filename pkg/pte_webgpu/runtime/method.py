@@ -21,8 +21,10 @@ from . import dynamic
 from .build import BuildContext, Resources, build_delegate, call_handler, upload
 from .exclusive import Exclusive
 from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
+from .id_checks import IdChecks
+from .inputs import read_input, read_list
 from .state import State, mutable_plan_values
-from .tensor import numpy_available, output, to_host_tensor
+from .tensor import numpy_available, output
 
 # int64 is held as int32, bool as u32 (storage.py)
 PLAN_DTYPES = ("float32", "float16", "int32", "int64", "bool")
@@ -51,6 +53,7 @@ class Method:
         self.outputs: list = []
         self.staging = None
         self.kernels: list[dict] = []  # one entry per op: where it runs, how, dispatches
+        self.id_checks = IdChecks()  # ids outside a table: InputError (id_checks.py)
         self.notes: list[str] = []
         self.load_seconds = 0.0
         self.last_profile: list[dict] | None = None
@@ -89,6 +92,7 @@ class Method:
                     continue
                 size = self.storage.nbytes(self.graph.values[vid])
                 self.outputs.append((self._buffer(vid, file), size))
+            self.outputs += self.id_checks.readbacks()  # read back after the outputs
             total = sum(size for _, size in self.outputs)
             if self.outputs:
                 self.staging = self.resources.buffer(total, f"{plan.name} outputs staging",
@@ -176,6 +180,8 @@ class Method:
                                    setup=setup)
         dynamic.leave_delegate(self.dyn, key, graph.output_ids, plan_ids)
         self.kernels += [dict(k, delegate=call.delegate_index) for k in ctx.kernels]
+        self.id_checks.add(ctx.id_checks, dict(zip(graph.input_ids, call.args)).get,
+                           self.plan.inputs)
 
     async def _build_kernel(self, index: int, call: KernelCall, file, pipelines) -> None:
         op = kernel_op(self.plan, call)
@@ -191,6 +197,7 @@ class Method:
         ctx.begin_op(0, op)
         dynamic.track(ctx, op)
         await call_handler(handler, ctx, op)
+        self.id_checks.add(ctx.id_checks, lambda vid: vid, self.plan.inputs)
         self.kernels += [dict(k, delegate=None, kernel="::".join(self.plan.operators[call.op_index]))
                          for k in ctx.kernels]
 
@@ -213,7 +220,7 @@ class Method:
                 for v in self.plan.inputs]
 
     async def execute(self, inputs, *, as_numpy: bool | None = None, profile: bool = False):
-        """Run once. ``inputs``: one array per plan input (see runtime.tensor).
+        """Run once. ``inputs``: one array per plan input (forms: runtime/inputs.py).
 
         With ``profile=True`` the GPU time of every dispatch is kept in
         ``method.last_profile`` (timestamp queries; wall time without them).
@@ -221,18 +228,17 @@ class Method:
         if self.closed:
             raise ClosedError(f"method {self.name!r} is closed (its program or Runtime was "
                               "closed); load the program again to run it")
-        inputs = list(inputs)
-        if len(inputs) != len(self.plan.inputs):
-            raise InputError(f"method {self.name!r} takes {len(self.plan.inputs)} inputs, "
-                             f"got {len(inputs)}")
+        inputs = read_list(inputs, len(self.plan.inputs), self.name)
         hosts, env, shapes, host_inputs = [], self.dyn, {}, {}
+        id_hosts = []  # unpadded storage bytes and shape of each input, for the id checks
         for i, (x, vid) in enumerate(zip(inputs, self.plan.inputs)):
             want = self.plan.values[vid]
-            t = to_host_tensor(x, i, want.dtype.name)
+            t = read_input(x, i, want.dtype.name)
             if t.dtype.name != want.dtype.name:
                 raise InputError(f"input {i}: expected dtype {want.dtype.name}, got "
                                  f"{t.dtype.name}")
             data = self.storage.to_storage(t.memoryview(), t.dtype, f"input {i}")
+            id_hosts.append((data, t.shape))
             if env.is_dynamic(-1, vid):
                 dynamic.check_dynamic_shape(t.shape, want.sizes, i)
                 shapes[("shape", -1, vid)] = t.shape
@@ -254,12 +260,17 @@ class Method:
                               for vid in self.plan.outputs]
             finally:
                 env.host_inputs = {}
+            # after the host steps, whose checks (e.g. a position past the KV cache) say more
+            self.id_checks.check_inputs([d for d, _ in id_hosts], [sh for _, sh in id_hosts])
             for vid, data in hosts:
                 upload(self.device, self.plan_buffers[vid], data)
+            self.id_checks.reset(upload, self.device)
             raw, times = [], []
             if self.outputs:
                 raw, times = await self.device.run(self.recording, self.outputs, self.staging,
                                                    profile=profile)
+        flags = len(self.id_checks.checks)  # read back after the outputs
+        self.id_checks.check_flags(raw[len(raw) - flags:] if flags else [])
         if profile:
             self.last_profile = self._profile_rows(times)
         as_numpy = numpy_available() if as_numpy is None else as_numpy

@@ -17,6 +17,7 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
+from ..graph import ListValue, Scalar
 from . import cpu
 from .binary import gather
 from .common import (check_rank, contiguous_strides, int_arg, int_list_arg, normalize_dim,
@@ -105,8 +106,47 @@ def _check_dim_order(ctx, op, vid: int, rank: int) -> None:
 @register("aten.view_copy.default", half=True, reference=same_values, args=3)
 async def build_view(ctx, op):
     x_id, size_id, out_id = ctx.args(op, 3)
-    size = int_list_arg(ctx, size_id, op)
+    sizes = ctx.graph.values[size_id]
+    if isinstance(sizes, ListValue) and sizes.kind == "value_list":
+        size = _value_list_sizes(ctx, op, sizes, out_id)
+    else:
+        size = int_list_arg(ctx, size_id, op)
     _reshape(ctx, op, x_id, out_id, view_shape(ctx.tensor(x_id, op).shape, size, op.name))
+
+
+def _value_list_sizes(ctx, op, sizes, out_id: int) -> list[int]:
+    """Sizes given as Int/SymInt values (dynamic shapes). The buffers hold the bound
+    shapes, so the view is recorded at the output's bound; at execute the actual sizes
+    follow runtime/shapes.py, and a host step checks that the elements keep their places
+    (the dynamic dim is the outermost one larger than 1 on both sides), else refuses."""
+    out = ctx.tensor(out_id, op)
+    if len(sizes.items) != len(out.shape):
+        raise FormatError(f"{op.name}: {len(sizes.items)} sizes for a rank-{len(out.shape)} "
+                          "output", field=ctx.where(op))
+    size = []
+    for vid, bound in zip(sizes.items, out.shape):
+        value = ctx.graph.values[vid]
+        if isinstance(value, Scalar) and value.kind == "int":
+            size.append(int(value.value))
+        elif isinstance(value, Scalar) and value.kind == "symint":
+            size.append(bound)
+        else:
+            raise FormatError(f"{op.name}: size value {vid} is a {value.kind}, expected an Int "
+                              "or SymInt", field=ctx.where(op))
+    if ctx.dyn is not None:
+        from ..runtime.dynamic import same_places
+
+        x_id, graph, where = op.args[0], ctx.graph_key, ctx.where(op)
+        x_bound = ctx.tensor(x_id, op).shape
+
+        def check(env):
+            if not same_places(env.shape(graph, x_id, x_bound), x_bound,
+                               env.shape(graph, out_id, out.shape), out.shape):
+                raise UnsupportedError(f"{where}: this view moves elements of a dynamic-shape "
+                                       "tensor; pte-webgpu supports views that keep the "
+                                       "dynamic dim outermost")
+        ctx.dyn.steps.append(check)
+    return size
 
 
 @register("aten.squeeze_copy.dims", half=True, reference=same_values, args=3)

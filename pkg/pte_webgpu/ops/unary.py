@@ -77,6 +77,10 @@ def _add_scalars(values, args, where):
     return {"a": cpu.to_f32(alpha * other)}
 
 
+def _mul_scalars(values, args, where):
+    return {"a": cpu.to_f32(float(_number(values, args[1], where)))}
+
+
 def _gelu_scalars(values, args, where):
     value = values[args[1]]
     if isinstance(value, Null):
@@ -161,6 +165,7 @@ TABLE = [
     Unary("aten.pow.Tensor_Scalar", "pow_scalar(v)", lambda v, s: _pow(v, s["a"]), 3,
           _pow_scalars),
     Unary("aten.add.Scalar", "v + params.a", lambda v, s: v + s["a"], 4, _add_scalars),
+    Unary("aten.mul.Scalar", "v * params.a", lambda v, s: v * s["a"], 3, _mul_scalars),
     Unary("round_to_half", "round_half(v)", lambda v, s: cpu.round_one(v, "e"), torch=False),
     Unary("aten.tanh.default", "tanh_f32(v)", lambda v, s: math.tanh(v)),
     Unary("aten.gelu.default", "gelu(v)", _gelu, 3, _gelu_scalars),

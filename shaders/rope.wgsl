@@ -3,36 +3,12 @@
 // row s, column p of cos/sin [S, D/2]. Entry `hf` (et_vk.apply_rotary_emb_hf): the first
 // `rot` dims rotate half against half (rotate_half) with cos/sin row start + s of the full
 // tables [T, rot]; dims past `rot` pass through. start is read at execute from `ints`.
-alias elem = f32;
-
 override wg_size: u32 = 64;
-
-struct Params {
-  numel: u32,
-  seq: u32,        // S of the recorded (bound) shape
-  heads: u32,
-  head_dim: u32,
-  rot: u32,        // rotated dims: D for interleaved, the tables' width for hf
-  table_rows: u32,
-  start_slot: u32,
-  _pad: u32,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> cos_t: array<f32>;
-@group(0) @binding(2) var<storage, read> sin_t: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
-@group(0) @binding(4) var<storage, read> ints: array<i32>;
-@group(0) @binding(5) var<uniform> params: Params;
-
-fn flat(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
-  return gid.x + gid.y * groups.x * wg_size;
-}
 
 @compute @workgroup_size(wg_size)
 fn interleaved(@builtin(global_invocation_id) gid: vec3<u32>,
                @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat(gid, groups);
+  let i = flat_index(gid, groups);
   if (i >= params.numel) {
     return;
   }
@@ -51,7 +27,7 @@ fn interleaved(@builtin(global_invocation_id) gid: vec3<u32>,
 @compute @workgroup_size(wg_size)
 fn hf(@builtin(global_invocation_id) gid: vec3<u32>,
       @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat(gid, groups);
+  let i = flat_index(gid, groups);
   if (i >= params.numel) {
     return;
   }

@@ -2,42 +2,17 @@
 // attention of each query row s over cache rows [0, start + s]; query head h reads KV
 // head h / (H / Hkv) (GQA). Layouts: q/out [S, H, D], k/v [S, Hkv, D], caches [T, Hkv, D]
 // (batch 1). start and S are read at execute from `ints` (runtime/dynamic.py), so one
-// recording serves every position and every prefill length up to the bound.
+// recording serves every position and every prefill length up to the bound. Prelude
+// (Params, bindings): shaders/compose.py, ops/attention.py.
 // Entry `update`: one invocation per element of k (and v). Entry `attend`: one per output
 // element (s, h, d); it recomputes the row's scores (two passes: max, then exp-sum with
 // the weighted sum of v), which needs no workgroup memory or barriers.
-alias elem = f32;
-
 override wg_size: u32 = 64;
-
-struct Params {
-  heads: u32,      // H
-  kv_heads: u32,   // Hkv
-  head_dim: u32,   // D
-  cache_rows: u32, // T
-  s_bound: u32,    // S of the recorded (bound) shapes
-  start_slot: u32, // ints[start_slot] = start position
-  len_slot: u32,   // ints[len_slot] = actual S
-  scale: f32,
-}
-
-@group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k: array<f32>;
-@group(0) @binding(2) var<storage, read> v: array<f32>;
-@group(0) @binding(3) var<storage, read_write> k_cache: array<f32>;
-@group(0) @binding(4) var<storage, read_write> v_cache: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<storage, read> ints: array<i32>;
-@group(0) @binding(7) var<uniform> params: Params;
-
-fn flat(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
-  return gid.x + gid.y * groups.x * wg_size;
-}
 
 @compute @workgroup_size(wg_size)
 fn update(@builtin(global_invocation_id) gid: vec3<u32>,
           @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat(gid, groups);
+  let i = flat_index(gid, groups);
   let row_len = params.kv_heads * params.head_dim;
   let s = i / row_len;
   let start = ints[params.start_slot];
@@ -57,7 +32,7 @@ fn update(@builtin(global_invocation_id) gid: vec3<u32>,
 @compute @workgroup_size(wg_size)
 fn attend(@builtin(global_invocation_id) gid: vec3<u32>,
           @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat(gid, groups);
+  let i = flat_index(gid, groups);
   let D = params.head_dim;
   let H = params.heads;
   let s = i / (H * D);

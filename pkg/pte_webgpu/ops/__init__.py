@@ -1,5 +1,7 @@
 """The op library. Importing this package imports every op family, which registers
 its ops (ops/registry.py); this is the one place that names the families."""
 
-from . import any_reduce, binary, bmm, copying, embedding, fill, index_put, matmul, mixed, norm, reduce, rms_norm, unary, view  # noqa: F401
+from . import (any_reduce, attention, binary, bmm, copying, embedding, fill,  # noqa: F401
+               index_put, indexing, matmul, mixed, norm, reduce, rms_norm, rope, symint, unary,
+               view)
 from . import registry  # noqa: F401

@@ -10,13 +10,22 @@ q's actual size (execute time). The caches are state (runtime/state.py).
 from __future__ import annotations
 
 import math
-import struct
 
 from ..errors import FormatError, InputError, UnsupportedError
 from ..graph import Null, Scalar
 from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size, int_key, ref_int, size_key, slots
+from . import sizes
 from .registry import register
+from ..shaders.compose import Binding, Kernel, Uniform
+
+PARAMS = Uniform(("heads", "u32"), ("kv_heads", "u32"), ("head_dim", "u32"),
+                 ("cache_rows", "u32"), ("s_bound", "u32"), ("start_slot", "u32"),
+                 ("len_slot", "u32"), ("scale", "f32"))
+KERNEL = Kernel("sdpa_kv_cache", (
+    Binding(0, "q"), Binding(1, "k"), Binding(2, "v"), Binding(3, "k_cache", "read_write"),
+    Binding(4, "v_cache", "read_write"), Binding(5, "out", "read_write"),
+    Binding(6, "ints", type="i32")), PARAMS, snippets=("flat_index",))
 
 
 def reference(read, values, args, write=None):
@@ -72,7 +81,8 @@ def _check_positions(ctx, op, start_id: int, q_id: int, rows: int) -> None:
     ctx.dyn.steps.append(check)
 
 
-@register("sdpa_with_kv_cache.default", half=True)
+@register("sdpa_with_kv_cache.default", half=True, reference=reference, args=12,
+          sizes=sizes.same_as_first)
 async def build_sdpa_with_kv_cache(ctx, op):
     (q_id, k_id, v_id, kc_id, vc_id, start_id, _seq_len, mask_id, drop_id, causal_id,
      scale_id, out_id) = ctx.args(op, 12)
@@ -116,16 +126,18 @@ async def build_sdpa_with_kv_cache(ctx, op):
     _check_positions(ctx, op, start_id, q_id, kc.shape[1])
     ints, (start_slot, len_slot) = slots(ctx, op, [int_key(ctx, op, start_id),
                                                    size_key(ctx, q_id, 1)])
-    params = ctx.uniform(struct.pack("<7If", heads, kv_heads, dim, kc.shape[1], s_bound,
-                                     start_slot, len_slot, scale), f"{op.name} params")
+    params = ctx.uniform(PARAMS.pack(heads=heads, kv_heads=kv_heads, head_dim=dim,
+                                     cache_rows=kc.shape[1], s_bound=s_bound,
+                                     start_slot=start_slot, len_slot=len_slot, scale=scale),
+                         f"{op.name} params")
     wg = min(64, elementwise_workgroup(ctx))
     shared = [(3, kc_id), (4, vc_id), (6, ints), (7, params)]  # each entry binds what it uses
     if k.numel:
-        update = await ctx.pipeline("sdpa_kv_cache", {"wg_size": wg}, "update", half=half)
+        update = await ctx.pipeline(KERNEL, {"wg_size": wg}, "update", half=half)
         ctx.dispatch(op, update, [(1, k_id), (2, v_id)] + shared, ctx.grid(-(-k.numel // wg)))
         follow_actual_size(ctx, k_id, wg)
     if out.numel:
-        attend = await ctx.pipeline("sdpa_kv_cache", {"wg_size": wg}, "attend", half=half)
+        attend = await ctx.pipeline(KERNEL, {"wg_size": wg}, "attend", half=half)
         ctx.dispatch(op, attend, [(0, q_id), (5, out_id)] + shared,
                      ctx.grid(-(-out.numel // wg)))
         follow_actual_size(ctx, out_id, wg)

@@ -7,12 +7,11 @@ of shape ``self[:p] + idx.shape + self[p+1:]``.
 on a dynamic dim the actual size counts, at execute).
 ``aten.slice_copy.Tensor [self, dim, start, end, step, out]``: start/end are Int, SymInt
 or Null and clamp as Python slicing does, against the actual size at execute.
-Float tensors (f32, or f16 stored as f16).
+Float tensors (f32, or f16 stored as f16), and int32/int64/bool moved as 4-byte words.
 """
 
 from __future__ import annotations
 
-import struct
 from math import prod
 
 from ..errors import FormatError, InputError, UnsupportedError
@@ -20,7 +19,9 @@ from ..graph import Null
 from ..runtime.dynamic import int_value
 from .common import elementwise_workgroup, normalize_dim
 from .exec_ints import follow_actual_size, ref_int, slots
+from . import sizes
 from .registry import register
+from ..shaders.compose import Binding, Kernel, Uniform
 
 
 def _ref_take(x, dim, rows):
@@ -61,7 +62,14 @@ def reference_slice(read, values, args):
     step = ref_int(read, values, args[4], default=1)
     return _ref_take(x, dim, list(range(x.shape[dim])[slice(start, end, step)]))
 
-PARAMS = "<8I"
+PARAMS = Uniform(("numel", "u32"), ("inner", "u32"), ("out_len", "u32"), ("in_len", "u32"),
+                 ("step", "u32"), ("start_slot", "u32"))
+_BINDINGS = (Binding(0, "src", type="word"), Binding(1, "idx", type="i32"),
+             Binding(2, "out", "read_write", type="word"), Binding(3, "ints", type="i32"))
+KERNEL = Kernel("indexing", _BINDINGS, PARAMS, snippets=("flat_index",),
+                generated="alias word = elem;")
+WORDS = Kernel("indexing", _BINDINGS, PARAMS, snippets=("flat_index",), half=False,
+               generated="alias word = u32;", name="indexing_u32")  # int32, int64, bool
 
 
 async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len, step,
@@ -70,9 +78,12 @@ async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len
     if out.numel == 0:
         return
     wg = min(64, elementwise_workgroup(ctx))
-    pipeline = await ctx.pipeline("indexing", {"wg_size": wg}, entry, half=ctx.half(out_id))
-    params = ctx.uniform(struct.pack(PARAMS, out.numel, inner, out_len, in_len, step,
-                                     start_slot, 0, 0), f"{op.name} params")
+    kernel = KERNEL if out.dtype.name in ("float32", "float16") else WORDS
+    pipeline = await ctx.pipeline(kernel, {"wg_size": wg}, entry,
+                                  half=kernel is KERNEL and ctx.half(out_id))
+    params = ctx.uniform(PARAMS.pack(numel=out.numel, inner=inner, out_len=out_len,
+                                     in_len=in_len, step=step, start_slot=start_slot),
+                         f"{op.name} params")
     # each entry binds what it uses: `take` the index tensor, `strided` the start slot
     extra = [(1, idx_id)] if entry == "take" else [(3, ints)]
     ctx.dispatch(op, pipeline, [(0, src_id), (2, out_id), (4, params)] + extra,
@@ -80,17 +91,28 @@ async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len
     follow_actual_size(ctx, out_id, wg)
 
 
-def _check_half(ctx, op, a: int, b: int) -> None:
-    if ctx.half(a) != ctx.half(b):
-        raise UnsupportedError(f"{op.name}: input and output differ in float width "
-                               f"({ctx.where(op)})")
+WORD_DTYPES = ("int32", "int64", "bool")  # held in 4 bytes (runtime/storage.py)
 
 
-@register("aten.index.Tensor", half=True)
+def _tensors(ctx, op, src_id: int, out_id: int):
+    """Source and output: one dtype, float (f32, or f16 kept as f16) or a 4-byte word."""
+    src, out = ctx.tensor(src_id, op), ctx.tensor(out_id, op)
+    names = {getattr(src.dtype, "name", None), getattr(out.dtype, "name", None)}
+    if names <= {"float32", "float16"}:
+        if ctx.half(src_id) != ctx.half(out_id):
+            raise UnsupportedError(f"{op.name}: input and output differ in float width "
+                                   f"({ctx.where(op)})")
+    elif len(names) != 1 or not names <= set(WORD_DTYPES):
+        raise UnsupportedError(f"{op.name}: {sorted(map(str, names))} tensors are not "
+                               f"supported; float, int32, int64 or bool ({ctx.where(op)})")
+    return src, out
+
+
+@register("aten.index.Tensor", half=True, reference=reference_index, args=3,
+          sizes=sizes.index)
 async def build_index(ctx, op):
     src_id, list_id, out_id = ctx.args(op, 3)
-    src, out = ctx.float_tensor(src_id, op), ctx.float_tensor(out_id, op)
-    _check_half(ctx, op, src_id, out_id)
+    src, out = _tensors(ctx, op, src_id, out_id)
     items = ctx.graph.values[list_id]
     if getattr(items, "kind", "") != "value_list":
         raise FormatError(f"{op.name}: indices should be a ValueList", field=ctx.where(op))
@@ -117,11 +139,11 @@ def _static_or_null(ctx, vid):
     return None if isinstance(value, Null) else value
 
 
-@register("aten.select_copy.int", half=True)
+@register("aten.select_copy.int", half=True, reference=reference_select, args=4,
+          sizes=sizes.select)
 async def build_select(ctx, op):
     src_id, dim_id, index_id, out_id = ctx.args(op, 4)
-    src, out = ctx.float_tensor(src_id, op), ctx.float_tensor(out_id, op)
-    _check_half(ctx, op, src_id, out_id)
+    src, out = _tensors(ctx, op, src_id, out_id)
     rank = len(src.shape)
     dim = normalize_dim(int_value(None, ctx.graph.values, ctx.graph_key, dim_id,
                                   ctx.where(op)), rank, op.name)
@@ -144,11 +166,11 @@ async def build_select(ctx, op):
                   src.shape[dim], 1, ints, slot)
 
 
-@register("aten.slice_copy.Tensor", half=True)
+@register("aten.slice_copy.Tensor", half=True, reference=reference_slice, args=6,
+          sizes=sizes.slice_)
 async def build_slice(ctx, op):
     src_id, dim_id, start_id, end_id, step_id, out_id = ctx.args(op, 6)
-    src, out = ctx.float_tensor(src_id, op), ctx.float_tensor(out_id, op)
-    _check_half(ctx, op, src_id, out_id)
+    src, out = _tensors(ctx, op, src_id, out_id)
     values, graph, where = ctx.graph.values, ctx.graph_key, ctx.where(op)
     rank = len(src.shape)
     dim = normalize_dim(int_value(None, values, graph, dim_id, where), rank, op.name)

@@ -13,12 +13,12 @@ the rest pass through), with rows ``start_pos + s`` of the full ``[T, R]`` table
 
 from __future__ import annotations
 
-import struct
-
 from ..errors import FormatError
 from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size, int_key, ref_int, slots
+from . import sizes
 from .registry import register
+from ..shaders.compose import Binding, Kernel, Uniform
 
 
 def _ref_rotate(x, cos, sin, row_of, pair):
@@ -64,7 +64,11 @@ def reference_hf(read, values, args):
         return xs[i] * c[row * rot + d] + rotated * sn[row * rot + d]
     return [_ref_rotate(read(xid), cos, sin, lambda s: start + s, pair) for xid in args[:2]]
 
-PARAMS = "<8I"
+PARAMS = Uniform(("numel", "u32"), ("seq", "u32"), ("heads", "u32"), ("head_dim", "u32"),
+                 ("rot", "u32"), ("table_rows", "u32"), ("start_slot", "u32"))
+KERNEL = Kernel("rope", (Binding(0, "x"), Binding(1, "cos_t"), Binding(2, "sin_t"),
+                         Binding(3, "out", "read_write"), Binding(4, "ints", type="i32")),
+                PARAMS, snippets=("flat_index",))
 
 
 def _outputs(ctx, op, out_id: int) -> tuple[int, int]:
@@ -93,8 +97,9 @@ async def _rotate(ctx, op, entry, x_id, out_id, cos_id, sin_id, rot, rows, ints,
         return
     _, seq, heads, dim = x.shape
     wg = min(64, elementwise_workgroup(ctx))
-    pipeline = await ctx.pipeline("rope", {"wg_size": wg}, entry, half=ctx.half(out_id))
-    params = ctx.uniform(struct.pack(PARAMS, x.numel, seq, heads, dim, rot, rows, start_slot, 0),
+    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg}, entry, half=ctx.half(out_id))
+    params = ctx.uniform(PARAMS.pack(numel=x.numel, seq=seq, heads=heads, head_dim=dim, rot=rot,
+                                     table_rows=rows, start_slot=start_slot),
                          f"{op.name} params")
     binds = [(0, x_id), (1, cos_id), (2, sin_id), (3, out_id), (5, params)]
     if entry == "hf":  # the only entry that reads a start position
@@ -103,7 +108,8 @@ async def _rotate(ctx, op, entry, x_id, out_id, cos_id, sin_id, rot, rows, ints,
     follow_actual_size(ctx, out_id, wg)
 
 
-@register("et_vk.apply_rotary_emb.default", half=True)
+@register("et_vk.apply_rotary_emb.default", half=True, reference=reference, args=5,
+          sizes=sizes.rotary)
 async def build_rotary(ctx, op):
     xq_id, xk_id, cos_id, sin_id, out_id = ctx.args(op, 5)
     q_out, k_out = _outputs(ctx, op, out_id)
@@ -120,7 +126,8 @@ async def build_rotary(ctx, op):
         await _rotate(ctx, op, "interleaved", x_id, o_id, cos_id, sin_id, dim, seq, None, 0)
 
 
-@register("et_vk.apply_rotary_emb_hf.default", half=True)
+@register("et_vk.apply_rotary_emb_hf.default", half=True, reference=reference_hf, args=6,
+          sizes=sizes.rotary)
 async def build_rotary_hf(ctx, op):
     xq_id, xk_id, cos_id, sin_id, start_id, out_id = ctx.args(op, 6)
     q_out, k_out = _outputs(ctx, op, out_id)

@@ -61,7 +61,7 @@ def _flat_offset(shape, dim: int, index: int) -> int:
     return index * stride
 
 
-@register("et_vk.select_as_symint.default")
+@register("et_vk.select_as_symint.default", reference=reference_select_as_symint, args=4)
 async def build_select_as_symint(ctx, op):
     x_id, dim_id, index_id, out_id = ctx.args(op, 4)
     key = _symint_out(ctx, op, out_id)
@@ -95,7 +95,7 @@ async def build_select_as_symint(ctx, op):
     ctx.note_kernel(op, runs_on="host")
 
 
-@register("sym_size.int")
+@register("sym_size.int", reference=reference_sym_size, args=3)
 async def build_sym_size(ctx, op):
     t_id, dim_id, out_id = ctx.args(op, 3)
     key = _symint_out(ctx, op, out_id)
@@ -113,7 +113,7 @@ async def build_sym_size(ctx, op):
     ctx.note_kernel(op, runs_on="host")
 
 
-@register("add")
+@register("add", reference=reference_symint_add, args=3)
 async def build_symint_add(ctx, op):
     a_id, b_id, out_id = ctx.args(op, 3)
     key = _symint_out(ctx, op, out_id)

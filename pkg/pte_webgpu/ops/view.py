@@ -22,6 +22,7 @@ from . import cpu
 from .binary import gather
 from .common import (check_rank, contiguous_strides, int_arg, int_list_arg, normalize_dim,
                      normalize_dims, same_numel)
+from . import sizes
 from .registry import define, register
 from .unary import round_to_half
 
@@ -103,7 +104,8 @@ def _check_dim_order(ctx, op, vid: int, rank: int) -> None:
                                f"({ctx.where(op)})")
 
 
-@register("aten.view_copy.default", half=True, reference=same_values, args=3)
+@register("aten.view_copy.default", half=True, reference=same_values, args=3,
+          sizes=sizes.view)
 async def build_view(ctx, op):
     x_id, size_id, out_id = ctx.args(op, 3)
     sizes = ctx.graph.values[size_id]
@@ -117,7 +119,7 @@ async def build_view(ctx, op):
 def _value_list_sizes(ctx, op, sizes, out_id: int) -> list[int]:
     """Sizes given as Int/SymInt values (dynamic shapes). The buffers hold the bound
     shapes, so the view is recorded at the output's bound; at execute the actual sizes
-    follow runtime/shapes.py, and a host step checks that the elements keep their places
+    follow ops/sizes.py, and a host step checks that the elements keep their places
     (the dynamic dim is the outermost one larger than 1 on both sides), else refuses."""
     out = ctx.tensor(out_id, op)
     if len(sizes.items) != len(out.shape):
@@ -149,7 +151,8 @@ def _value_list_sizes(ctx, op, sizes, out_id: int) -> list[int]:
     return size
 
 
-@register("aten.squeeze_copy.dims", half=True, reference=same_values, args=3)
+@register("aten.squeeze_copy.dims", half=True, reference=same_values, args=3,
+          sizes=sizes.squeeze)
 async def build_squeeze(ctx, op):
     x_id, dims_id, out_id = ctx.args(op, 3)
     shape = ctx.tensor(x_id, op).shape
@@ -157,7 +160,8 @@ async def build_squeeze(ctx, op):
     _reshape(ctx, op, x_id, out_id, squeeze_shape(shape, dims))
 
 
-@register("aten.unsqueeze_copy.default", half=True, reference=same_values, args=3)
+@register("aten.unsqueeze_copy.default", half=True, reference=same_values, args=3,
+          sizes=sizes.unsqueeze)
 async def build_unsqueeze(ctx, op):
     x_id, dim_id, out_id = ctx.args(op, 3)
     shape = ctx.tensor(x_id, op).shape
@@ -178,10 +182,11 @@ async def build_clone(ctx, op):
 
 for _name, _count in (("aten.clone.default", 3), ("aten.alias_copy.default", 2),
                       ("dim_order_ops._clone_dim_order.default", 4)):
-    define(_name, build_clone, same_values, _count, half=True)
+    define(_name, build_clone, same_values, _count, half=True, sizes=sizes.same_as_first)
 
 
-@register("dim_order_ops._to_dim_order_copy.default", half=True, reference=same_values, args=8)
+@register("dim_order_ops._to_dim_order_copy.default", half=True, reference=same_values, args=8,
+          sizes=sizes.same_as_first)
 async def build_to_dim_order_copy(ctx, op):
     x_id, *_, order_id, out_id = ctx.args(op, 8)
     x, out = ctx.tensor(x_id, op), ctx.tensor(out_id, op)
@@ -197,7 +202,8 @@ async def build_to_dim_order_copy(ctx, op):
     _reshape(ctx, op, x_id, out_id, x.shape)  # same dtype, or float16 -> float32 (exact)
 
 
-@register("aten.permute_copy.default", half=True, reference=permute_reference, args=3)
+@register("aten.permute_copy.default", half=True, reference=permute_reference, args=3,
+          sizes=sizes.permute)
 async def build_permute(ctx, op):
     x_id, dims_id, out_id = ctx.args(op, 3)
     x = ctx.float_tensor(x_id, op)
@@ -217,7 +223,8 @@ async def build_permute(ctx, op):
     await gather(ctx, op, x_id, out_id, out_shape, src_strides)
 
 
-@register("et_vk.prepack.default", half=True, reference=same_values, args=2)
+@register("et_vk.prepack.default", half=True, reference=same_values, args=2,
+          sizes=sizes.same_as_first)
 async def build_prepack(ctx, op):
     src_id, out_id = ctx.args(op, 2)
     _reshape(ctx, op, src_id, out_id, ctx.tensor(src_id, op).shape)

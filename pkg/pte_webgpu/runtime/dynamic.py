@@ -10,7 +10,7 @@ submit, by a short list of host steps recorded at load:
 
 * SymInt ops (``et_vk.select_as_symint`` from a plan input's host data, ``sym_size.int``,
   SymInt ``add``) set values;
-* each op that touches a dynamic tensor sets its outputs' actual shapes (runtime/shapes.py);
+* each op that touches a dynamic tensor sets its outputs' actual shapes (ops/sizes.py);
 * kernels that must know an actual size or a SymInt (a start position, a sequence length)
   read it from ONE small storage buffer of i32 slots (``DynamicEnv.buffer``), written with
   one ``writeBuffer`` per execute; the WGSL is never re-encoded;
@@ -27,11 +27,6 @@ import dataclasses
 
 from ..errors import InputError, UnsupportedError
 from ..graph import Scalar
-
-try:
-    import numpy as _np
-except ImportError:  # Pyodide offline
-    _np = None
 
 
 SLOTS_PER_BUFFER = 256
@@ -141,17 +136,48 @@ def is_prefix(shape, bound) -> bool:
     return True
 
 
+def _rows(shape, bound, itemsize: int):
+    """(offset in the ``shape`` bytes, offset in the ``bound`` bytes, length) of each run
+    of the last dim: the box ``shape`` inside the row-major layout of ``bound``."""
+    if not shape or 0 in shape:
+        return
+    run = shape[-1] * itemsize
+    strides, acc = [], itemsize
+    for b in reversed(bound):
+        strides.append(acc)
+        acc *= b
+    strides.reverse()
+    index = [0] * (len(shape) - 1)
+    at = 0
+    while True:
+        yield at, sum(i * st for i, st in zip(index, strides)), run
+        at += run
+        d = len(index) - 1
+        while d >= 0:
+            index[d] += 1
+            if index[d] < shape[d]:
+                break
+            index[d] = 0
+            d -= 1
+        if d < 0:
+            return
+
+
+def _bound_nbytes(bound, itemsize: int) -> int:
+    n = itemsize
+    for b in bound:
+        n *= b
+    return n
+
+
 def to_padded(data, shape, bound, itemsize: int, what: str):
     """Host bytes of ``shape`` -> bytes to write at the start of a ``bound`` buffer."""
     if is_prefix(shape, bound):
         return data
-    if _np is None:
-        raise UnsupportedError(f"{what}: shape {list(shape)} inside bound {list(bound)} needs "
-                               "numpy to pad")
-    src = _np.frombuffer(data, dtype=f"V{itemsize}").reshape(shape)
-    out = _np.zeros(tuple(bound), dtype=f"V{itemsize}")
-    out[tuple(slice(0, s) for s in shape)] = src
-    return out.tobytes()
+    src, out = memoryview(data).cast("B"), bytearray(_bound_nbytes(bound, itemsize))
+    for a, b, n in _rows(shape, bound, itemsize):
+        out[b:b + n] = src[a:a + n]
+    return bytes(out)
 
 
 def from_padded(data, shape, bound, itemsize: int):
@@ -161,8 +187,10 @@ def from_padded(data, shape, bound, itemsize: int):
         for s in shape:
             n *= s
         return data[:n]
-    src = _np.frombuffer(data, dtype=f"V{itemsize}")[:int(_np.prod(bound))].reshape(bound)
-    return _np.ascontiguousarray(src[tuple(slice(0, s) for s in shape)]).tobytes()
+    src, out = memoryview(data).cast("B"), bytearray()
+    for _, b, n in _rows(shape, bound, itemsize):
+        out += src[b:b + n]
+    return bytes(out)
 
 
 # --- load: which tensors are dynamic, and the host steps that size them ----------------
@@ -201,8 +229,8 @@ def _expand(values, ids) -> list[int]:
 
 def track(ctx, op) -> None:
     """Before op ``op`` is built: if it reads a dynamic tensor or a SymInt, its tensor
-    outputs are dynamic and a host step computes their actual shapes (runtime/shapes.py)."""
-    from . import shapes
+    outputs are dynamic and a host step computes their actual shapes (ops/sizes.py)."""
+    from ..ops import registry
 
     env, g, values = ctx.dyn, ctx.graph_key, ctx.graph.values
     if env is None or not op.args:
@@ -213,7 +241,8 @@ def track(ctx, op) -> None:
         return  # a SymInt op: its build function adds its own host step
     if not any(env.is_dynamic(g, v) or is_symint(values, v) for v in reads):
         return
-    rule = shapes.find(op.name)
+    definition = registry.find(op.name)
+    rule = definition.sizes if definition is not None else None
     if rule is None:
         raise UnsupportedError(f"op {op.name!r} ({ctx.where(op)}) reads a dynamic-shape "
                                "tensor or a SymInt, and pte-webgpu has no rule for its "

@@ -1,9 +1,9 @@
-"""Actual output shapes of ops on dynamic-shape tensors, computed on the host at execute.
-
-A rule ``fn(op, shape, integer, values) -> {out vid: shape}`` gets the op, ``shape(vid)``
-(a tensor's actual shape), ``integer(vid)`` (an Int/SymInt argument's value) and the
-graph's values. Families of ops share a rule; an op can add its own with ``rule(name)``.
-An op that reads a dynamic tensor and has no rule is refused at load, naming it.
+"""Size rules: the actual output shapes of an op on dynamic-shape tensors, computed on
+the host at each execute (runtime/dynamic.py). A rule ``fn(op, shape, integer, values)
+-> {out vid: shape}`` gets the op, ``shape(vid)`` (a tensor's actual shape),
+``integer(vid)`` (an Int/SymInt argument's value) and the graph's values. An op names its
+rule where it is defined (``register(..., sizes=...)``); these are the shared ones. An op
+that reads a dynamic tensor and has no rule is refused at load, naming it.
 """
 
 from __future__ import annotations
@@ -11,19 +11,6 @@ from __future__ import annotations
 from ..errors import FormatError
 from ..graph import ListValue, TensorValue
 
-_RULES: dict = {}
-
-
-def rule(*names):
-    def wrap(fn):
-        for name in names:
-            _RULES[name] = fn
-        return fn
-    return wrap
-
-
-def find(name: str):
-    return _RULES.get(name)
 
 
 def _numel(shape) -> int:
@@ -37,21 +24,10 @@ def _out(op):
     return op.args[-1]
 
 
-@rule("aten.abs.default", "aten.clamp.default", "aten.clone.default", "aten.exp.default",
-      "aten.gelu.default", "aten.hardtanh.default", "aten.neg.default", "aten.relu.default",
-      "aten.rsqrt.default", "aten.sigmoid.default", "aten.sqrt.default", "aten.tanh.default",
-      "aten.pow.Tensor_Scalar", "aten.add.Scalar", "aten._softmax.default",
-      "et_vk.rms_norm.default", "aten.alias_copy.default", "et_vk.prepack.default",
-      "dim_order_ops._clone_dim_order.default", "dim_order_ops._to_dim_order_copy.default",
-      "aten.eq.Scalar", "aten.le.Scalar", "aten.logical_not.default", "aten.mul.Scalar",
-      "aten.full_like.default", "sdpa_with_kv_cache.default")
 def same_as_first(op, shape, integer, values):
     return {_out(op): shape(op.args[0])}
 
 
-@rule("aten.add.Tensor", "aten.sub.Tensor", "aten.mul.Tensor", "aten.div.Tensor",
-      "aten.where.self", "aten.logical_and.default", "aten.minimum.default",
-      "aten.maximum.default")
 def broadcast(op, shape, integer, values):
     shapes = [shape(a) for a in op.args[:-1] if isinstance(values[a], TensorValue)]
     rank = max(len(s) for s in shapes)
@@ -62,17 +38,14 @@ def broadcast(op, shape, integer, values):
     return {_out(op): tuple(out)}
 
 
-@rule("aten.linear.default")
 def linear(op, shape, integer, values):
     return {_out(op): tuple(shape(op.args[0])[:-1]) + (values[op.args[1]].shape[0],)}
 
 
-@rule("aten.embedding.default")
 def embedding(op, shape, integer, values):
     return {_out(op): tuple(shape(op.args[1])) + (values[op.args[0]].shape[-1],)}
 
 
-@rule("aten.squeeze_copy.dims")
 def squeeze(op, shape, integer, values):
     bound = values[op.args[0]].shape
     dims = {d % max(len(bound), 1) for d in values[op.args[1]].items}
@@ -80,7 +53,6 @@ def squeeze(op, shape, integer, values):
     return {_out(op): tuple(d for i, d in enumerate(s) if not (i in dims and bound[i] == 1))}
 
 
-@rule("aten.unsqueeze_copy.default")
 def unsqueeze(op, shape, integer, values):
     s = list(shape(op.args[0]))
     dim = integer(op.args[1])
@@ -88,7 +60,6 @@ def unsqueeze(op, shape, integer, values):
     return {_out(op): tuple(s)}
 
 
-@rule("aten.view_copy.default", "aten._unsafe_view.default")
 def view(op, shape, integer, values):
     sizes = values[op.args[1]]
     if isinstance(sizes, ListValue) and sizes.kind == "value_list":
@@ -106,13 +77,11 @@ def view(op, shape, integer, values):
     return {_out(op): tuple(dims)}
 
 
-@rule("aten.permute_copy.default")
 def permute(op, shape, integer, values):
     s = shape(op.args[0])
     return {_out(op): tuple(s[d % len(s)] for d in values[op.args[1]].items)}
 
 
-@rule("aten.select_copy.int")
 def select(op, shape, integer, values):
     s = list(shape(op.args[0]))
     del s[integer(op.args[1]) % len(s)]
@@ -124,7 +93,6 @@ def slice_range(size: int, start, end, step: int) -> range:
     return range(size)[slice(start, end, step)]
 
 
-@rule("aten.slice_copy.Tensor")
 def slice_(op, shape, integer, values):
     s = list(shape(op.args[0]))
     dim = integer(op.args[1]) % len(s)
@@ -133,20 +101,17 @@ def slice_(op, shape, integer, values):
     return {_out(op): tuple(s)}
 
 
-@rule("aten.index.Tensor")
 def index(op, shape, integer, values):
     items = [v for v in values[op.args[1]].items if values[v].kind != "null"]
     s = shape(op.args[0])
     return {_out(op): tuple(shape(items[0])) + tuple(s[len(items):])}
 
 
-@rule("et_vk.apply_rotary_emb.default", "et_vk.apply_rotary_emb_hf.default")
 def rotary(op, shape, integer, values):
     outs = values[_out(op)].items
     return {outs[0]: shape(op.args[0]), outs[1]: shape(op.args[1])}
 
 
-@rule("aten.cat.default")
 def cat(op, shape, integer, values):
     parts = [shape(v) for v in values[op.args[0]].items]
     dim = integer(op.args[1]) % len(parts[0])
@@ -155,13 +120,11 @@ def cat(op, shape, integer, values):
     return {_out(op): tuple(out)}
 
 
-@rule("aten.bmm.default")
 def bmm(op, shape, integer, values):
     a, b = shape(op.args[0]), shape(op.args[1])
     return {_out(op): (a[0], a[1], b[2])}
 
 
-@rule("aten.expand_copy.default")
 def expand(op, shape, integer, values):
     s = shape(op.args[0])
     sizes = list(values[op.args[1]].items)

@@ -19,7 +19,9 @@ from .mixed import type_of
 from .registry import define
 
 PARAMS = Uniform(("numel", "u32"), ("a", "f32"), ("b", "f32"), ("n", "i32"), ("m", "i32"))
-_VALUE = {"float": ("elem", "elem(params.a + f32(i) * params.b)"),
+# A fill (step 0) stores start itself: -0.0 + 0.0 would be +0.0.
+_VALUE = {"float": ("elem", "elem(select(params.a + f32(i) * params.b, params.a, "
+                            "params.b == 0.0))"),
           "int": ("i32", "params.n + i32(i) * params.m"),
           "bool": ("u32", "u32(params.n != 0i)")}
 KERNELS = {t: Kernel("fill", (Binding(0, "out", "read_write", type=w),), PARAMS,

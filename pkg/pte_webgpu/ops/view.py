@@ -89,9 +89,12 @@ def _check_shape(ctx, op, out_id: int, want) -> None:
 
 
 def _reshape(ctx, op, x_id: int, out_id: int, want) -> None:
-    """out, of shape ``want``, holds x's elements in the same order."""
-    ctx.float_tensor(x_id, op)
-    ctx.float_tensor(out_id, op)
+    """out, of shape ``want``, holds x's elements in the same order (any one dtype: the
+    bytes are shared or copied, never converted; int causal masks reshape too)."""
+    x, out = ctx.tensor(x_id, op), ctx.tensor(out_id, op)
+    if x.dtype is not out.dtype:
+        ctx.float_tensor(x_id, op)
+        ctx.float_tensor(out_id, op)
     same_numel(ctx, op, x_id, out_id)
     _check_shape(ctx, op, out_id, want)
     ctx.view(op, x_id, out_id)

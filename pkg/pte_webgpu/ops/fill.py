@@ -13,7 +13,6 @@ import math
 from ..errors import FormatError
 from ..graph import Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
-from . import cpu
 from .common import elementwise_workgroup
 from .mixed import type_of
 from .registry import define
@@ -81,7 +80,7 @@ def _fill_arg(op_name: str, fill_index: int):
 def _arange_args(values, args, where):
     start, end, step = (_scalar(values, v, where) for v in args[:3])
     if step == 0:
-        raise FormatError(f"aten.arange.start_step: step is 0", field=where)
+        raise FormatError("aten.arange.start_step: step is 0", field=where)
     count = max(0, math.ceil((end - start) / step))
     return start, step, count
 

@@ -71,3 +71,12 @@ def test_masks_cpu_reference_matches_torch():
     got = reference.run_program(open_program(pte), ins)
     for g, w in zip(got, want):
         check_close(g.numpy() if hasattr(g, "numpy") else g, w)
+
+
+@pytest.mark.parametrize("name,calls", [("masks", 1), ("kv_cache", 6)])
+def test_page_check_agrees_natively(runtime, name, calls):
+    """tests/ops8_check.py (what the browser test runs) passes natively too."""
+    from tests.ops8_check import ops8_report
+    report = run_sync(ops8_report(runtime, (HERE / f"{name}.pte").read_bytes(),
+                                  (HERE / f"{name}.npz").read_bytes()))
+    assert report["calls"] == calls and report["first"] is None, report

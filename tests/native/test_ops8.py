@@ -16,6 +16,7 @@ import pytest
 from pte_webgpu import reference
 from pte_webgpu.formats import open_program
 from tests.native.gpu_thread import run_sync
+from tests.native.test_ops import device  # noqa: F401  (the fixture)
 
 HERE = Path(__file__).parent.parent / "fixtures" / "ops8"
 
@@ -80,3 +81,21 @@ def test_page_check_agrees_natively(runtime, name, calls):
     report = run_sync(ops8_report(runtime, (HERE / f"{name}.pte").read_bytes(),
                                   (HERE / f"{name}.npz").read_bytes()))
     assert report["calls"] == calls and report["first"] is None, report
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_to_dim_order_copy_int32_to_float(device, half):
+    """int32 -> float32 (round to nearest even past 2**24, as torch) and -> float16."""
+    from pte_webgpu import dtypes
+    from tests.native.test_ops import G
+    x = np.array([0, 1, -1, 7, 2**24 + 1, 2**24 + 3, -(2**31), 2**31 - 1, 65504, 65520, -3],
+                 np.int32)
+    out_dtype = dtypes.FLOAT16 if half else dtypes.FLOAT32
+    g = G()
+    out = g.op("dim_order_ops._to_dim_order_copy.default", g.input(x, dtype=dtypes.INT32),
+               *[g.null() for _ in range(4)], g.bool(False), g.null(),
+               g.tensor(x.shape, dtype=out_dtype))
+    (got,) = g.run(device, out)
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16 if half else np.float32)
+    np.testing.assert_array_equal(np.asarray(got).astype(np.float32), want.astype(np.float32))

@@ -6,8 +6,9 @@ count, the WGSL expression of the loaded operands ``x``, ``y``, ``z`` (f32 for f
 tensors, i32 for int32/int64, u32 0/1 for bool; ``{s}`` is the scalar argument as the
 same type as ``x``, ``{zx}``/``{zy}`` the zero of x's/y's type) and the CPU reference
 ``ref(x, y, z, s)``. Comparisons with a Scalar and the logical ops give bool; ``where``
-gives its value operands' type. The integer form of ``aten.sub.Tensor`` lives here too
-(ops/binary.py sends int tensors on).
+gives its value operands' type. The integer form of ``aten.sub.Tensor`` (ops/binary.py
+sends int tensors on) and int/bool -> float conversion (ops/view.py's
+``_to_dim_order_copy``) live here too.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ TABLE = [
     Mixed("aten.where.self", 4, 3, "select(z, y, x != {zx})",
           lambda x, y, z, s: y if x else z),
     Mixed("sub_int", 4, 2, "x - {s} * y", lambda x, y, z, s: x - s * y),
+    Mixed("to_float", 2, 1, "f32(x)", lambda x, y, z, s: float(x), "float"),
 ]
 ROW = {row.name: row for row in TABLE}
 
@@ -113,7 +115,8 @@ def _scalar(row: Mixed, values, args, x_type: str, where: str):
     return cpu.to_f32(float(v.value)), False
 
 
-async def dispatch(ctx, op, row: Mixed, args) -> None:
+async def dispatch(ctx, op, row: Mixed, args, into=None) -> None:
+    """``into``: a Buffer written instead of the output tensor's own (same layout)."""
     ids = args[:row.operands]
     out_id = args[-1]
     tensors = [ctx.tensor(v, op) for v in ids]
@@ -145,7 +148,7 @@ async def dispatch(ctx, op, row: Mixed, args) -> None:
                                                          strides)))
     wg = elementwise_workgroup(ctx)
     pipeline = await ctx.pipeline(kernel, {"wg_size": wg}, half=bool(halves and halves.pop()))
-    bindings = [(i, v) for i, v in enumerate(ids)] + [(3, out_id),
+    bindings = [(i, v) for i, v in enumerate(ids)] + [(3, out_id if into is None else into),
                                                      (4, ctx.uniform(params, f"{op.name} params"))]
     ctx.dispatch(op, pipeline, bindings, ctx.grid(-(-out.numel // wg)))
 
@@ -159,6 +162,20 @@ def _build(row: Mixed):
 async def sub_int(ctx, op) -> None:
     """``aten.sub.Tensor`` on int32/int64 tensors (wrapping in int32, as stored)."""
     await dispatch(ctx, op, ROW["sub_int"], ctx.args(op, 4))
+
+
+async def to_float(ctx, op, x_id: int, out_id: int) -> None:
+    """int32/int64/bool -> float (``_to_dim_order_copy``; ops/view.py sends it here). A
+    float16 output widened to f32 storage is converted into scratch, then rounded to
+    float16's precision into the output."""
+    out = ctx.tensor(out_id, op)
+    if out.dtype.name != "float16" or ctx.half(out_id):
+        await dispatch(ctx, op, ROW["to_float"], (x_id, out_id))
+        return
+    from .unary import round_buffer_to_half
+    scratch = ctx.resources.buffer(ctx.storage.nbytes(out), f"{op.name} scratch")
+    await dispatch(ctx, op, ROW["to_float"], (x_id, out_id), into=scratch)
+    await round_buffer_to_half(ctx, op, scratch, out_id)
 
 
 def _reference(row: Mixed):
@@ -180,5 +197,5 @@ def reference_sub_int(read, values, args):
 
 
 for _row in TABLE:
-    if _row.name != "sub_int":
+    if _row.name not in ("sub_int", "to_float"):
         define(_row.name, _build(_row), _reference(_row), _row.args, half=True)

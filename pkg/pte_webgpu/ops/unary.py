@@ -231,6 +231,18 @@ async def round_to_half(ctx, op, x_id: int, out_id: int) -> None:
     await _dispatch(ctx, op, x_id, out_id, ROUND_HALF, {})
 
 
+async def round_buffer_to_half(ctx, op, src, out_id: int) -> None:
+    """Like ``round_to_half`` from a scratch Buffer holding out's f32 values."""
+    out = ctx.float_tensor(out_id, op)
+    if out.numel == 0:
+        return
+    wg = elementwise_workgroup(ctx)
+    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg, "op": ROUND_HALF})
+    params = PARAMS.pack(numel=out.numel, inf=math.inf, nan=math.nan)
+    ctx.dispatch(op, pipeline, [(0, src), (1, out_id), (2, ctx.uniform(params, f"{op.name} params"))],
+                 ctx.grid(-(-out.numel // wg)))
+
+
 async def build(ctx, op):
     row = TABLE[ROW[op.name]]
     args = ctx.args(op, row.args)

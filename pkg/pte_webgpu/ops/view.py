@@ -195,6 +195,11 @@ async def build_to_dim_order_copy(ctx, op):
     x, out = ctx.tensor(x_id, op), ctx.tensor(out_id, op)
     _check_dim_order(ctx, op, order_id, len(x.shape))
     kinds = {x.dtype.name, out.dtype.name}
+    if x.dtype.name in ("int32", "int64", "bool") and out.dtype.name in ("float32", "float16"):
+        from .mixed import to_float  # a conversion kernel (ops/mixed.py)
+        _check_shape(ctx, op, out_id, x.shape)
+        await to_float(ctx, op, x_id, out_id)
+        return
     if x.dtype != out.dtype and kinds != {"float32", "float16"}:
         raise UnsupportedError(f"{op.name}: converting {x.dtype.name} to {out.dtype.name} is "
                                f"not supported ({ctx.where(op)})")

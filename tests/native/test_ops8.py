@@ -16,7 +16,7 @@ import pytest
 from pte_webgpu import reference
 from pte_webgpu.formats import open_program
 from tests.native.gpu_thread import run_sync
-from tests.native.test_ops import device  # noqa: F401  (the fixture)
+from tests.native.test_ops import G, device  # noqa: F401  (device: the fixture)
 
 HERE = Path(__file__).parent.parent / "fixtures" / "ops8"
 
@@ -84,10 +84,9 @@ def test_page_check_agrees_natively(runtime, name, calls):
 
 
 @pytest.mark.parametrize("half", [False, True])
-def test_to_dim_order_copy_int32_to_float(device, half):
+def test_to_dim_order_copy_int32_to_float(device, half):  # noqa: F811
     """int32 -> float32 (round to nearest even past 2**24, as torch) and -> float16."""
     from pte_webgpu import dtypes
-    from tests.native.test_ops import G
     x = np.array([0, 1, -1, 7, 2**24 + 1, 2**24 + 3, -(2**31), 2**31 - 1, 65504, 65520, -3],
                  np.int32)
     out_dtype = dtypes.FLOAT16 if half else dtypes.FLOAT32

@@ -1,0 +1,76 @@
+"""The issue-8 mask and fill ops on hand-built graphs at torch's edges (NaN, +-inf, -0,
+0-dim operands), in f32 storage and, where the adapter has shader-f16, with float16
+tensors kept as f16 (their f16 kernels). References: numpy with torch's semantics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pte_webgpu import dtypes
+from pte_webgpu.runtime.storage import Storage
+from tests.native.test_ops import G, device  # noqa: F401  (device: the fixture)
+
+EDGE = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, 1.0, -1.0, 3.5, -2.25, 65504.0],
+                np.float32)
+INT = dtypes.INT32
+BOOL = dtypes.BOOL
+
+
+def _graph(device, half):  # noqa: F811
+    if half and "shader-f16" not in device.info.features:
+        pytest.skip("the adapter has no shader-f16")
+    return (G(Storage(half=True)), dtypes.FLOAT16) if half else (G(), dtypes.FLOAT32)
+
+
+def same(got, want):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert np.array_equal(np.isnan(got), np.isnan(want)), (got, want)
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(got[ok], want[ok])
+    np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(want[ok]))
+
+
+@pytest.mark.parametrize("half", [False, True])
+@pytest.mark.parametrize("other", [float("nan"), float("-inf"), 0.0, -0.0, 3.5])
+def test_eq_scalar_and_where(device, half, other):  # noqa: F811
+    """eq(x, other) -> bool (NaN equals nothing; -0 == 0), then where(mask, x, 0-dim -inf)."""
+    g, ft = _graph(device, half)
+    x = g.input(EDGE, dtype=ft)
+    mask = g.op("aten.eq.Scalar", x, g.double(other), g.tensor(EDGE.shape, dtype=BOOL))
+    fill = g.op("aten.full.default", g.ints([]), g.double(-np.inf), g.null(), g.null(),
+                g.null(), g.null(), g.tensor((), dtype=ft))
+    picked = g.op("aten.where.self", mask, x, fill, g.tensor(EDGE.shape, dtype=ft))
+    got_mask, got = g.run(device, mask, picked)
+    want_mask = EDGE == np.float32(other)
+    same(got_mask, want_mask.astype(np.float32))
+    same(got, np.where(want_mask, EDGE, -np.inf))
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_causal_chain_in_ints(device, half):  # noqa: F811
+    """arange (int32), integer sub with broadcasting, le.Scalar, full(True), logical_and,
+    logical_not, where with two 0-dim operands, full_like(-inf)."""
+    g, ft = _graph(device, half)
+    n = 5
+    i = g.op("aten.arange.start_step", g.int(0), g.int(n), g.int(1), *[g.null()] * 4,
+             g.tensor((n,), dtype=INT))
+    col = g.op("aten.view_copy.default", i, g.ints([n, 1]), g.tensor((n, 1), dtype=INT))
+    rel = g.op("aten.sub.Tensor", col, i, g.int(1), g.tensor((n, n), dtype=INT))
+    le = g.op("aten.le.Scalar", rel, g.int(0), g.tensor((n, n), dtype=BOOL))
+    full = g.op("aten.full.default", g.ints([n, n]), g.bool(True), *[g.null()] * 4,
+                g.tensor((n, n), dtype=BOOL))
+    both = g.op("aten.logical_and.default", full, le, g.tensor((n, n), dtype=BOOL))
+    off = g.op("aten.logical_not.default", both, g.tensor((n, n), dtype=BOOL))
+    zero = g.op("aten.full.default", g.ints([]), g.double(-0.0), *[g.null()] * 4,
+                g.tensor((), dtype=ft))
+    ninf = g.op("aten.full_like.default", zero, g.double(-np.inf), *[g.null()] * 5,
+                g.tensor((), dtype=ft))
+    bias = g.op("aten.where.self", off, ninf, zero, g.tensor((n, n), dtype=ft))
+    down = g.op("aten.arange.start_step", g.int(n), g.int(-n), g.int(-3), *[g.null()] * 4,
+                g.tensor((4,), dtype=INT))
+    got_rel, got_bias, got_down = g.run(device, rel, bias, down)
+    r = np.arange(n)[:, None] - np.arange(n)[None, :]
+    same(got_rel, r)
+    same(got_bias, np.where(r <= 0, -0.0, -np.inf))
+    same(got_down, np.arange(n, -n, -3))

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pte_webgpu import dtypes
+from pte_webgpu.graph import ListValue
 from pte_webgpu.runtime.storage import Storage
 from tests.native.test_ops import G, device  # noqa: F401  (device: the fixture)
 
@@ -74,3 +75,29 @@ def test_causal_chain_in_ints(device, half):  # noqa: F811
     same(got_rel, r)
     same(got_bias, np.where(r <= 0, -0.0, -np.inf))
     same(got_down, np.arange(n, -n, -3))
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_bmm_cat_expand(device, half):  # noqa: F811
+    """bmm (f32 accumulation), cat along a middle dim and the last, expand_copy to 4-D."""
+    g, ft = _graph(device, half)
+    rng = np.random.default_rng(88)
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    b = rng.standard_normal((3, 5, 2)).astype(np.float32)
+    if half:
+        a, b = a.astype(np.float16).astype(np.float32), b.astype(np.float16).astype(np.float32)
+    ai, bi = g.input(a, dtype=ft), g.input(b, dtype=ft)
+    prod_ = g.op("aten.bmm.default", ai, bi, g.tensor((3, 4, 2), dtype=ft))
+    items = g._add(ListValue("value_list", (ai, ai)))
+    cat1 = g.op("aten.cat.default", items, g.int(1), g.tensor((3, 8, 5), dtype=ft))
+    items2 = g._add(ListValue("value_list", (prod_, ai, prod_)))
+    cat2 = g.op("aten.cat.default", items2, g.int(-1), g.tensor((3, 4, 9), dtype=ft))
+    exp = g.op("aten.expand_copy.default", bi, g.ints([2, -1, 5, -1]), g.bool(False),
+               g.tensor((2, 3, 5, 2), dtype=ft))
+    got_p, got_c1, got_c2, got_e = g.run(device, prod_, cat1, cat2, exp)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    tol = 2e-3 if half else 1e-5
+    np.testing.assert_allclose(got_p, want, rtol=tol, atol=tol)
+    same(got_c1, np.concatenate([a, a], 1))
+    np.testing.assert_allclose(got_c2, np.concatenate([want, a, want], -1), rtol=tol, atol=tol)
+    same(got_e, np.broadcast_to(b, (2, 3, 5, 2)))

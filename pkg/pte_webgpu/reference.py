@@ -56,8 +56,8 @@ def to_tensor(a: Array, dtype: dtypes.DType) -> Tensor:
 
 def _dtype(name: str, what: str) -> dtypes.DType:
     if name not in FLOAT_DTYPES + INT_DTYPES + ("bool",):
-        raise UnsupportedError(f"the CPU reference computes float, int32, int64 and bool "
-                               f"tensors only; {what} is {name}")
+        raise UnsupportedError(f"the CPU reference computes float, int32 and int64 tensors "
+                               f"(and bool masks) only; {what} is {name}")
     return dtypes.BY_NAME[name]
 
 

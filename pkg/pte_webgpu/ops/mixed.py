@@ -21,7 +21,7 @@ from ..errors import FormatError, UnsupportedError
 from ..graph import Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu
-from .binary import broadcast_strides
+from .copying import broadcast_strides
 from .common import check_rank, elementwise_workgroup
 from .registry import define
 
@@ -164,18 +164,10 @@ async def sub_int(ctx, op) -> None:
     await dispatch(ctx, op, ROW["sub_int"], ctx.args(op, 4))
 
 
-async def to_float(ctx, op, x_id: int, out_id: int) -> None:
-    """int32/int64/bool -> float (``_to_dim_order_copy``; ops/view.py sends it here). A
-    float16 output widened to f32 storage is converted into scratch, then rounded to
-    float16's precision into the output."""
-    out = ctx.tensor(out_id, op)
-    if out.dtype.name != "float16" or ctx.half(out_id):
-        await dispatch(ctx, op, ROW["to_float"], (x_id, out_id))
-        return
-    from .unary import round_buffer_to_half
-    scratch = ctx.resources.buffer(ctx.storage.nbytes(out), f"{op.name} scratch")
-    await dispatch(ctx, op, ROW["to_float"], (x_id, out_id), into=scratch)
-    await round_buffer_to_half(ctx, op, scratch, out_id)
+async def to_float(ctx, op, x_id: int, out_id: int, into=None) -> None:
+    """int32/int64/bool -> float (``_to_dim_order_copy``; ops/view.py sends it here);
+    ``into``: a scratch Buffer written instead of out."""
+    await dispatch(ctx, op, ROW["to_float"], (x_id, out_id), into=into)
 
 
 def _reference(row: Mixed):

@@ -24,7 +24,7 @@ from .common import (check_rank, contiguous_strides, int_arg, int_list_arg, norm
                      normalize_dims, same_numel)
 from . import sizes
 from .registry import define, register
-from .unary import round_to_half
+from .unary import round_buffer_to_half, round_to_half
 
 
 def same_values(read, values, args):
@@ -198,7 +198,13 @@ async def build_to_dim_order_copy(ctx, op):
     if x.dtype.name in ("int32", "int64", "bool") and out.dtype.name in ("float32", "float16"):
         from .mixed import to_float  # a conversion kernel (ops/mixed.py)
         _check_shape(ctx, op, out_id, x.shape)
-        await to_float(ctx, op, x_id, out_id)
+        if out.dtype.name == "float16" and not ctx.half(out_id):
+            # float16 widened to f32: convert into scratch, then round to float16's precision
+            scratch = ctx.resources.buffer(ctx.storage.nbytes(out), f"{op.name} scratch")
+            await to_float(ctx, op, x_id, out_id, into=scratch)
+            await round_buffer_to_half(ctx, op, scratch, out_id)
+        else:
+            await to_float(ctx, op, x_id, out_id)
         return
     if x.dtype != out.dtype and kinds != {"float32", "float16"}:
         raise UnsupportedError(f"{op.name}: converting {x.dtype.name} to {out.dtype.name} is "

@@ -101,3 +101,35 @@ def test_bmm_cat_expand(device, half):  # noqa: F811
     same(got_c1, np.concatenate([a, a], 1))
     np.testing.assert_allclose(got_c2, np.concatenate([want, a, want], -1), rtol=tol, atol=tol)
     same(got_e, np.broadcast_to(b, (2, 3, 5, 2)))
+
+
+@pytest.mark.parametrize("scalar", ["int", "double", "bool"])
+def test_compare_int_and_bool_tensors(device, scalar):  # noqa: F811
+    """le/eq on int32 tensors with Int and Double scalars, eq on bool with a Bool."""
+    g = G()
+    x = np.array([-3, -1, 0, 1, 2, 2**24 + 1], np.int32)
+    xi = g.input(x, dtype=INT)
+    if scalar == "bool":
+        mask = g.op("aten.logical_not.default", xi, g.tensor(x.shape, dtype=BOOL))
+        out = g.op("aten.eq.Scalar", mask, g.bool(True), g.tensor(x.shape, dtype=BOOL))
+        (got,) = g.run(device, out)
+        same(got, (x == 0).astype(np.float32))
+        return
+    other = g.int(1) if scalar == "int" else g.double(0.5)
+    le = g.op("aten.le.Scalar", xi, other, g.tensor(x.shape, dtype=BOOL))
+    eq = g.op("aten.eq.Scalar", xi, other, g.tensor(x.shape, dtype=BOOL))
+    got_le, got_eq = g.run(device, le, eq)
+    v = 1 if scalar == "int" else 0.5
+    same(got_le, (x <= v).astype(np.float32))
+    same(got_eq, (x == v).astype(np.float32))
+
+
+def test_where_needs_a_bool_condition(device):  # noqa: F811
+    """A typed error naming the op and its operand types, at load."""
+    from pte_webgpu.errors import UnsupportedError
+    g = G()
+    c = g.input(np.array([0, 1], np.int32), dtype=INT)
+    x = g.input(np.array([1.0, 2.0], np.float32))
+    out = g.op("aten.where.self", c, x, x, g.tensor((2,)))
+    with pytest.raises(UnsupportedError, match=r"aten\.where\.self.*'int'"):
+        g.run(device, out)

@@ -80,8 +80,11 @@ def _kernel(row: Mixed, types: tuple, out_type: str, scalar_int: bool) -> Kernel
         names = "abc"[:len(types)]
         bindings = tuple(Binding(i, n, type=_WGSL_TYPE[t]) for i, (n, t) in enumerate(zip(names, types)))
         bindings += (Binding(3, "out", "read_write", type=_WGSL_TYPE[out_type]),)
-        loads = [f"  let {v} = {'f32' if t == 'float' else ''}({n}[o.{c}]);"
-                 for v, n, t, c in zip("xyz", names, types, "xyz")]
+        casts = ["f32" if t == "float" else "" for t in types]
+        if row.out == "bool" and "{s}" in row.wgsl:  # a comparison: x as the scalar's type
+            casts[0] = "i32" if scalar_int else "f32"
+        loads = [f"  let {v} = {cast}({n}[o.{c}]);"
+                 for v, n, cast, c in zip("xyz", names, casts, "xyz")]
         expr = row.wgsl.format(s="params.n" if scalar_int else "params.a",
                                zx=_ZERO[types[0]], zy=_ZERO[types[min(1, len(types) - 1)]])
         store = f"elem({expr})" if out_type == "float" else expr

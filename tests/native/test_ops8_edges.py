@@ -133,3 +133,27 @@ def test_where_needs_a_bool_condition(device):  # noqa: F811
     out = g.op("aten.where.self", c, x, x, g.tensor((2,)))
     with pytest.raises(UnsupportedError, match=r"aten\.where\.self.*'int'"):
         g.run(device, out)
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_index_put_and_copy(device, half):  # noqa: F811
+    """index_put after two Nones with a 2-D index (one negative), values broadcast over a
+    dim, then copy_ of the result into another tensor: cache[:, :, idx] = v."""
+    g, ft = _graph(device, half)
+    rng = np.random.default_rng(9)
+    cache = rng.standard_normal((2, 3, 6, 4)).astype(np.float32)
+    vals = rng.standard_normal((2, 1, 2, 2, 4)).astype(np.float32)
+    if half:
+        cache, vals = (a.astype(np.float16).astype(np.float32) for a in (cache, vals))
+    idx = np.array([[0, -1], [3, 2]], np.int32)
+    ci, vi, ii = g.input(cache, dtype=ft), g.input(vals, dtype=ft), g.input(idx, dtype=INT)
+    items = g._add(ListValue("value_list", (g.null(), g.null(), ii)))
+    put = g.op("aten.index_put.default", ci, items, vi, g.bool(False),
+               g.tensor(cache.shape, dtype=ft))
+    dst = g.op("aten.full.default", g.ints(list(cache.shape)), g.double(7.0), *[g.null()] * 4,
+               g.tensor(cache.shape, dtype=ft))
+    g.op("aten.copy_.default", dst, put, g.bool(False), dst)
+    (got,) = g.run(device, dst)
+    want = cache.copy()
+    want[:, :, idx] = np.broadcast_to(vals, (2, 3, 2, 2, 4))
+    same(got, want)

@@ -4,10 +4,11 @@ by hand (q @ k^T, p @ v) lowers to it."""
 
 from __future__ import annotations
 
-from ..errors import FormatError
+from ..errors import FormatError, UnsupportedError
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
 from .registry import define
+from .sizes import bmm as bmm_size
 
 PARAMS = Uniform(("numel", "u32"), ("m", "u32"), ("k", "u32"), ("n", "u32"))
 KERNEL = Kernel("bmm", (Binding(0, "a"), Binding(1, "w"), Binding(2, "out", "read_write")),
@@ -47,4 +48,12 @@ def reference(read, values, args):
     return out
 
 
-define("aten.bmm.default", build, reference, 3, half=True)
+def sizes(op, shape, integer, values):
+    """Dynamic B, M or N run as recorded (padded layout); a dynamic K would sum the padding."""
+    if shape(op.args[0])[2] != values[op.args[0]].shape[2]:
+        raise UnsupportedError(f"{op.name}: a contraction dim smaller than its bound "
+                               f"({shape(op.args[0])[2]} of {values[op.args[0]].shape[2]})")
+    return bmm_size(op, shape, integer, values)
+
+
+define("aten.bmm.default", build, reference, 3, half=True, sizes=sizes)

@@ -19,6 +19,8 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu
 from .common import check_rank, contiguous_strides, elementwise_workgroup, normalize_dim
 from .registry import define
+from .sizes import cat as cat_size
+from .sizes import expand as expand_size
 
 FLOAT_DTYPES = ("float32", "float16")
 WORD_DTYPES = ("int32", "int64", "bool")  # held in 4 bytes (runtime/storage.py)
@@ -179,6 +181,18 @@ def reference_copy_(read, values, args):
     return [src.values[i] for i in cpu.broadcast_index_map(src.shape, dst_shape)]
 
 
-define("aten.cat.default", build_cat, reference_cat, 3, half=True)
-define("aten.expand_copy.default", build_expand, reference_expand, 4, half=True)
+def cat_sizes(op, shape, integer, values):
+    """Parts are written at their bound offsets: only the last may be smaller along dim."""
+    items = values[op.args[0]].items
+    dim = integer(op.args[1]) % max(len(values[items[0]].shape), 1)
+    for v in items[:-1]:
+        if shape(v)[dim] != values[v].shape[dim]:
+            raise UnsupportedError(f"{op.name}: a part smaller than its bound along the cat "
+                                   f"dim {dim} ({shape(v)[dim]} of {values[v].shape[dim]})")
+    return cat_size(op, shape, integer, values)
+
+
+define("aten.cat.default", build_cat, reference_cat, 3, half=True, sizes=cat_sizes)
+define("aten.expand_copy.default", build_expand, reference_expand, 4, half=True,
+       sizes=expand_size)
 define("aten.copy_.default", build_copy_, reference_copy_, None, half=True)

@@ -16,6 +16,7 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
 from .mixed import type_of
 from .registry import define
+from .sizes import same_as_first
 
 PARAMS = Uniform(("numel", "u32"), ("a", "f32"), ("b", "f32"), ("n", "i32"), ("m", "i32"))
 # A fill (step 0) stores start itself: -0.0 + 0.0 would be +0.0.
@@ -101,7 +102,8 @@ def reference_arange(read, values, args):
 
 
 define("aten.full.default", *_fill_arg("aten.full.default", 1), 7, half=True)
-define("aten.full_like.default", *_fill_arg("aten.full_like.default", 1), 8, half=True)
+define("aten.full_like.default", *_fill_arg("aten.full_like.default", 1), 8, half=True,
+       sizes=same_as_first)
 define("aten.scalar_tensor.default", *_fill_arg("aten.scalar_tensor.default", 0), None,
        half=True)
 define("aten.arange.start_step", build_arange, reference_arange, 8, half=True)

@@ -24,6 +24,7 @@ from . import cpu
 from .copying import broadcast_strides
 from .common import check_rank, elementwise_workgroup
 from .registry import define
+from .sizes import broadcast
 
 
 @dataclass(frozen=True)
@@ -193,4 +194,5 @@ def reference_sub_int(read, values, args):
 
 for _row in TABLE:
     if _row.name not in ("sub_int", "to_float"):
-        define(_row.name, _build(_row), _reference(_row), _row.args, half=True)
+        # elementwise: correct inside the padded layout of dynamic shapes as recorded
+        define(_row.name, _build(_row), _reference(_row), _row.args, half=True, sizes=broadcast)

@@ -34,6 +34,8 @@ def round_to(values: list, dtype: dtypes.DType) -> list:
         return list(values)
     if dtype.name in INT_DTYPES:
         return [int(v) for v in values]
+    if dtype.name == "bool":  # masks (ops/mixed.py): held as 0 / 1
+        return [int(bool(v)) for v in values]
     return list(struct.unpack(f"<{len(values)}{dtype.struct_code}",
                               f32.pack(f"<{len(values)}{dtype.struct_code}", *values)))
 
@@ -52,9 +54,9 @@ def to_tensor(a: Array, dtype: dtypes.DType) -> Tensor:
 
 
 def _dtype(name: str, what: str) -> dtypes.DType:
-    if name not in FLOAT_DTYPES + INT_DTYPES:
+    if name not in FLOAT_DTYPES + INT_DTYPES + ("bool",):
         raise UnsupportedError(f"the CPU reference computes float, int32 and int64 tensors "
-                               f"only; {what} is {name}")
+                               f"(and bool masks) only; {what} is {name}")
     return dtypes.BY_NAME[name]
 
 

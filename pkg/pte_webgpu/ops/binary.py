@@ -98,6 +98,9 @@ async def gather(ctx, op, x_id: int, out_id: int, out_shape, src_strides) -> Non
 
 async def build(ctx, op):
     row = TABLE[ROW[op.name]]
+    if op.name == "aten.sub.Tensor" and ctx.tensor(op.args[-1], op).dtype.name in ("int32", "int64"):
+        from .mixed import sub_int  # integer operands: a kernel of their own
+        return await sub_int(ctx, op)
     if row.alpha:
         a_id, b_id, alpha_id, out_id = ctx.args(op, 4)
         alpha = f32.checked_f32(ctx.float_scalar(alpha_id, 1.0), f"{op.name}: alpha",

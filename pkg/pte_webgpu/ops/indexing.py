@@ -43,7 +43,7 @@ def _ref_take(x, dim, rows):
 def reference_index(read, values, args):
     x = read(args[0])
     given = [(p, v) for p, v in enumerate(values[args[1]].items)
-             if not isinstance(values[v], Null)]
+             if v >= 0 and not isinstance(values[v], Null)]
     dim, idx_id = given[0]
     rows = [int(r) + (x.shape[dim] if r < 0 else 0) for r in read(idx_id).values]
     return _ref_take(x, dim, rows)
@@ -117,10 +117,11 @@ async def build_index(ctx, op):
     src_id, list_id, out_id = ctx.args(op, 3)
     src, out = _tensors(ctx, op, src_id, out_id)
     items = ctx.graph.values[list_id]
-    if getattr(items, "kind", "") != "value_list":
+    # a plan kernel (aten::index.Tensor_out) holds an optional_tensor_list, -1 for None
+    if getattr(items, "kind", "") not in ("value_list", "tensor_list", "optional_tensor_list"):
         raise FormatError(f"{op.name}: indices should be a ValueList", field=ctx.where(op))
     given = [(p, v) for p, v in enumerate(items.items)
-             if not isinstance(ctx.graph.values[v], Null)]
+             if v >= 0 and not isinstance(ctx.graph.values[v], Null)]
     if len(given) != 1:
         raise UnsupportedError(f"{op.name}: {len(given)} index tensors; pte-webgpu supports "
                                f"one ({ctx.where(op)})")

@@ -83,6 +83,10 @@ def _add_scalars(values, args, where):
     return {"a": f32.to_f32(alpha * other)}
 
 
+def _mul_scalars(values, args, where):
+    return {"a": cpu.to_f32(float(_number(values, args[1], where)))}
+
+
 def _gelu_scalars(values, args, where):
     value = values[args[1]]
     if isinstance(value, Null):
@@ -168,6 +172,7 @@ TABLE = [
     Unary("aten.pow.Tensor_Scalar", "pow_scalar(v)", lambda v, s: _pow(v, s["a"]), 3,
           _pow_scalars),
     Unary("aten.add.Scalar", "v + params.a", lambda v, s: v + s["a"], 4, _add_scalars),
+    Unary("aten.mul.Scalar", "v * params.a", lambda v, s: v * s["a"], 3, _mul_scalars),
     Unary("round_to_half", "round_half(v)", lambda v, s: cpu.round_one(v, "e"), torch=False),
     Unary("aten.tanh.default", "tanh_f32(v)", lambda v, s: math.tanh(v)),
     Unary("aten.gelu.default", "gelu(v)", _gelu, 3, _gelu_scalars),
@@ -230,6 +235,18 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, row: int, scalars: dict) ->
 async def round_to_half(ctx, op, x_id: int, out_id: int) -> None:
     """float32 -> float16 values (both held as f32): round to float16's precision."""
     await _dispatch(ctx, op, x_id, out_id, ROUND_HALF, {})
+
+
+async def round_buffer_to_half(ctx, op, src, out_id: int) -> None:
+    """Like ``round_to_half`` from a scratch Buffer holding out's f32 values."""
+    out = ctx.float_tensor(out_id, op)
+    if out.numel == 0:
+        return
+    wg = elementwise_workgroup(ctx)
+    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg, "op": ROUND_HALF})
+    params = PARAMS.pack(numel=out.numel, inf=math.inf, nan=math.nan)
+    ctx.dispatch(op, pipeline, [(0, src), (1, out_id), (2, ctx.uniform(params, f"{op.name} params"))],
+                 ctx.grid(-(-out.numel // wg)))
 
 
 async def build(ctx, op):

@@ -190,8 +190,13 @@ class Method:
         ctx = BuildContext(self.device, self.graph, self.resources, self.recording, pipelines,
                            label, self.options, self.storage)
         for vid in op.args:
-            if isinstance(self.plan.values[vid], PlanTensor):
-                ctx.buffers[vid] = self._buffer(vid, file)
+            value = self.plan.values[vid]
+            # tensors inside a tensor list (index/index_put indices) are operands too
+            items = value.items if getattr(value, "kind", "") in (
+                "tensor_list", "optional_tensor_list") else (vid,)
+            for item in items:
+                if item >= 0 and isinstance(self.plan.values[item], PlanTensor):
+                    ctx.buffers[item] = self._buffer(item, file)
         ctx.io_ids = set(ctx.buffers)  # plan buffers persist: views copy, never alias
         self._attach(ctx, -1, {vid: vid for vid in self.plan.inputs})
         ctx.begin_op(0, op)

@@ -52,10 +52,17 @@ fn stage_vec4(m0: u32, n0: u32, k0: u32, li: u32) {
     if (n0 + r < params.n && kq < k4) {
       w = vec4<f32>(weight4[(n0 + r) * k4 + kq]);
     }
-    for (var i = 0u; i < 4u; i++) {
-      a_s[(c + i) * 2u * tw + r / 4u][r % 4u] = a[i];
-      w_s[(c + i) * 2u * tw + r / 4u][r % 4u] = w[i];
-    }
+    let at = c * 2u * tw + r / 4u;
+    let q = r % 4u;
+    let step = 2u * tw;
+    a_s[at][q] = a.x;
+    a_s[at + step][q] = a.y;
+    a_s[at + 2u * step][q] = a.z;
+    a_s[at + 3u * step][q] = a.w;
+    w_s[at][q] = w.x;
+    w_s[at + step][q] = w.y;
+    w_s[at + 2u * step][q] = w.z;
+    w_s[at + 3u * step][q] = w.w;
   }
 }
 
@@ -70,7 +77,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
   let tile = 8u * tw;
   let m0 = (flat / params.tiles_n) * tile;
   let n0 = (flat % params.tiles_n) * tile;
-  var acc: array<vec4<f32>, 16>;  // [row 0..7][column half 0..1]
+  // acc[2 i + h]: row i of the lane's 8 (0-3 low half, 4-7 high), column half h.
+  // Indexed by constants only: indexed in a loop, NVIDIA's driver keeps it in local memory.
+  var acc: array<vec4<f32>, 16>;
   for (var k0 = 0u; k0 < params.k; k0 += tk) {
     stage(m0, n0, k0, li);
     workgroupBarrier();
@@ -80,29 +89,59 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
       let a_hi = a_s[base + tw + lid.y];
       let w_lo = w_s[base + lid.x];
       let w_hi = w_s[base + tw + lid.x];
-      for (var i = 0u; i < 4u; i++) {
-        acc[2u * i] += a_lo[i] * w_lo;
-        acc[2u * i + 1u] += a_lo[i] * w_hi;
-        acc[8u + 2u * i] += a_hi[i] * w_lo;
-        acc[8u + 2u * i + 1u] += a_hi[i] * w_hi;
-      }
+      acc[0] += a_lo.x * w_lo;
+      acc[1] += a_lo.x * w_hi;
+      acc[2] += a_lo.y * w_lo;
+      acc[3] += a_lo.y * w_hi;
+      acc[4] += a_lo.z * w_lo;
+      acc[5] += a_lo.z * w_hi;
+      acc[6] += a_lo.w * w_lo;
+      acc[7] += a_lo.w * w_hi;
+      acc[8] += a_hi.x * w_lo;
+      acc[9] += a_hi.x * w_hi;
+      acc[10] += a_hi.y * w_lo;
+      acc[11] += a_hi.y * w_hi;
+      acc[12] += a_hi.z * w_lo;
+      acc[13] += a_hi.z * w_hi;
+      acc[14] += a_hi.w * w_lo;
+      acc[15] += a_hi.w * w_hi;
     }
     workgroupBarrier();
   }
-  for (var i = 0u; i < 8u; i++) {
-    let row = m0 + (i / 4u) * 4u * tw + lid.y * 4u + i % 4u;
-    if (row >= params.m) {
-      continue;
-    }
-    for (var j = 0u; j < 8u; j++) {
-      let col = n0 + (j / 4u) * 4u * tw + lid.x * 4u + j % 4u;
-      if (col < params.n) {
-        var v = acc[2u * i + j / 4u][j % 4u];
-        if (params.has_bias == 1u) {
-          v += f32(bias[col]);
-        }
-        out[row * params.n + col] = elem(v);
-      }
-    }
+  let r_lo = m0 + lid.y * 4u;
+  let r_hi = r_lo + 4u * tw;
+  let c_lo = n0 + lid.x * 4u;
+  let c_hi = c_lo + 4u * tw;
+  store_row(r_lo, c_lo, c_hi, acc[0], acc[1]);
+  store_row(r_lo + 1u, c_lo, c_hi, acc[2], acc[3]);
+  store_row(r_lo + 2u, c_lo, c_hi, acc[4], acc[5]);
+  store_row(r_lo + 3u, c_lo, c_hi, acc[6], acc[7]);
+  store_row(r_hi, c_lo, c_hi, acc[8], acc[9]);
+  store_row(r_hi + 1u, c_lo, c_hi, acc[10], acc[11]);
+  store_row(r_hi + 2u, c_lo, c_hi, acc[12], acc[13]);
+  store_row(r_hi + 3u, c_lo, c_hi, acc[14], acc[15]);
+}
+
+// Columns c_lo..+3 and c_hi..+3 of one output row (+ bias), those inside M x N.
+fn store_row(row: u32, c_lo: u32, c_hi: u32, lo: vec4<f32>, hi: vec4<f32>) {
+  if (row >= params.m) {
+    return;
   }
+  store4(row, c_lo, lo);
+  store4(row, c_hi, hi);
+}
+
+fn store4(row: u32, col: u32, v: vec4<f32>) {
+  var b = vec4<f32>(0.0);
+  let last = params.n - 1u;
+  if (params.has_bias == 1u) {
+    b = vec4<f32>(f32(bias[min(col, last)]), f32(bias[min(col + 1u, last)]),
+                  f32(bias[min(col + 2u, last)]), f32(bias[min(col + 3u, last)]));
+  }
+  let t = v + b;
+  let at = row * params.n + col;
+  if (col < params.n) { out[at] = elem(t.x); }
+  if (col + 1u < params.n) { out[at + 1u] = elem(t.y); }
+  if (col + 2u < params.n) { out[at + 2u] = elem(t.z); }
+  if (col + 3u < params.n) { out[at + 3u] = elem(t.w); }
 }

@@ -37,7 +37,7 @@ from .registry import define
 from .rms_norm import TYPICAL_ADAPTERS, is_cpu, max_invocations
 
 MAX_THREADS_PER_SIDE = 8  # tiled: 8 x 8 invocations, 32 x 32 outputs per workgroup
-GEMV_MAX_COLS = 8  # shaders/matmul_gemv.wgsl MAX_COLS
+GEMV_COLS = (1, 2, 4)  # columns per gemv workgroup (shaders/matmul_gemv.wgsl)
 GEMV_MAX_ROWS = 4  # rows per gemv workgroup (the vec4 of sums)
 DECODE_ROWS = 8  # up to this many rows the matrix-vector form is chosen
 OPTION = "matmul_variant"
@@ -76,9 +76,12 @@ _TREE_SUM = """
 var<workgroup> part: array<vec4<f32>, wg_size * cols>;  // [column][lane]
 
 // Lane c (< cols) gets column c's total over the workgroup's lanes: a halving tree.
-fn lanes_sum(acc: Sums, lane: u32) -> vec4<f32> {
-  for (var c = 0u; c < cols; c++) {
-    part[c * wg_size + lane] = acc[c];
+fn lanes_sum(s: Sums, lane: u32) -> vec4<f32> {
+  part[lane] = s.c0;
+  if (cols > 1u) { part[wg_size + lane] = s.c1; }
+  if (cols > 2u) {
+    part[2u * wg_size + lane] = s.c2;
+    part[3u * wg_size + lane] = s.c3;
   }
   workgroupBarrier();
   for (var stride = wg_size / 2u; stride > 0u; stride /= 2u) {
@@ -98,17 +101,23 @@ var<workgroup> part: array<vec4<f32>, wg_size * cols>;  // [column][lane]
 // Lane c (< cols) gets column c's total: subgroupAdd, and when the workgroup spans
 // several subgroups their totals meet in workgroup memory (which lanes share a subgroup
 // is the implementation's choice: each subgroup's first lane posts, the others zeros).
-fn lanes_sum(acc: Sums, lane: u32, sg_size: u32, sg_lane: u32) -> vec4<f32> {
-  var mine = vec4<f32>(0.0);
-  for (var c = 0u; c < cols; c++) {
-    let t = subgroupAdd(acc[c]);
-    if (c == lane) {
-      mine = t;
-    }
-    part[c * wg_size + lane] = select(vec4<f32>(0.0), t, sg_lane == 0u);
+fn lanes_sum(s: Sums, lane: u32, sg_size: u32, sg_lane: u32) -> vec4<f32> {
+  var t = Sums(subgroupAdd(s.c0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+  if (cols > 1u) { t.c1 = subgroupAdd(s.c1); }
+  if (cols > 2u) {
+    t.c2 = subgroupAdd(s.c2);
+    t.c3 = subgroupAdd(s.c3);
   }
-  if (sg_size >= wg_size) {
-    return mine;  // the whole workgroup is one subgroup: no barrier
+  if (sg_size >= wg_size) {  // the whole workgroup is one subgroup: no barrier
+    return select(select(select(t.c0, t.c1, lane == 1u), t.c2, lane == 2u), t.c3, lane == 3u);
+  }
+  let lead = sg_lane == 0u;
+  let zero = vec4<f32>(0.0);
+  part[lane] = select(zero, t.c0, lead);
+  if (cols > 1u) { part[wg_size + lane] = select(zero, t.c1, lead); }
+  if (cols > 2u) {
+    part[2u * wg_size + lane] = select(zero, t.c2, lead);
+    part[3u * wg_size + lane] = select(zero, t.c3, lead);
   }
   workgroupBarrier();
   var all = vec4<f32>(0.0);
@@ -122,7 +131,7 @@ fn lanes_sum(acc: Sums, lane: u32, sg_size: u32, sg_lane: u32) -> vec4<f32> {
 """
 
 
-def _gemv_generated(subgroups: bool) -> str:
+def _gemv_generated(subgroups: bool, rows: int) -> str:
     sg_params = sg_args = ""
     if subgroups:
         sg_params = (",\n    @builtin(subgroup_size) sg_size: u32,"
@@ -130,21 +139,23 @@ def _gemv_generated(subgroups: bool) -> str:
         sg_args = ", sg_size, sg_lane"
     entries = "".join(_GEMV_ENTRY.format(name=n, sweep=s, sg_params=sg_params, sg_args=sg_args)
                       for n, s in (("main", "sweep_scalar"), ("main_vec4", "sweep_vec4")))
-    return (_SUBGROUP_SUM if subgroups else _TREE_SUM) + entries
+    return (f"const rows: u32 = {rows}u;  // input rows per workgroup\n"
+            + (_SUBGROUP_SUM if subgroups else _TREE_SUM) + entries)
 
 
-def _gemv_kernel(name: str, subgroups: bool, enables: tuple = ()) -> Kernel:
-    # The generated part goes before the body: the entries call its functions, WGSL
-    # allows any order.
-    return Kernel("matmul_gemv", _BINDINGS, PARAMS, uniform_binding=3, snippets=("flat_index",),
-                  generated=_gemv_generated(subgroups), enables=enables, name=name)
+def _gemv_kernels(name: str, subgroups: bool, enables: tuple = ()) -> dict:
+    """One kernel per row count (a const: naga 29 panics when ``rows`` is an override)."""
+    return {rows: Kernel("matmul_gemv", _BINDINGS, PARAMS, uniform_binding=3,
+                         snippets=("flat_index",), generated=_gemv_generated(subgroups, rows),
+                         enables=enables, name=f"{name}_r{rows}")
+            for rows in range(1, GEMV_MAX_ROWS + 1)}
 
 
-GEMV = _gemv_kernel("matmul_gemv", False)
+GEMV = _gemv_kernels("matmul_gemv", False)
 # Chromium needs `enable subgroups;`; wgpu-native's naga rejects it and takes the
 # builtins when the device has the "subgroup" feature.
-GEMV_SG = {"browser": _gemv_kernel("matmul_gemv_sg", True, ("subgroups",)),
-           "native": _gemv_kernel("matmul_gemv_sg_native", True)}
+GEMV_SG = {"browser": _gemv_kernels("matmul_gemv_sg", True, ("subgroups",)),
+           "native": _gemv_kernels("matmul_gemv_sg_native", True)}
 
 
 @dataclass(frozen=True)
@@ -182,8 +193,8 @@ def parse(name: str) -> Variant:
         raise UnsupportedError(f"matmul variant {name!r}: {v.a} lanes: a power of two")
     if v.kind == "mm" and (v.b < 4 or v.b % 4):
         raise UnsupportedError(f"matmul variant {name!r}: K per step must be a multiple of 4")
-    if v.kind != "mm" and not 1 <= v.b <= GEMV_MAX_COLS:
-        raise UnsupportedError(f"matmul variant {name!r}: 1 to {GEMV_MAX_COLS} columns")
+    if v.kind != "mm" and v.b not in GEMV_COLS:
+        raise UnsupportedError(f"matmul variant {name!r}: {GEMV_COLS} columns")
     return v
 
 
@@ -234,29 +245,27 @@ def choose(adapter, m: int, n: int, k: int) -> Variant:
     top = max_invocations(adapter)
     if m <= DECODE_ROWS:
         items = k // 4 if k % 4 == 0 else k
-        wg = max(32, min(256, top, _floor_pow2(items // 4)))
-        cols = max(1, min(GEMV_MAX_COLS, _floor_pow2(n // 2048)))
+        wg = max(32, min(256, top, _floor_pow2(items // 8)))
+        cols = max(1, min(GEMV_COLS[-1], _floor_pow2(n // 2048)))
         while cols > 1 and 16 * wg * cols > _storage(adapter):
             cols //= 2
         kind = "gemvsg" if has_subgroups(adapter) else "gemv"
         pick = Variant(kind, True, min(wg, top), cols)
     else:
-        pick = Variant("tiled")
-        for tw, enough in ((16, 128), (8, 32)):
-            v = Variant("mm", True, tw, 8)
-            if -(-m // (8 * tw)) * -(-n // (8 * tw)) >= enough and supported(v, adapter) is None:
-                pick = v
-                break
+        tw = 16 if -(-m // 128) * -(-n // 128) >= 128 else 8
+        pick = Variant("mm", True, tw, 8)
+        if supported(pick, adapter):
+            pick = Variant("tiled")
     return pick.for_k(k)
 
 
 def candidates(adapter, m: int, k: int) -> list[Variant]:
     """Variants worth measuring for M rows (bench/), all runnable here."""
     if m <= DECODE_ROWS:
-        names = [f"gemv4-{wg}x{c}" for wg in (32, 64, 128, 256) for c in (1, 2, 4, 8)]
-        names += [f"gemvsg4-{wg}x{c}" for wg in (32, 64, 128) for c in (1, 2, 4, 8)]
+        names = [f"gemv4-{wg}x{c}" for wg in (32, 64, 128, 256) for c in GEMV_COLS]
+        names += [f"gemvsg4-{wg}x{c}" for wg in (32, 64, 128) for c in GEMV_COLS]
     else:
-        names = ["mm4-16x8", "mm4-16x16", "mm4-8x8", "mm4-8x16", "tiled"]
+        names = ["mm4-16x8", "mm4-16x16", "mm4-16x4", "mm4-8x8", "mm4-8x16", "tiled"]
     if is_cpu(adapter):
         names += ["dot"]
     out = []
@@ -305,11 +314,12 @@ def _shape(ctx, v: Variant, m: int, n: int):
     if v.kind == "mm":
         tiles_n, tiles = tile_counts(m, n, 8 * v.a)
         return TILE8[v.vec4], {"tw": v.a, "tk": v.b}, tiles_n, tiles, tiles
-    kernel = GEMV if v.kind == "gemv" else GEMV_SG[
+    kernels = GEMV if v.kind == "gemv" else GEMV_SG[
         "browser" if ctx.device.info.backend == "browser" else "native"]
+    rows = min(GEMV_MAX_ROWS, m)
     tiles_n = -(-n // v.b)
-    tiles = tiles_n * -(-m // GEMV_MAX_ROWS)
-    return kernel, {"wg_size": v.a, "cols": v.b}, tiles_n, tiles, tiles
+    tiles = tiles_n * -(-m // rows)
+    return kernels[rows], {"wg_size": v.a, "cols": v.b}, tiles_n, tiles, tiles
 
 
 async def record(ctx, op, v: Variant, bindings, m: int, n: int, k: int, has_bias: bool,

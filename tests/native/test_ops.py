@@ -152,7 +152,7 @@ def _linear(device, x, w, b, variant=None):
     return got, want
 
 
-VARIANTS = ["tiled", "dot", "gemv4-64x4", "gemv4-32x3", "gemv-256x1", "gemvsg4-32x8",
+VARIANTS = ["tiled", "dot", "gemv4-64x4", "gemv4-32x2", "gemv-256x1", "gemvsg4-32x4",
             "gemvsg4-128x2", "mm4-16x8", "mm4-8x16", "mm-8x8"]
 
 

@@ -6,8 +6,8 @@ tensors are stored as f16). A family of kernels, one chosen per op from M, N, K 
 adapter (``choose``), as rms_norm's is:
 
 - ``gemv4-WGxC`` (shaders/matmul_gemv.wgsl): matrix-vector for decode, up to 4 rows per
-  workgroup of WG lanes that sweep K together (a long K is split across them), C output
-  columns each; lane sums meet in a halving tree in workgroup memory. ``gemvsg4-WGxC``:
+  workgroup of WG lanes that sweep K together (a long K is split across them), C (1, 2
+  or 4) output columns each; lane sums meet in a halving tree in workgroup memory. ``gemvsg4-WGxC``:
   the same summed with subgroupAdd (adapters with subgroups; no barrier when WG fits in
   one subgroup).
 - ``mm4-TWxTK`` (shaders/matmul_tile8.wgsl): tiled matrix-matrix for prefill, TW x TW
@@ -231,31 +231,32 @@ def supported(v: Variant, adapter) -> str | None:
 
 
 def choose(adapter, m: int, n: int, k: int) -> Variant:
-    """The selection rule (measured: docs/performance.md).
+    """The selection rule (measured on an H200, native Vulkan: docs/performance.md).
 
-    CPU adapters: ``dot`` (no barriers). GPUs, up to DECODE_ROWS rows: matrix-vector,
-    lanes per workgroup about a quarter of K's vec4s (32 to 256: several loads in flight
-    per lane, a long K spread wide), columns per workgroup so that N gives about 2048
-    workgroups (1 to 8); subgroup sums where the adapter has them. More rows: tiles of
-    128 when there are at least 128 of them, else of 64 when there are 32, else the
-    small 32-tiles (a few rows against a small weight).
+    CPU adapters: ``dot`` (no barriers). GPUs, up to DECODE_ROWS rows: matrix-vector in
+    workgroups of 32 lanes (one subgroup on NVIDIA: subgroup sums need no barrier; wider
+    workgroups were slower at every decode shape measured), 4 columns each from N =
+    16384, 2 from 1024, else 1; subgroup sums where the adapter has them. More rows:
+    the 8 x 8-per-lane tiles, 128 wide when that gives at least 128 tiles, else 64,
+    K in steps of 16 (8 where workgroup storage is short).
     """
     if is_cpu(adapter):
         return Variant("dot")
     top = max_invocations(adapter)
     if m <= DECODE_ROWS:
-        items = k // 4 if k % 4 == 0 else k
-        wg = max(32, min(256, top, _floor_pow2(items // 8)))
-        cols = max(1, min(GEMV_COLS[-1], _floor_pow2(n // 2048)))
-        while cols > 1 and 16 * wg * cols > _storage(adapter):
-            cols //= 2
+        cols = 4 if n >= 16384 else 2 if n >= 1024 else 1
         kind = "gemvsg" if has_subgroups(adapter) else "gemv"
-        pick = Variant(kind, True, min(wg, top), cols)
+        pick = Variant(kind, True, min(32, _floor_pow2(top)), cols)
+        while pick.b > 1 and supported(pick, adapter):
+            pick = replace(pick, b=pick.b // 2)
     else:
         tw = 16 if -(-m // 128) * -(-n // 128) >= 128 else 8
-        pick = Variant("mm", True, tw, 8)
-        if supported(pick, adapter):
-            pick = Variant("tiled")
+        pick = Variant("tiled")
+        for t, step in ((tw, 16), (tw, 8), (8, 16), (8, 8)):
+            v = Variant("mm", True, t, step)
+            if supported(v, adapter) is None:
+                pick = v
+                break
     return pick.for_k(k)
 
 

@@ -18,13 +18,15 @@ adapter (``choose``), as rms_norm's is:
   CPU adapters, where a barrier costs more than the reuse.
 
 A ``4`` after the kind means vec4 loads; when K % 4 != 0 the same shape loads scalars.
-Forcing a variant (tests, benchmarks): the build option ``matmul_variant``.
+Forcing a variant (tests, benchmarks): the build option ``matmul_variant``, else the
+environment variable ``PTE_WEBGPU_MATMUL``.
 """
 
 from __future__ import annotations
 
 import math
 import operator
+import os
 import re
 from dataclasses import dataclass, replace
 from math import prod
@@ -41,6 +43,7 @@ GEMV_COLS = (1, 2, 4)  # columns per gemv workgroup (shaders/matmul_gemv.wgsl)
 GEMV_MAX_ROWS = 4  # rows per gemv workgroup (the vec4 of sums)
 DECODE_ROWS = 8  # up to this many rows the matrix-vector form is chosen
 OPTION = "matmul_variant"
+ENV_VAR = "PTE_WEBGPU_MATMUL"  # forces a variant where no build option is given
 _NAME = re.compile(r"^(gemv|gemvsg|mm)(4?)-(\d+)x(\d+)$")
 
 PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("has_bias", "u32"),
@@ -360,7 +363,8 @@ async def build_linear(ctx, op):
                               field=ctx.where(op))
     if m * n == 0:
         return
-    v, how = resolve(ctx.device.info, m, n, k, (ctx.options or {}).get(OPTION))
+    forced = (ctx.options or {}).get(OPTION) or os.environ.get(ENV_VAR, "").strip() or None
+    v, how = resolve(ctx.device.info, m, n, k, forced)
     await record(ctx, op, v, [(0, x_id), (1, w_id), (2, out_id), (4, b_id if has_bias else w_id)],
                  m, n, k, has_bias, ctx.half(out_id))
     ctx.note_kernel(op, variant=v.name, picked=how)

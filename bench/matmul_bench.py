@@ -234,8 +234,12 @@ def plot(records, path: str) -> bool:
             vals = [(r[key] or {}).get(unit, 0) if not (key == "copy" and unit == "tflops")
                     else 0 for r in sel]
             if any(vals):
-                ax.bar([j + i * width for j in range(len(sel))], vals, width, label=name)
-        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(sel))], labels, fontsize=7)
+                ax.bar([j + i * width for j in range(len(sel))], vals, width, label=name,
+                       color=f"C{i}")
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(sel))], labels, fontsize=7,
+                      rotation=30)
+        if unit == "tflops":
+            ax.set_yscale("log")  # torch's float16 runs on tensor cores: far above the rest
         ax.set_title(f"{sel[0]['chosen']['backend']}: {title}")
         ax.legend(fontsize=8)
     fig.suptitle(rows[0]["chosen"]["adapter"][:110], fontsize=9)

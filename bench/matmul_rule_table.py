@@ -22,13 +22,14 @@ H200 = AdapterInfo("native", "nvidia", "", "NVIDIA H200", False,
                     "maxComputeWorkgroupStorageSize": 49152})
 
 
-def main(src="docs/bench/linear_h200.json", dst="docs/bench/linear_h200_rule.json",
+def main(src="docs/bench/linear_h200.json", dst="build/bench/linear_h200_rule.json",
          png="docs/images/linear_h200.png") -> None:
     recs = [r for r in json.loads(Path(src).read_text()) if not r["variant"].startswith("chosen")]
     for r in list(recs):
         m, k, n = r["shape"]
         if r["impl"] == "ours" and matmul.choose(H200, m, n, k).name == r["variant"]:
             recs.append(dict(r, variant="chosen " + r["variant"]))
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)
     Path(dst).write_text(json.dumps(recs, indent=1))
     print(matmul_bench.markdown(recs))
     matmul_bench.plot(recs, png)

@@ -34,6 +34,7 @@ from math import prod
 from ..errors import FormatError, UnsupportedError
 from ..graph import Null, TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
+from . import sizes
 from .common import elementwise_workgroup
 from .registry import define
 from .rms_norm import TYPICAL_ADAPTERS, is_cpu, max_invocations
@@ -400,4 +401,5 @@ def reference(read, values, args):
     return out
 
 
-define("aten.linear.default", build_linear, reference, 4, half=True, choices=choices)
+define("aten.linear.default", build_linear, reference, 4, half=True, choices=choices,
+       sizes=sizes.linear)

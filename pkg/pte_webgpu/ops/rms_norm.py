@@ -24,6 +24,7 @@ from ..gpu.interface import AdapterInfo
 from ..graph import TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu
+from . import sizes
 from .registry import define
 
 F32_EPS = 2.0 ** -23  # PyTorch's default eps for rms_norm (float32 machine epsilon)
@@ -291,4 +292,5 @@ def reference(read, values, args):
     return rms_norm(read(args[0]), read(args[1]), cpu.number(values[args[2]], F32_EPS))
 
 
-define("et_vk.rms_norm.default", build, reference, 4, half=True, choices=choices)
+define("et_vk.rms_norm.default", build, reference, 4, half=True, choices=choices,
+       sizes=sizes.same_as_first)

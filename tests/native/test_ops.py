@@ -157,13 +157,34 @@ def _linear(device, x, w, b, variant=None):
     return got, want
 
 
+VARIANTS = ["tiled", "dot", "gemv4-64x4", "gemv4-32x2", "gemv-256x1", "gemvsg4-32x4",
+            "gemvsg4-128x2", "mm4-16x8", "mm4-8x16", "mm-8x8"]
+
+
 @pytest.mark.parametrize("lead,k,n", [((3,), 37, 5), ((1,), 1, 1), ((70,), 45, 33),
-                                      ((2, 3), 37, 5), ((2, 5, 7), 64, 130), ((33,), 16, 32)])
+                                      ((2, 3), 37, 5), ((2, 5, 7), 64, 130), ((33,), 16, 32),
+                                      ((1,), 4096, 3), ((5,), 1, 9), ((2,), 6, 1)])
 @pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("variant", ["tiled", "dot"])
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_linear_any_shape(device, lead, k, n, bias, variant):
+    if variant.startswith("gemvsg") and not {"subgroup", "subgroups"} & device.info.features:
+        pytest.skip("the adapter has no subgroups")
     got, want = _linear(device, rand(*lead, k), rand(n, k), rand(n) if bias else None, variant)
     close(got, want, 1e-4 if k > 40 else 1e-5)
+
+
+@pytest.mark.parametrize("variant", ["gemv4-64x4", "mm4-16x8", "tiled", "dot", None])
+def test_linear_many_rows(device, variant):
+    # 70000 rows: grids past 65535 workgroups fold into two dimensions
+    got, want = _linear(device, rand(70000, 12), rand(7, 12), rand(7), variant)
+    close(got, want)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 576, 1536), (1, 1536, 576), (4, 576, 2048),
+                                   (64, 576, 1536), (130, 96, 200)])
+def test_linear_chosen_variant(device, m, k, n):
+    got, want = _linear(device, rand(m, k), rand(n, k), rand(n))
+    close(got, want, 1e-4)
 
 
 def test_linear_with_small_workgroups_and_folded_grid(device):

@@ -25,7 +25,8 @@ LIMIT_NAMES = (
     "minStorageBufferOffsetAlignment", "minUniformBufferOffsetAlignment",
 )
 # Features used when the adapter has them.
-WANTED_FEATURES = ("timestamp-query", "shader-f16", "subgroups")
+# "subgroups" is the browser's name, "subgroup" wgpu-native's.
+WANTED_FEATURES = ("timestamp-query", "shader-f16", "subgroups", "subgroup")
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ def test_rms_norm(device, width):  # noqa: F811
 @pytest.mark.parametrize("variant", ["tiled", "dot"])
 def test_linear_odd_shape(device, variant):  # noqa: F811
     x, w, b = rand16(3, 37), rand16(5, 37, scale=0.2), rand16(5)
-    g = G(HALF, options={"matmul_variant": variant})
+    g = G(HALF, options={"variants": {"matmul": variant}})
     out = g.op("aten.linear.default", g.input(x, F16), g.const(w, F16), g.const(b, F16),
                g.tensor((3, 5), dtype=F16))
     (got,) = g.run(device, out)

@@ -2,7 +2,7 @@
 
 input ``[..., K]`` (leading dims flattened into M), weight ``[N, K]``, bias ``[N]``;
 out ``[..., N]`` = input · weightᵀ + bias, computed in tiles of (4·tw)² outputs, or one dot
-product per output on CPU adapters (``choose``).
+product per output on CPU adapters (``VARIANTS``).
 """
 
 from __future__ import annotations
@@ -11,16 +11,18 @@ import math
 import operator
 from math import prod
 
-from ..errors import FormatError, UnsupportedError
+from ..errors import FormatError
 from ..graph import Null
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
 from .registry import define
-from .rms_norm import is_cpu
+from .variants import declare
 
 MAX_THREADS_PER_SIDE = 8  # 8 x 8 invocations, 32 x 32 outputs per workgroup
-VARIANTS = ("tiled", "dot")
-OPTION = "matmul_variant"
+# Tiles with workgroup memory on GPUs; on CPU adapters, where a barrier costs more than
+# the reuse, one dot product per output.
+VARIANTS = declare("matmul", ("tiled", "dot"), doc="tiled: 32x32 output tiles; dot: one "
+                   "dot product per output")
 
 PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("has_bias", "u32"),
                  ("tiles_n", "u32"),  # tiles across N
@@ -69,8 +71,9 @@ async def build_linear(ctx, op):
                               field=ctx.where(op))
     if m * n == 0:
         return
-    variant, picked = choose(ctx)
-    t = threads_per_side(ctx.limit("maxComputeInvocationsPerWorkgroup", 256))
+    traits = ctx.device.info.traits
+    variant = VARIANTS.pick(ctx, op, lambda: "dot" if traits.is_cpu else "tiled")
+    t = threads_per_side(traits.max_invocations)
     tiles_n, tiles = tile_counts(m, n, 4 * t)
     params = PARAMS.pack(m=m, n=n, k=k, has_bias=int(has_bias), tiles_n=tiles_n, tiles=tiles)
     uniform = ctx.uniform(params, f"{op.name} params")
@@ -84,19 +87,6 @@ async def build_linear(ctx, op):
     # Without a bias the weight stands in for binding 4; the shader never reads it.
     ctx.dispatch(op, pipeline, [(0, x_id), (1, w_id), (2, out_id), (3, uniform),
                                 (4, b_id if has_bias else w_id)], grid)
-    ctx.note_kernel(op, variant=variant, picked=picked)
-
-
-def choose(ctx) -> tuple[str, str]:
-    """("tiled" | "dot", "auto" | "forced"): tiles with workgroup memory on GPUs; on CPU
-    adapters, where a barrier costs more than the reuse, one dot product per output.
-    Forced with the option ``matmul_variant``."""
-    forced = ctx.options.get(OPTION)
-    if forced:
-        if forced not in VARIANTS:
-            raise UnsupportedError(f"matmul variant {forced!r}: use one of {VARIANTS}")
-        return forced, "forced"
-    return ("dot" if is_cpu(ctx.device.info) else "tiled"), "auto"
 
 
 def reference(read, values, args):

@@ -30,10 +30,8 @@ class Program:
 
     def _use_half(self) -> bool:
         """float16 stays f16 with shader-f16, unless options say {"float16": "f32"}."""
-        wanted = self.runtime.options.get("float16", "auto")
-        if wanted not in ("auto", "f32"):
-            raise InputError(f"option float16={wanted!r}: use 'auto' or 'f32'")
-        return (wanted == "auto" and "shader-f16" in self.runtime.device.info.features
+        return (self.runtime.options.float16 == "auto"
+                and self.runtime.device.info.traits.shader_f16
                 and program_can_use_half(self.file))
 
     def load_method(self, name: str = "forward") -> Method:

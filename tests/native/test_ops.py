@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pte_webgpu import dtypes
-from pte_webgpu.errors import FormatError, UnsupportedError
+from pte_webgpu.errors import FormatError, InputError, UnsupportedError
 from pte_webgpu.formats import NamedData
 from pte_webgpu.gpu.interface import Recording
 from pte_webgpu.graph import ConstantRef, Graph, ListValue, Null, OpCall, Scalar, TensorValue
@@ -181,7 +181,8 @@ def test_linear_dot_form_on_a_folded_grid(device):
 
 
 def test_linear_refuses_an_unknown_variant(device):
-    with pytest.raises(UnsupportedError, match="matmul variant 'fast'"):
+    # refused where the options are read, naming the valid ones
+    with pytest.raises(InputError, match="matmul variant 'fast': use one of tiled, dot"):
         _linear(device, rand(2, 3), rand(4, 3), None, "fast")
 
 

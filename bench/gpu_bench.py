@@ -34,7 +34,7 @@ class Timer:
 
     def __init__(self, dev):
         self.dev = dev
-        self.timestamps = "timestamp-query" in dev.info.features
+        self.timestamps = dev.info.traits.timestamps
 
     async def wall(self, steps) -> float:
         """Seconds for ``steps`` (one compute pass each) submitted at once, until the

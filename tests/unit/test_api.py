@@ -87,6 +87,15 @@ def test_bad_options_name_what_is_valid(options, message):
         RuntimeOptions.of(options)
 
 
+def test_the_readme_documents_every_option_and_family():
+    readme = (FIXTURES.parents[1] / "README.md").read_text()
+    table = readme[readme.index("### Runtime options"):]
+    for name in names():
+        assert f"| `{name}` |" in table, name
+    for family in variants.families():
+        assert f'"{family}"' in table, family
+
+
 def test_every_family_with_variants_is_declared_once():
     fams = variants.families()
     assert set(fams) == {"rms_norm", "matmul", "reduce"}

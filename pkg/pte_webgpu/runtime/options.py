@@ -10,7 +10,6 @@ is loaded. ``RuntimeOptions`` is also a read-only mapping (``options["float16"]`
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
@@ -79,15 +78,6 @@ class RuntimeOptions(Mapping):
 
 def names() -> tuple[str, ...]:
     return tuple(f.name for f in fields(RuntimeOptions))
-
-
-def describe() -> list[tuple[str, str, object]]:
-    """(name, type, default) of every option, for docs and error messages."""
-    out = []
-    for f in fields(RuntimeOptions):
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        out.append((f.name, f.type, default))
-    return out
 
 
 def _check_type(name: str, value, kind: type) -> None:

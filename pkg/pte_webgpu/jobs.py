@@ -2,7 +2,8 @@
 
 The CLI sends the file bytes to wherever the GPU is (Pyodide in Chromium, or
 CPython with wgpu) and calls ``run_job`` there; it returns JSON-able results
-with the outputs as an ``.npz`` (base64), named out0.. like the fixtures.
+with the outputs as an ``.npz`` (base64), named out0.. like the fixtures, or stepK_outJ /
+seq_outJ for stateful runs of several calls (steps.py). ``execute_ms`` times all calls.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import base64
 import statistics
 import time
 
+from . import steps
 from .formats import npy
 from .runtime import Runtime
 
@@ -25,16 +27,17 @@ async def run_job(pte: bytes, data_files=(), inputs_npz: bytes | None = None, re
         method = program.load_method("forward")
         load_s = time.perf_counter() - started
         arrays = npy.read_npz(inputs_npz, "inputs") if inputs_npz is not None else {}
-        names = sorted((k for k in arrays if k.startswith("in")), key=lambda k: int(k[2:] or 0))
-        inputs = [arrays[k] for k in names]
-        times, outputs = [], []
+        mode, calls = steps.plan_calls(arrays)  # stepK_inJ / seq_inJ / inJ (steps.py)
+        times, results = [], []
         for _ in range(max(1, repeat)):
+            method.reset()  # each repeat runs the steps from the initial state
             t0 = time.perf_counter()
-            outputs = await method.execute(inputs, as_numpy=False)
+            results = [await method.execute(inputs, as_numpy=False) for inputs in calls]
             times.append(time.perf_counter() - t0)
-        named = {f"out{i}": t for i, t in enumerate(outputs)}
+        named = steps.name_outputs(mode, results)
         if profile:  # after the timed runs, so they stay free of profiling overhead
-            await method.execute(inputs, as_numpy=False, profile=True)
+            method.reset()
+            await method.execute(calls[0], as_numpy=False, profile=True)
         return {
             "adapter": rt.adapter.summary(),
             "load_ms": load_s * 1e3,

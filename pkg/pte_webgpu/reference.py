@@ -14,7 +14,7 @@ import struct
 from . import dtypes, formats
 from .errors import FormatError, UnsupportedError
 from .formats.pte import DelegateCall, FreeCall, KernelCall, MoveCall, PlanTensor
-from .graph import ListValue, TensorValue
+from .graph import ListValue, Scalar, TensorValue
 from .ops import registry
 from .ops.cpu import Array, round_one
 from .runtime.plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
@@ -103,6 +103,8 @@ def run_op_outputs(op, values: list, read, label: str) -> dict[int, Array]:
     if count is not None and len(op.args) != count:
         raise FormatError(f"{op.name} takes {count} arguments, found {len(op.args)}", field=label)
     last = values[op.args[-1]]
+    if isinstance(last, Scalar) and last.kind == "symint":  # an integer op (ops/symint.py)
+        return {op.args[-1]: fn(read, values, op.args)}
     multi = isinstance(last, ListValue) and last.kind == "value_list"
     ids = list(last.items) if multi else [op.args[-1]]
     for vid in ids:

@@ -19,6 +19,7 @@ from ..errors import FormatError
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
 from . import cpu
 from .common import check_rank, elementwise_workgroup
+from . import sizes
 from .registry import define
 
 
@@ -132,4 +133,5 @@ def _reference(row: Binary):
 
 
 for _row in TABLE:
-    define(_row.name, build, _reference(_row), 4 if _row.alpha else 3, half=True)
+    define(_row.name, build, _reference(_row), 4 if _row.alpha else 3, half=True,
+           sizes=sizes.broadcast)

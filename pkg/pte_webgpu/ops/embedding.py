@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..errors import FormatError
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
+from . import sizes
 from .registry import register
 
 PARAMS = Uniform(("numel", "u32"), ("dim", "u32"), ("vocab", "u32"))  # numel = rows * dim
@@ -35,7 +36,8 @@ def reference(read, values, args):
     return out
 
 
-@register("aten.embedding.default", half=True, reference=reference, args=6)
+@register("aten.embedding.default", half=True, reference=reference, args=6,
+          sizes=sizes.embedding)
 async def build_embedding(ctx, op):
     w_id, idx_id, _padding_idx, _scale_grad, _sparse, out_id = ctx.args(op, 6)
     weight = ctx.float_tensor(w_id, op)

@@ -15,6 +15,7 @@ from ..errors import FormatError
 from ..graph import Null
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
+from . import sizes
 from .registry import define
 from .variants import declare
 
@@ -105,4 +106,4 @@ def reference(read, values, args):
     return out
 
 
-define("aten.linear.default", build_linear, reference, 4, half=True)
+define("aten.linear.default", build_linear, reference, 4, half=True, sizes=sizes.linear)

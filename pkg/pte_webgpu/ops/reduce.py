@@ -16,6 +16,7 @@ from .common import (bool_arg, check_rank, contiguous_strides, elementwise_workg
                      int_list_arg, normalize_dim, normalize_dims, pow2_workgroup)
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu
+from . import sizes
 from .registry import register
 from .variants import declare
 
@@ -128,7 +129,8 @@ async def build_mean(ctx, op):
     await _dispatch(ctx, op, x_id, out_id, MEAN, dims)
 
 
-@register("aten._softmax.default", half=True, reference=softmax_reference, args=4)
+@register("aten._softmax.default", half=True, reference=softmax_reference, args=4,
+          sizes=sizes.same_as_first)
 async def build_softmax(ctx, op):
     x_id, dim_id, _half_id, out_id = ctx.args(op, 4)
     x, out = ctx.float_tensor(x_id, op), ctx.float_tensor(out_id, op)

@@ -26,24 +26,27 @@ class OpDef:
     args: int | None = None  # argument count (outputs included)
     half: bool = False  # build also runs float16 tensors stored as f16 (ctx.half)
     choices: Callable | None = None  # (graph, op) -> {typical adapter: kernel variant}
+    sizes: Callable | None = None  # actual output shapes on dynamic-shape inputs (ops/sizes.py)
 
 
 _OPS: dict[str, OpDef] = {}
 
 
 def define(name: str, build: Callable, reference: Callable | None = None,
-           args: int | None = None, half: bool = False, choices: Callable | None = None) -> None:
+           args: int | None = None, half: bool = False, choices: Callable | None = None,
+           sizes: Callable | None = None) -> None:
     if name in _OPS:
         raise ValueError(f"op {name} registered twice")
-    _OPS[name] = OpDef(name, build, reference, args, half, choices)
+    _OPS[name] = OpDef(name, build, reference, args, half, choices, sizes)
 
 
 def register(*names: str, half: bool = False, reference: Callable | None = None,
-             args: int | None = None, choices: Callable | None = None):
+             args: int | None = None, choices: Callable | None = None,
+             sizes: Callable | None = None):
     """Decorator form of ``define`` for a build function serving ``names``."""
     def wrap(fn):
         for name in names:
-            define(name, fn, reference, args, half, choices)
+            define(name, fn, reference, args, half, choices, sizes)
         return fn
     return wrap
 

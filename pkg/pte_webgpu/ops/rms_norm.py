@@ -23,6 +23,7 @@ from ..gpu.adapter import AdapterInfo
 from ..graph import TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu
+from . import sizes
 from .registry import define
 from .variants import declare
 
@@ -271,4 +272,5 @@ def reference(read, values, args):
     return rms_norm(read(args[0]), read(args[1]), cpu.number(values[args[2]], F32_EPS))
 
 
-define("et_vk.rms_norm.default", build, reference, 4, half=True, choices=choices)
+define("et_vk.rms_norm.default", build, reference, 4, half=True, choices=choices,
+       sizes=sizes.same_as_first)

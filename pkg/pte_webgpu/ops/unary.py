@@ -19,6 +19,7 @@ from ..graph import Null, Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
 from . import cpu
 from .common import elementwise_workgroup, same_numel
+from . import sizes
 from .registry import define
 
 INT_EXP_LIMIT = 1 << 24  # beyond this every f32 is an even integer anyway
@@ -242,4 +243,5 @@ def _reference(row: Unary):
 
 for _row in TABLE:
     if _row.torch:
-        define(_row.name, build, _reference(_row), _row.args, half=True)
+        define(_row.name, build, _reference(_row), _row.args, half=True,
+               sizes=sizes.same_as_first)

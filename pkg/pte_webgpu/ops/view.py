@@ -17,10 +17,13 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
+from ..graph import ListValue, Scalar
 from . import cpu
 from .binary import gather
 from .common import (check_rank, contiguous_strides, int_arg, int_list_arg, normalize_dim,
+from .exec_ints import same_places
                      normalize_dims, same_numel)
+from . import sizes
 from .registry import define, register
 from .unary import round_to_half
 
@@ -102,14 +105,53 @@ def _check_dim_order(ctx, op, vid: int, rank: int) -> None:
                                f"({ctx.where(op)})")
 
 
-@register("aten.view_copy.default", half=True, reference=same_values, args=3)
+@register("aten.view_copy.default", half=True, reference=same_values, args=3,
+          sizes=sizes.view)
 async def build_view(ctx, op):
     x_id, size_id, out_id = ctx.args(op, 3)
-    size = int_list_arg(ctx, size_id, op)
+    sizes = ctx.graph.values[size_id]
+    if isinstance(sizes, ListValue) and sizes.kind == "value_list":
+        size = _value_list_sizes(ctx, op, sizes, out_id)
+    else:
+        size = int_list_arg(ctx, size_id, op)
     _reshape(ctx, op, x_id, out_id, view_shape(ctx.tensor(x_id, op).shape, size, op.name))
 
 
-@register("aten.squeeze_copy.dims", half=True, reference=same_values, args=3)
+def _value_list_sizes(ctx, op, sizes, out_id: int) -> list[int]:
+    """Sizes given as Int/SymInt values (dynamic shapes). The buffers hold the bound
+    shapes, so the view is recorded at the output's bound; at execute the actual sizes
+    follow ops/sizes.py, and a host step checks that the elements keep their places
+    (the dynamic dim is the outermost one larger than 1 on both sides), else refuses."""
+    out = ctx.tensor(out_id, op)
+    if len(sizes.items) != len(out.shape):
+        raise FormatError(f"{op.name}: {len(sizes.items)} sizes for a rank-{len(out.shape)} "
+                          "output", field=ctx.where(op))
+    size = []
+    for vid, bound in zip(sizes.items, out.shape):
+        value = ctx.graph.values[vid]
+        if isinstance(value, Scalar) and value.kind == "int":
+            size.append(int(value.value))
+        elif isinstance(value, Scalar) and value.kind == "symint":
+            size.append(bound)
+        else:
+            raise FormatError(f"{op.name}: size value {vid} is a {value.kind}, expected an Int "
+                              "or SymInt", field=ctx.where(op))
+    if ctx.dyn is not None:
+        x_id, graph, where = op.args[0], ctx.graph_key, ctx.where(op)
+        x_bound = ctx.tensor(x_id, op).shape
+
+        def check(env):
+            if not same_places(env.shape(graph, x_id, x_bound), x_bound,
+                               env.shape(graph, out_id, out.shape), out.shape):
+                raise UnsupportedError(f"{where}: this view moves elements of a dynamic-shape "
+                                       "tensor; pte-webgpu supports views that keep the "
+                                       "dynamic dim outermost")
+        ctx.dyn.steps.append(check)
+    return size
+
+
+@register("aten.squeeze_copy.dims", half=True, reference=same_values, args=3,
+          sizes=sizes.squeeze)
 async def build_squeeze(ctx, op):
     x_id, dims_id, out_id = ctx.args(op, 3)
     shape = ctx.tensor(x_id, op).shape
@@ -117,7 +159,8 @@ async def build_squeeze(ctx, op):
     _reshape(ctx, op, x_id, out_id, squeeze_shape(shape, dims))
 
 
-@register("aten.unsqueeze_copy.default", half=True, reference=same_values, args=3)
+@register("aten.unsqueeze_copy.default", half=True, reference=same_values, args=3,
+          sizes=sizes.unsqueeze)
 async def build_unsqueeze(ctx, op):
     x_id, dim_id, out_id = ctx.args(op, 3)
     shape = ctx.tensor(x_id, op).shape
@@ -138,10 +181,11 @@ async def build_clone(ctx, op):
 
 for _name, _count in (("aten.clone.default", 3), ("aten.alias_copy.default", 2),
                       ("dim_order_ops._clone_dim_order.default", 4)):
-    define(_name, build_clone, same_values, _count, half=True)
+    define(_name, build_clone, same_values, _count, half=True, sizes=sizes.same_as_first)
 
 
-@register("dim_order_ops._to_dim_order_copy.default", half=True, reference=same_values, args=8)
+@register("dim_order_ops._to_dim_order_copy.default", half=True, reference=same_values, args=8,
+          sizes=sizes.same_as_first)
 async def build_to_dim_order_copy(ctx, op):
     x_id, *_, order_id, out_id = ctx.args(op, 8)
     x, out = ctx.tensor(x_id, op), ctx.tensor(out_id, op)
@@ -157,7 +201,8 @@ async def build_to_dim_order_copy(ctx, op):
     _reshape(ctx, op, x_id, out_id, x.shape)  # same dtype, or float16 -> float32 (exact)
 
 
-@register("aten.permute_copy.default", half=True, reference=permute_reference, args=3)
+@register("aten.permute_copy.default", half=True, reference=permute_reference, args=3,
+          sizes=sizes.permute)
 async def build_permute(ctx, op):
     x_id, dims_id, out_id = ctx.args(op, 3)
     x = ctx.float_tensor(x_id, op)
@@ -177,7 +222,8 @@ async def build_permute(ctx, op):
     await gather(ctx, op, x_id, out_id, out_shape, src_strides)
 
 
-@register("et_vk.prepack.default", half=True, reference=same_values, args=2)
+@register("et_vk.prepack.default", half=True, reference=same_values, args=2,
+          sizes=sizes.same_as_first)
 async def build_prepack(ctx, op):
     src_id, out_id = ctx.args(op, 2)
     _reshape(ctx, op, src_id, out_id, ctx.tensor(src_id, op).shape)

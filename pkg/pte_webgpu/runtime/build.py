@@ -56,6 +56,12 @@ class BuildContext:
         self.io_ids: set[int] = set()  # graph inputs/outputs: they own plan buffers
         self.op_index = -1
         self.kernels: list[dict] = []  # one entry per op: where it runs, dispatch count, ...
+        # Set by the Method (runtime/dynamic.py, runtime/state.py): execute-time integers,
+        # this graph's key among them, graph id -> plan id of delegate I/O, persistent state.
+        self.dyn = None
+        self.graph_key = -1
+        self.plan_ids: dict[int, int] = {}
+        self.state = None
 
     # --- arguments -----------------------------------------------------------------
     def where(self, op) -> str:
@@ -202,16 +208,22 @@ def _expand(graph: Graph, ids) -> set[int]:
 async def build_delegate(device, vk: formats.VulkanDelegate, named: formats.NamedData,
                          io_buffers: dict[int, Buffer], resources: Resources, recording,
                          pipelines: dict, label: str, options: dict | None = None,
-                         storage: Storage = WIDE) -> BuildContext:
-    """Allocate, upload constants, and record every op of one Vulkan delegate."""
+                         storage: Storage = WIDE, setup=None) -> BuildContext:
+    """Allocate, upload constants, and record every op of one Vulkan delegate.
+    ``setup(ctx)`` runs before allocation (the Method attaches state and dynamic shapes);
+    ``ctx.before_op(ctx, op)``, when set, runs before each op's handler."""
     graph = vk.graph
     ctx = BuildContext(device, graph, resources, recording, pipelines, label, options, storage)
     ctx.buffers.update(io_buffers)
     ctx.io_ids = set(io_buffers)
     handlers = [registry.lookup(op.name, f"{label} op {i}") for i, op in enumerate(graph.ops)]
+    if setup is not None:
+        setup(ctx)
     _allocate(ctx, vk, named)
     for i, (op, handler) in enumerate(zip(graph.ops, handlers)):
         ctx.begin_op(i, op)
+        if getattr(ctx, "before_op", None) is not None:
+            ctx.before_op(ctx, op)
         await handler(ctx, op)
     return ctx
 
@@ -232,9 +244,14 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
         if v.constant_id >= 0:
             ref = graph.constants[v.constant_id]
             data = formats.resolve(ref, v.nbytes, named, vk.constant_bytes).data
+            # Its own buffer even when constants share a key: a planned constant
+            # (mem_obj_id >= 0) is state written in place, e.g. a KV cache (state.py).
             buf = ctx.resources.buffer(ctx.bind_size(vid), f"{ctx.label} constant {ref.index}")
-            upload(ctx.device, buf, ctx.storage.to_storage(
-                data, v.dtype, f"{ctx.label} constant value {vid}", UnsupportedError))
+            data = ctx.storage.to_storage(data, v.dtype, f"{ctx.label} constant value {vid}",
+                                          UnsupportedError)
+            upload(ctx.device, buf, data)
+            if v.mem_obj_id >= 0 and ctx.state is not None:
+                ctx.state.add(buf, ctx.bind_size(vid), data, f"{ctx.label} value {vid}")
         elif v.mem_obj_id >= 0 and vid not in dedicated:
             buf = pool_buffers[v.mem_obj_id]
         else:

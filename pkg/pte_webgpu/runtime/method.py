@@ -17,11 +17,16 @@ from ..errors import InputError, UnsupportedError
 from ..formats.pte import DelegateCall, ExecutionPlan, KernelCall, MoveCall, PlanTensor
 from ..gpu.interface import Copy, Recording
 from ..ops import registry
+from ..graph import Scalar
+from . import dynamic
 from .build import BuildContext, Resources, build_delegate, upload
 from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
+from .state import State, mutable_plan_values
 from .tensor import numpy_available, output, to_host_tensor
 
-PLAN_DTYPES = ("float32", "float16", "int32", "int64")  # int64 is held as int32 (storage.py)
+# int64 is held as int32, bool as u32 (storage.py)
+PLAN_DTYPES = ("float32", "float16", "int32", "int64", "bool")
+SCALAR_OUTPUTS = ("int", "bool", "double")  # a constant method's outputs (get_max_seq_len)
 
 
 def _row_major(sizes, dim_order) -> bool:
@@ -51,13 +56,22 @@ class Method:
         self.last_profile: list[dict] | None = None
         self._lock = asyncio.Lock()
         self.closed = False
+        self.dyn = dynamic.DynamicEnv()  # SymInts and actual sizes, per execute
+        self.state = State(device)  # what persists across executes; reset() restores it
+        self._mutable = mutable_plan_values(plan)
+        self._delegates_built = 0
+        self.dyn.plan_inputs = set(plan.inputs)
 
     # --- load ----------------------------------------------------------------------
     async def _build(self, file, pipelines: dict) -> None:
         start = time.perf_counter()
         plan = self.plan
-        for vid in plan.inputs + plan.outputs:
-            self._plan_tensor(vid, "input" if vid in plan.inputs else "output")
+        for vid in plan.inputs:
+            if self._plan_tensor(vid, "input").shape_dynamism:
+                self.dyn.dynamic.add(("shape", -1, vid))
+        for vid in plan.outputs:
+            if not self._scalar_output(vid):
+                self._plan_tensor(vid, "output")
         await self.device.push_error_scopes()
         built = False
         try:
@@ -71,11 +85,14 @@ class Method:
             for vid in plan.inputs:  # also inputs no instruction reads: execute writes them
                 self._buffer(vid, file)
             for vid in plan.outputs:
+                if self._scalar_output(vid):
+                    continue
                 size = self.storage.nbytes(self.graph.values[vid])
                 self.outputs.append((self._buffer(vid, file), size))
             total = sum(size for _, size in self.outputs)
-            self.staging = self.resources.buffer(total, f"{plan.name} outputs staging",
-                                                 ("map_read", "copy_dst"))
+            if self.outputs:
+                self.staging = self.resources.buffer(total, f"{plan.name} outputs staging",
+                                                     ("map_read", "copy_dst"))
             built = True
         finally:
             # On failure the scopes are still popped, but the first error is the one raised.
@@ -84,6 +101,11 @@ class Method:
         graphs = [self.graph] + [d.graph.graph for d in plan.delegates if d.graph]
         self.notes = self.storage.notes([v for g in graphs for v in g.values])
         self.load_seconds = time.perf_counter() - start
+
+    def _scalar_output(self, vid: int) -> bool:
+        """An Int/Bool/Double output: a constant method's value, returned as is."""
+        value = self.plan.values[vid]
+        return isinstance(value, Scalar) and value.kind in SCALAR_OUTPUTS
 
     def _plan_tensor(self, vid: int, role: str) -> PlanTensor:
         value = self.plan.values[vid]
@@ -112,6 +134,8 @@ class Method:
                 upload(self.device, buf, self.storage.to_storage(
                     self._constant(vid, t, file), t.dtype,
                     f"plan {self.plan.name!r} constant value {vid}", UnsupportedError))
+            elif vid in self._mutable:
+                self.state.add(buf, buf.size, None, f"plan value {vid} (mutable buffer)")
             self.plan_buffers[vid] = buf
         return self.plan_buffers[vid]
 
@@ -136,8 +160,18 @@ class Method:
                                  f"{list(gt.shape)}) does not fit plan value {pid} "
                                  f"({pt.dtype.name}{list(pt.sizes)})")
             io[gid] = self._buffer(pid, file)
+        plan_ids = dict(zip(graph.input_ids + graph.output_ids, call.args))
+        self._delegates_built += 1
+        key = self._delegates_built
+
+        def setup(ctx):
+            self._attach(ctx, key, plan_ids)
+            dynamic.enter_delegate(self.dyn, key, graph.input_ids, plan_ids)
+
         ctx = await build_delegate(self.device, vk, file.named, io, self.resources,
-                                   self.recording, pipelines, label, self.options, self.storage)
+                                   self.recording, pipelines, label, self.options, self.storage,
+                                   setup=setup)
+        dynamic.leave_delegate(self.dyn, key, graph.output_ids, plan_ids)
         self.kernels += [dict(k, delegate=call.delegate_index) for k in ctx.kernels]
 
     async def _build_kernel(self, index: int, call: KernelCall, file, pipelines) -> None:
@@ -150,10 +184,16 @@ class Method:
             if isinstance(self.plan.values[vid], PlanTensor):
                 ctx.buffers[vid] = self._buffer(vid, file)
         ctx.io_ids = set(ctx.buffers)  # plan buffers persist: views copy, never alias
+        self._attach(ctx, -1, {vid: vid for vid in self.plan.inputs})
         ctx.begin_op(0, op)
+        dynamic.track(ctx, op)
         await handler(ctx, op)
         self.kernels += [dict(k, delegate=None, kernel="::".join(self.plan.operators[call.op_index]))
                          for k in ctx.kernels]
+
+    def _attach(self, ctx, key: int, plan_ids: dict) -> None:
+        ctx.dyn, ctx.graph_key, ctx.plan_ids, ctx.state = self.dyn, key, plan_ids, self.state
+        ctx.before_op = dynamic.track
 
     def _build_move(self, index: int, call: MoveCall, file) -> None:
         src, dst = self.plan.values[call.move_from], self.plan.values[call.move_to]
@@ -181,32 +221,60 @@ class Method:
         if len(inputs) != len(self.plan.inputs):
             raise InputError(f"method {self.name!r} takes {len(self.plan.inputs)} inputs, "
                              f"got {len(inputs)}")
-        hosts = []
+        hosts, env, shapes, host_inputs = [], self.dyn, {}, {}
         for i, (x, vid) in enumerate(zip(inputs, self.plan.inputs)):
             want = self.plan.values[vid]
             t = to_host_tensor(x, i, want.dtype.name)
             if t.dtype.name != want.dtype.name:
                 raise InputError(f"input {i}: expected dtype {want.dtype.name}, got "
                                  f"{t.dtype.name}")
-            if t.shape != tuple(want.sizes):
+            data = self.storage.to_storage(t.memoryview(), t.dtype, f"input {i}")
+            if env.is_dynamic(-1, vid):
+                dynamic.check_dynamic_shape(t.shape, want.sizes, i)
+                shapes[("shape", -1, vid)] = t.shape
+                data = dynamic.to_padded(data, t.shape, want.sizes,
+                                         self.storage.dtype(t.dtype).itemsize, f"input {i}")
+            elif t.shape != tuple(want.sizes):
                 raise InputError(f"input {i}: expected shape {list(want.sizes)}, got "
                                  f"{list(t.shape)}")
-            hosts.append((vid, self.storage.to_storage(t.memoryview(), t.dtype, f"input {i}")))
-        async with self._lock:
+            host_inputs[vid] = t
+            hosts.append((vid, data))
+        async with self._lock:  # the execute-time integers belong to this call only
+            env.values, env.host_inputs = shapes, host_inputs
+            try:
+                for buf, data in (env.run(self.recording) if env.active else ()):
+                    upload(self.device, buf, data)
+                out_shapes = [env.shape(-1, vid, getattr(self.plan.values[vid], "sizes", ()))
+                              for vid in self.plan.outputs]
+            finally:
+                env.host_inputs = {}
             for vid, data in hosts:
                 upload(self.device, self.plan_buffers[vid], data)
-            raw, times = await self.device.run(self.recording, self.outputs, self.staging,
-                                               profile=profile)
+            raw, times = [], []
+            if self.outputs:
+                raw, times = await self.device.run(self.recording, self.outputs, self.staging,
+                                                   profile=profile)
         if profile:
             self.last_profile = self._profile_rows(times)
         as_numpy = numpy_available() if as_numpy is None else as_numpy
-        outs = []
-        for vid, data in zip(self.plan.outputs, raw):
+        outs, raw = [], iter(raw)
+        for vid, shape in zip(self.plan.outputs, out_shapes):
             t = self.plan.values[vid]
-            data = self.storage.from_storage(
-                data[:t.numel * self.storage.dtype(t.dtype).itemsize], t.dtype)
-            outs.append(output(data, t.sizes, t.dtype, as_numpy))
+            if self._scalar_output(vid):
+                outs.append(t.value)
+                continue
+            item = self.storage.dtype(t.dtype).itemsize
+            data = dynamic.from_padded(next(raw), shape, t.sizes, item)
+            outs.append(output(self.storage.from_storage(data, t.dtype), shape, t.dtype,
+                               as_numpy))
         return outs
+
+    def reset(self) -> None:
+        """Restore the state that persists across executes (mutable buffers, KV caches
+        held as delegate constants) to its initial value."""
+        if self.closed:
+            raise InputError(f"method {self.name!r} is closed")
+        self.state.reset()
 
     def _profile_rows(self, times: list[float]) -> list[dict]:
         """One row per op: its dispatches' times summed (views and copies show 0)."""

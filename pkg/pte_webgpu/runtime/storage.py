@@ -6,6 +6,10 @@ they are widened to float32, as on Chromium's SwiftShader adapter, which has no
 ``shader-f16``; inputs, constants and outputs are then converted at
 upload/download. ``inspect`` and ``run`` say which.
 
+bool tensors are held as one u32 per element (0 or 1): WGSL has no 8-bit storage and
+`bool` is not host-shareable, so kernels read and write them as ``array<u32>``; host
+bytes are widened at upload and narrowed (nonzero -> 1) at download.
+
 int64 tensors are held as int32 (WGSL has no 64-bit integers), as ExecuTorch's
 Vulkan backend does (``downcast_64_bit``): host int64 inputs are narrowed at
 upload, and a value outside int32's range is an error, not a silent wrap;
@@ -36,6 +40,8 @@ class Storage:
             return dtypes.FLOAT32
         if dtype is dtypes.INT64:
             return dtypes.INT32
+        if dtype is dtypes.BOOL:
+            return dtypes.UINT32
         return dtype
 
     def nbytes(self, value) -> int:
@@ -51,6 +57,11 @@ class Storage:
             return data
         if dtype is dtypes.INT64:
             return _narrow_int64(data, what, error)
+        if dtype is dtypes.BOOL:
+            raw = bytes(data)
+            if _np is not None:
+                return (_np.frombuffer(raw, dtype=_np.uint8) != 0).astype("<u4").tobytes()
+            return struct.pack(f"<{len(raw)}I", *(1 if b else 0 for b in raw))
         if _np is not None:
             return _np.frombuffer(data, dtype=_np.float16).astype(_np.float32).tobytes()
         n = len(data) // 2
@@ -65,6 +76,11 @@ class Storage:
                 return _np.frombuffer(data, dtype="<i4").astype("<i8").tobytes()
             n = len(data) // 4
             return struct.pack(f"<{n}q", *struct.unpack(f"<{n}i", data))
+        if dtype is dtypes.BOOL:  # u32 -> one byte, nonzero is True
+            if _np is not None:
+                return (_np.frombuffer(data, dtype="<u4") != 0).astype(_np.uint8).tobytes()
+            n = len(data) // 4
+            return bytes(1 if x else 0 for x in struct.unpack(f"<{n}I", data))
         if _np is not None:
             return _np.frombuffer(data, dtype=_np.float32).astype(_np.float16).tobytes()
         return b"".join(_half(x) for x in struct.unpack(f"<{len(data) // 4}f", data))

@@ -1,0 +1,142 @@
+"""``sdpa_with_kv_cache.default [q, k, v, k_cache, v_cache, start_pos, seq_len, attn_mask,
+dropout_p, is_causal, scale, out]`` (shaders/sdpa_kv_cache.wgsl), the llama example's
+fused attention: writes k and v into the caches at rows ``[start_pos, start_pos + S)``,
+then each query row s attends causally to cache rows ``[0, start_pos + s]``; query head
+h reads KV head ``h // (H // Hkv)`` (GQA). q/out ``[1, S, H, D]``, k/v ``[1, S, Hkv, D]``,
+caches ``[1, T, Hkv, D]``. ``seq_len`` is serialized as 1 even for a prefill, so S is
+q's actual size (execute time). The caches are state (runtime/state.py).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import FormatError, InputError, UnsupportedError
+from ..graph import Null, Scalar
+from .common import elementwise_workgroup
+from .exec_ints import follow_actual_size, int_key, int_value, ref_int, size_key, slots
+from . import sizes
+from .registry import register
+from ..shaders.compose import Binding, Kernel, Uniform
+
+PARAMS = Uniform(("heads", "u32"), ("kv_heads", "u32"), ("head_dim", "u32"),
+                 ("cache_rows", "u32"), ("s_bound", "u32"), ("start_slot", "u32"),
+                 ("len_slot", "u32"), ("scale", "f32"))
+KERNEL = Kernel("sdpa_kv_cache", (
+    Binding(0, "q"), Binding(1, "k"), Binding(2, "v"), Binding(3, "k_cache", "read_write"),
+    Binding(4, "v_cache", "read_write"), Binding(5, "out", "read_write"),
+    Binding(6, "ints", type="i32")), PARAMS, snippets=("flat_index",))
+
+
+def reference(read, values, args, write=None):
+    """q [1,S,H,D], k/v [1,S,Hkv,D] written into the caches [1,T,Hkv,D] at start_pos, then
+    causal softmax(q k^T * scale) v over cache rows [0, start_pos + s]. ``write(vid,
+    values)``, when given, keeps the updated caches (the runner's state)."""
+    q, k, v, kc, vc = (read(a) for a in args[:5])
+    start = ref_int(read, values, args[5])
+    _, seq, heads, dim = q.shape
+    rows, kv_heads = kc.shape[1], kc.shape[2]
+    scale = float(values[args[10]].value) if getattr(values[args[10]], "kind", "") in (
+        "double", "int") else 1.0 / math.sqrt(dim)
+    k_cache, v_cache = list(kc.values), list(vc.values)
+    row_len = kv_heads * dim
+    for s in range(seq):
+        if start + s < rows:
+            at = (start + s) * row_len
+            k_cache[at:at + row_len] = k.values[s * row_len:(s + 1) * row_len]
+            v_cache[at:at + row_len] = v.values[s * row_len:(s + 1) * row_len]
+    if write is not None:
+        write(args[3], k_cache)
+        write(args[4], v_cache)
+    out = []
+    for s in range(seq):
+        visible = min(start + s + 1, rows)
+        for h in range(heads):
+            kvh = h // (heads // kv_heads)
+            qrow = q.values[(s * heads + h) * dim:(s * heads + h + 1) * dim]
+            scores = [math.fsum(a * b for a, b in zip(qrow, k_cache[j * row_len + kvh * dim:
+                                                                      j * row_len + kvh * dim + dim]))
+                      * scale for j in range(visible)]
+            top = max(scores)
+            weights = [math.exp(x - top) for x in scores]
+            total = math.fsum(weights)
+            out += [math.fsum(w * v_cache[j * row_len + kvh * dim + e]
+                              for j, w in enumerate(weights)) / total for e in range(dim)]
+    return out
+
+
+def _check_positions(ctx, op, start_id: int, q_id: int, rows: int) -> None:
+    """At execute: rows [start, start + S) must lie in the cache (torch would fail too)."""
+
+    values, graph, where, bound = ctx.graph.values, ctx.graph_key, ctx.where(op), \
+        ctx.graph.values[q_id].shape
+
+    def check(env):
+        start = int_value(env, values, graph, start_id, where)
+        seq = env.shape(graph, q_id, bound)[1]
+        if start < 0 or start + seq > rows:
+            raise InputError(f"{where}: positions [{start}, {start + seq}) do not fit the "
+                             f"KV cache of {rows} rows (max_context_len)")
+    ctx.dyn.steps.append(check)
+
+
+@register("sdpa_with_kv_cache.default", half=True, reference=reference, args=12,
+          sizes=sizes.same_as_first)
+async def build_sdpa_with_kv_cache(ctx, op):
+    (q_id, k_id, v_id, kc_id, vc_id, start_id, _seq_len, mask_id, drop_id, causal_id,
+     scale_id, out_id) = ctx.args(op, 12)
+    q, k, v = (ctx.float_tensor(i, op) for i in (q_id, k_id, v_id))
+    kc, vc, out = (ctx.float_tensor(i, op) for i in (kc_id, vc_id, out_id))
+    if not isinstance(ctx.graph.values[mask_id], Null):
+        raise UnsupportedError(f"{op.name}: an explicit attn_mask is not supported "
+                               f"({ctx.where(op)})")
+    dropout = ctx.graph.values[drop_id]
+    if isinstance(dropout, Scalar) and float(dropout.value) != 0.0:
+        raise UnsupportedError(f"{op.name}: dropout_p {dropout.value} is not supported")
+    causal = ctx.graph.values[causal_id]
+    if isinstance(causal, Scalar) and causal.kind == "bool" and not causal.value:
+        raise UnsupportedError(f"{op.name}: is_causal=False is not supported "
+                               f"({ctx.where(op)})")
+    if len(q.shape) != 4 or q.shape[0] != 1:
+        raise FormatError(f"{op.name}: q {list(q.shape)} should be [1, S, H, D]",
+                          field=ctx.where(op))
+    _, s_bound, heads, dim = q.shape
+    kv_shape = tuple(k.shape)
+    if len(kv_shape) != 4 or kv_shape[1] != s_bound or kv_shape[3] != dim or \
+            tuple(v.shape) != kv_shape:
+        raise FormatError(f"{op.name}: k {list(k.shape)} / v {list(v.shape)} do not match q "
+                          f"{list(q.shape)}", field=ctx.where(op))
+    kv_heads = kv_shape[2]
+    if kv_heads == 0 or heads % kv_heads:
+        raise FormatError(f"{op.name}: {heads} query heads do not group over {kv_heads} KV "
+                          "heads", field=ctx.where(op))
+    if len(kc.shape) != 4 or tuple(kc.shape[2:]) != (kv_heads, dim) or \
+            tuple(vc.shape) != tuple(kc.shape):
+        raise FormatError(f"{op.name}: caches {list(kc.shape)} / {list(vc.shape)} should be "
+                          f"[1, T, {kv_heads}, {dim}]", field=ctx.where(op))
+    if tuple(out.shape) != tuple(q.shape):
+        raise FormatError(f"{op.name}: output {list(out.shape)} should be q's shape "
+                          f"{list(q.shape)}", field=ctx.where(op))
+    scale = ctx.float_scalar(scale_id, 1.0 / math.sqrt(dim))
+    halves = {ctx.half(i) for i in (q_id, k_id, v_id, kc_id, vc_id, out_id)}
+    if len(halves) != 1:
+        raise UnsupportedError(f"{op.name}: mixed float16/float32 operands ({ctx.where(op)})")
+    half = halves.pop()
+    _check_positions(ctx, op, start_id, q_id, kc.shape[1])
+    ints, (start_slot, len_slot) = slots(ctx, op, [int_key(ctx, op, start_id),
+                                                   size_key(ctx, q_id, 1)])
+    params = ctx.uniform(PARAMS.pack(heads=heads, kv_heads=kv_heads, head_dim=dim,
+                                     cache_rows=kc.shape[1], s_bound=s_bound,
+                                     start_slot=start_slot, len_slot=len_slot, scale=scale),
+                         f"{op.name} params")
+    wg = min(64, elementwise_workgroup(ctx))
+    shared = [(3, kc_id), (4, vc_id), (6, ints), (7, params)]  # each entry binds what it uses
+    if k.numel:
+        update = await ctx.pipeline(KERNEL, {"wg_size": wg}, "update", half=half)
+        ctx.dispatch(op, update, [(1, k_id), (2, v_id)] + shared, ctx.grid(-(-k.numel // wg)))
+        follow_actual_size(ctx, k_id, wg)
+    if out.numel:
+        attend = await ctx.pipeline(KERNEL, {"wg_size": wg}, "attend", half=half)
+        ctx.dispatch(op, attend, [(0, q_id), (5, out_id)] + shared,
+                     ctx.grid(-(-out.numel // wg)))
+        follow_actual_size(ctx, out_id, wg)

@@ -1,0 +1,93 @@
+"""What kernels that read execute-time integers share: the slot key of an Int/SymInt
+argument, and binding the method's slot buffer (runtime/dynamic.py)."""
+
+from __future__ import annotations
+
+from ..errors import FormatError, UnsupportedError
+from ..graph import Null, Scalar
+
+
+def int_key(ctx, op, vid: int, default: int | None = None) -> tuple:
+    """Slot key of an Int (static) or SymInt (set at execute) argument; Null -> default."""
+    value = ctx.graph.values[vid]
+    if isinstance(value, Scalar) and value.kind == "int":
+        return ("static", int(value.value))
+    if isinstance(value, Scalar) and value.kind == "symint":
+        return ("sym", ctx.graph_key, vid)
+    if isinstance(value, Null) and default is not None:
+        return ("static", default)
+    raise FormatError(f"{op.name}: value {vid} should be an Int or SymInt, found {value.kind}",
+                      field=ctx.where(op))
+
+
+def size_key(ctx, vid: int, dim: int) -> tuple:
+    """Slot key of tensor ``vid``'s actual size along ``dim`` (its bound when static)."""
+    return ("size", ctx.graph_key, vid, dim, ctx.graph.values[vid].shape[dim])
+
+
+def slots(ctx, op, keys):
+    """(buffer, slot indices) of ``keys`` for one op's kernels."""
+    if ctx.dyn is None:
+        raise UnsupportedError(f"{op.name} ({ctx.where(op)}) needs execute-time integers")
+    return ctx.dyn.slots(ctx.resources, keys)
+
+
+def ref_int(read, values, vid: int, default: int | None = None) -> int | None:
+    """CPU reference: an Int argument, or a SymInt the reference computed (read(vid))."""
+    value = values[vid]
+    if isinstance(value, Scalar) and value.kind == "int":
+        return int(value.value)
+    if isinstance(value, Scalar) and value.kind == "symint":
+        return int(read(vid))
+    return default
+
+
+def follow_actual_size(ctx, out_id: int, wg: int) -> None:
+    """Make the dispatch just recorded (one invocation per element of ``out_id``) cover only
+    the actual elements at execute, when ``out_id`` has a dynamic shape whose valid elements
+    are the first ones of its buffer (else the bound grid stays)."""
+    env, graph = ctx.dyn, ctx.graph_key
+    if env is None or not env.is_dynamic(graph, out_id):
+        return
+    bound = tuple(ctx.graph.values[out_id].shape)
+    full = ctx.recording.steps[-1].grid
+
+    def grid(env):
+        shape = env.shape(graph, out_id, bound)
+        if not is_prefix(shape, bound):
+            return full
+        n = 1
+        for d in shape:
+            n *= d
+        return ctx.grid(-(-n // wg))
+    env.grids.append((len(ctx.recording.steps) - 1, grid))
+
+
+def int_value(env, graph_values, graph: int, vid: int, where: str) -> int:
+    """An Int or SymInt argument's value at execute time."""
+    value = graph_values[vid]
+    if isinstance(value, Scalar) and value.kind == "int":
+        return int(value.value)
+    if isinstance(value, Scalar) and value.kind == "symint":
+        key = ("sym", graph, vid)
+        if key not in env.values:
+            raise UnsupportedError(f"{where}: SymInt value {vid} is read before it is set")
+        return int(env.values[key])
+    raise UnsupportedError(f"{where}: value {vid} is a {value.kind}, expected an Int or SymInt")
+
+
+def is_prefix(shape, bound) -> bool:
+    """Whether a tensor of ``shape`` laid out as ``bound`` is the first bytes of it."""
+    for i, (s, b) in enumerate(zip(shape, bound)):
+        if s != b:
+            outer = 1
+            for d in shape[:i]:
+                outer *= d
+            return (outer == 1 or s == 0) and tuple(shape[i + 1:]) == tuple(bound[i + 1:])
+    return True
+
+
+def same_places(a_shape, a_bound, b_shape, b_bound) -> bool:
+    """Whether a view from ``a`` to ``b`` keeps every valid element at the same offset of
+    the padded layouts: true when both are prefixes of their bounds."""
+    return is_prefix(a_shape, a_bound) and is_prefix(b_shape, b_bound)

@@ -1,0 +1,146 @@
+"""Rotary position embeddings (shaders/rope.wgsl), both for q and k of shape [B, S, H, D]
+(H may differ between them: GQA).
+
+``et_vk.apply_rotary_emb.default [xq, xk, freqs_cos, freqs_sin, out: ValueList[xq_out,
+xk_out]]``: the llama example's interleaved pairs, ``out[2p] = x[2p] c - x[2p+1] s``,
+``out[2p+1] = x[2p] s + x[2p+1] c`` with c, s = row s, column p of the ``[S, D/2]`` tables.
+
+``et_vk.apply_rotary_emb_hf.default [xq, xk, freqs_cos, freqs_sin, start_pos, out]``: the
+HF form, ``x * cos + rotate_half(x) * sin`` over the first R dims (R = the tables' width;
+the rest pass through), with rows ``start_pos + s`` of the full ``[T, R]`` tables;
+``start_pos`` is an Int or a SymInt (read at execute).
+"""
+
+from __future__ import annotations
+
+from ..errors import FormatError
+from .common import elementwise_workgroup
+from .exec_ints import follow_actual_size, int_key, ref_int, slots
+from . import sizes
+from .registry import register
+from ..shaders.compose import Binding, Kernel, Uniform
+
+
+def _ref_rotate(x, cos, sin, row_of, pair):
+    _, seq, heads, dim = x.shape
+    out = []
+    for i, value in enumerate(x.values):
+        d, s = i % dim, (i // (dim * heads)) % seq
+        out.append(pair(x.values, i, d, row_of(s), cos.values, sin.values))
+    return out
+
+
+def reference(read, values, args):
+    """Interleaved pairs: (x[2p] c - x[2p+1] s, x[2p] s + x[2p+1] c), tables [S, D/2]."""
+    cos, sin = read(args[2]), read(args[3])
+
+    def pair(xs, i, d, row, c, sn):
+        dim = xq.shape[3]
+        t = row * (dim // 2) + d // 2
+        if d % 2 == 0:
+            return xs[i] * c[t] - xs[i + 1] * sn[t]
+        return xs[i - 1] * sn[t] + xs[i] * c[t]
+    outs = []
+    for xid in args[:2]:
+        xq = read(xid)
+        outs.append(_ref_rotate(xq, cos, sin, lambda s: s, pair))
+    return outs
+
+
+def reference_hf(read, values, args):
+    """x * cos + rotate_half(x) * sin over the first R dims, rows start_pos + s."""
+    cos, sin = read(args[2]), read(args[3])
+    start = ref_int(read, values, args[4], default=0)
+    rot = cos.shape[-1]
+    rows = len(cos.values) // rot
+
+    def pair(xs, i, d, row, c, sn):
+        if d >= rot:
+            return xs[i]
+        if row >= rows:
+            return 0.0
+        half = rot // 2
+        rotated = -xs[i + half] if d < half else xs[i - half]
+        return xs[i] * c[row * rot + d] + rotated * sn[row * rot + d]
+    return [_ref_rotate(read(xid), cos, sin, lambda s: start + s, pair) for xid in args[:2]]
+
+PARAMS = Uniform(("numel", "u32"), ("seq", "u32"), ("heads", "u32"), ("head_dim", "u32"),
+                 ("rot", "u32"), ("table_rows", "u32"), ("start_slot", "u32"))
+KERNEL = Kernel("rope", (Binding(0, "x"), Binding(1, "cos_t"), Binding(2, "sin_t"),
+                         Binding(3, "out", "read_write"), Binding(4, "ints", type="i32")),
+                PARAMS, snippets=("flat_index",))
+
+
+def _outputs(ctx, op, out_id: int) -> tuple[int, int]:
+    outs = ctx.graph.values[out_id]
+    if getattr(outs, "kind", "") != "value_list" or len(outs.items) != 2:
+        raise FormatError(f"{op.name}: the output should be a ValueList of 2 tensors",
+                          field=ctx.where(op))
+    return outs.items
+
+
+def _check_x(ctx, op, x_id: int, out_id: int):
+    x = ctx.float_tensor(x_id, op)
+    ctx.float_tensor(out_id, op)
+    if len(x.shape) != 4:
+        raise FormatError(f"{op.name}: {list(x.shape)} should be [B, S, H, D]",
+                          field=ctx.where(op))
+    if tuple(ctx.graph.values[out_id].shape) != tuple(x.shape):
+        raise FormatError(f"{op.name}: output {list(ctx.graph.values[out_id].shape)} should be "
+                          f"{list(x.shape)}", field=ctx.where(op))
+    return x
+
+
+async def _rotate(ctx, op, entry, x_id, out_id, cos_id, sin_id, rot, rows, ints, start_slot):
+    x = ctx.tensor(x_id, op)
+    if x.numel == 0:
+        return
+    _, seq, heads, dim = x.shape
+    wg = min(64, elementwise_workgroup(ctx))
+    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg}, entry, half=ctx.half(out_id))
+    params = ctx.uniform(PARAMS.pack(numel=x.numel, seq=seq, heads=heads, head_dim=dim, rot=rot,
+                                     table_rows=rows, start_slot=start_slot),
+                         f"{op.name} params")
+    binds = [(0, x_id), (1, cos_id), (2, sin_id), (3, out_id), (5, params)]
+    if entry == "hf":  # the only entry that reads a start position
+        binds.append((4, ints))
+    ctx.dispatch(op, pipeline, binds, ctx.grid(-(-x.numel // wg)))
+    follow_actual_size(ctx, out_id, wg)
+
+
+@register("et_vk.apply_rotary_emb.default", half=True, reference=reference, args=5,
+          sizes=sizes.rotary)
+async def build_rotary(ctx, op):
+    xq_id, xk_id, cos_id, sin_id, out_id = ctx.args(op, 5)
+    q_out, k_out = _outputs(ctx, op, out_id)
+    xq, xk = _check_x(ctx, op, xq_id, q_out), _check_x(ctx, op, xk_id, k_out)
+    cos, sin = ctx.float_tensor(cos_id, op), ctx.float_tensor(sin_id, op)
+    dim, seq = xq.shape[3], xq.shape[1]
+    if dim % 2 or xk.shape[3] != dim or xk.shape[1] != seq:
+        raise FormatError(f"{op.name}: xq {list(xq.shape)} and xk {list(xk.shape)} need one "
+                          "even head dim and one S", field=ctx.where(op))
+    if cos.numel != seq * dim // 2 or sin.numel != cos.numel:
+        raise FormatError(f"{op.name}: tables {list(cos.shape)} / {list(sin.shape)} should hold "
+                          f"[{seq}, {dim // 2}]", field=ctx.where(op))
+    for x_id, o_id in ((xq_id, q_out), (xk_id, k_out)):
+        await _rotate(ctx, op, "interleaved", x_id, o_id, cos_id, sin_id, dim, seq, None, 0)
+
+
+@register("et_vk.apply_rotary_emb_hf.default", half=True, reference=reference_hf, args=6,
+          sizes=sizes.rotary)
+async def build_rotary_hf(ctx, op):
+    xq_id, xk_id, cos_id, sin_id, start_id, out_id = ctx.args(op, 6)
+    q_out, k_out = _outputs(ctx, op, out_id)
+    xq, xk = _check_x(ctx, op, xq_id, q_out), _check_x(ctx, op, xk_id, k_out)
+    cos, sin = ctx.float_tensor(cos_id, op), ctx.float_tensor(sin_id, op)
+    if len(cos.shape) < 1 or tuple(sin.shape) != tuple(cos.shape):
+        raise FormatError(f"{op.name}: tables {list(cos.shape)} / {list(sin.shape)} differ",
+                          field=ctx.where(op))
+    rot = cos.shape[-1]
+    rows = cos.numel // rot if rot else 0
+    if rot % 2 or rot > min(xq.shape[3], xk.shape[3]):
+        raise FormatError(f"{op.name}: table width {rot} must be even and at most the head "
+                          f"dim", field=ctx.where(op))
+    ints, (start_slot,) = slots(ctx, op, [int_key(ctx, op, start_id, default=0)])
+    for x_id, o_id in ((xq_id, q_out), (xk_id, k_out)):
+        await _rotate(ctx, op, "hf", x_id, o_id, cos_id, sin_id, rot, rows, ints, start_slot)

@@ -1,0 +1,134 @@
+"""SymInt ops: integers computed on the host at each execute, before the one submit
+(runtime/dynamic.py). They record no GPU work; kernels that need their values read them
+from the method's slot buffer (``ctx.dyn.slot(("sym", graph, vid))``).
+
+``et_vk.select_as_symint.default [x, dim, index, out: SymInt]``: one element of ``x``,
+which must be a plan input (its host data is at hand; a value computed on the GPU would
+need a read-back). ``sym_size.int [t, dim, out: SymInt]``: ``t``'s actual size along
+``dim``. ``add [a, b, out: SymInt]``: the sum of two Int/SymInt values.
+"""
+
+from __future__ import annotations
+
+from ..errors import FormatError, InputError, UnsupportedError
+from ..graph import Scalar
+from .exec_ints import ref_int
+from .registry import register
+
+
+def reference_select_as_symint(read, values, args):
+    x = read(args[0])
+    dim, index = ref_int(read, values, args[1]), ref_int(read, values, args[2])
+    dim %= len(x.shape)
+    return int(x.values[_flat_offset(x.shape, dim, index % x.shape[dim])])
+
+
+def reference_sym_size(read, values, args):
+    shape = read(args[0]).shape
+    return int(shape[ref_int(read, values, args[1]) % len(shape)])
+
+
+def reference_symint_add(read, values, args):
+    return ref_int(read, values, args[0]) + ref_int(read, values, args[1])
+
+
+def _symint_out(ctx, op, vid: int) -> tuple:
+    value = ctx.graph.values[vid]
+    if not (isinstance(value, Scalar) and value.kind == "symint"):
+        raise FormatError(f"{op.name}: output value {vid} should be a SymInt, found "
+                          f"{value.kind}", field=ctx.where(op))
+    if ctx.dyn is None:
+        raise UnsupportedError(f"{op.name} ({ctx.where(op)}) needs execute-time integers")
+    return ("sym", ctx.graph_key, vid)
+
+
+def _int_arg(ctx, op, vid: int):
+    """A static Int value, or None for a SymInt (read at execute)."""
+    value = ctx.graph.values[vid]
+    if isinstance(value, Scalar) and value.kind == "int":
+        return int(value.value)
+    if isinstance(value, Scalar) and value.kind == "symint":
+        return None
+    raise FormatError(f"{op.name}: value {vid} should be an Int or SymInt, found {value.kind}",
+                      field=ctx.where(op))
+
+
+def _flat_offset(shape, dim: int, index: int) -> int:
+    """Row-major offset of element ``index`` along ``dim`` (0 along the other dims)."""
+    stride = 1
+    for d in shape[dim + 1:]:
+        stride *= d
+    return index * stride
+
+
+@register("et_vk.select_as_symint.default", reference=reference_select_as_symint, args=4)
+async def build_select_as_symint(ctx, op):
+    x_id, dim_id, index_id, out_id = ctx.args(op, 4)
+    key = _symint_out(ctx, op, out_id)
+    x = ctx.int_tensor(x_id, op)
+    dim, index = _int_arg(ctx, op, dim_id), _int_arg(ctx, op, index_id)
+    if dim is None or index is None:
+        raise UnsupportedError(f"{op.name}: dim and index must be Ints ({ctx.where(op)})")
+    pid = ctx.plan_ids.get(x_id)
+    if pid is None or pid not in getattr(ctx.dyn, "plan_inputs", ()):
+        raise UnsupportedError(f"{op.name} ({ctx.where(op)}) reads value {x_id}, which is "
+                               "computed on the GPU; pte-webgpu reads SymInts only from the "
+                               "method's inputs")
+    rank = len(x.shape)
+    if not -rank <= dim < rank:
+        raise FormatError(f"{op.name}: dim {dim} is out of range for {list(x.shape)}",
+                          field=ctx.where(op))
+    dim %= rank
+    where, graph = ctx.where(op), ctx.graph_key
+
+    def step(env):
+        host = env.host_inputs[pid]
+        shape = env.shape(graph, x_id, x.shape)
+        if not -shape[dim] <= index < shape[dim]:
+            raise InputError(f"{where}: index {index} is out of range for the input's shape "
+                             f"{list(shape)}")
+        flat = _flat_offset(shape, dim, index % shape[dim])
+        item = host.dtype.itemsize
+        raw = bytes(host.memoryview()[flat * item:(flat + 1) * item])
+        env.values[key] = int.from_bytes(raw, "little", signed=True)
+    ctx.dyn.steps.append(step)
+    ctx.note_kernel(op, runs_on="host")
+
+
+@register("sym_size.int", reference=reference_sym_size, args=3)
+async def build_sym_size(ctx, op):
+    t_id, dim_id, out_id = ctx.args(op, 3)
+    key = _symint_out(ctx, op, out_id)
+    t = ctx.tensor(t_id, op)
+    dim = _int_arg(ctx, op, dim_id)
+    if dim is None or not -len(t.shape) <= dim < len(t.shape):
+        raise FormatError(f"{op.name}: dim must be an Int within rank {len(t.shape)}",
+                          field=ctx.where(op))
+    dim %= len(t.shape)
+    graph = ctx.graph_key
+
+    def step(env):
+        env.values[key] = int(env.shape(graph, t_id, t.shape)[dim])
+    ctx.dyn.steps.append(step)
+    ctx.note_kernel(op, runs_on="host")
+
+
+@register("add", reference=reference_symint_add, args=3)
+async def build_symint_add(ctx, op):
+    a_id, b_id, out_id = ctx.args(op, 3)
+    key = _symint_out(ctx, op, out_id)
+    parts = []
+    for vid in (a_id, b_id):
+        static = _int_arg(ctx, op, vid)
+        parts.append((static, ("sym", ctx.graph_key, vid)))
+    where = ctx.where(op)
+
+    def step(env):
+        total = 0
+        for static, k in parts:
+            if static is None and k not in env.values:
+                raise UnsupportedError(f"{where}: SymInt {k[2]} is read before it is set")
+            total += static if static is not None else int(env.values[k])
+        env.values[key] = total
+    ctx.dyn.steps.append(step)
+    ctx.note_kernel(op, runs_on="host")

@@ -1,0 +1,45 @@
+// Element gathers, one invocation per output element (bound shapes; padded layout).
+// Entry `take`: out[o, r, c] = src[o, idx[r], c] (aten.index.Tensor along one dim; a
+// negative index counts from the end, one outside the dim gives 0 where torch raises).
+// Entry `strided`: out[o, j, c] = src[o, start + j * step, c] (slice_copy, select_copy);
+// start is read at execute from `ints`, so SymInt bounds and index -1 of a dynamic dim
+// need no new recording. `word` is the stored element: f32/f16 (the float kernel), or
+// u32 for 4-byte integers and bools (moved as bits, never through a float).
+override wg_size: u32 = 64;
+
+fn read_at(o: u32, row: i32, c: u32) -> word {
+  if (row < 0 || u32(row) >= params.in_len) {
+    return word(0);
+  }
+  return src[(o * params.in_len + u32(row)) * params.inner + c];
+}
+
+@compute @workgroup_size(wg_size)
+fn take(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = flat_index(gid, groups);
+  if (i >= params.numel) {
+    return;
+  }
+  let c = i % params.inner;
+  let t = i / params.inner;
+  let r = t % params.out_len;
+  var row = idx[r];
+  if (row < 0) {
+    row += i32(params.in_len);
+  }
+  out[i] = read_at(t / params.out_len, row, c);
+}
+
+@compute @workgroup_size(wg_size)
+fn strided(@builtin(global_invocation_id) gid: vec3<u32>,
+           @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = flat_index(gid, groups);
+  if (i >= params.numel) {
+    return;
+  }
+  let c = i % params.inner;
+  let t = i / params.inner;
+  let j = t % params.out_len;
+  out[i] = read_at(t / params.out_len, ints[params.start_slot] + i32(j * params.step), c);
+}

@@ -1,0 +1,57 @@
+"""Decoder language models run step by step in Pyodide on headless Chromium's WebGPU
+and match eager torch (the same checks as tests/native/test_decoders.py)."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.decoders import INDEX, NAMES, check_report
+
+pytestmark = pytest.mark.browser
+
+HERE = Path(__file__).parent
+SUPPORT = (HERE / "page_support.py").read_text()
+CHECK = (HERE.parent / "decoder_check.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def page(browser_session):
+    browser_session.run_python(SUPPORT)
+    browser_session.run_python(CHECK)
+    return browser_session
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_decoder_steps_match_torch_in_the_browser(page, name):
+    report = page.run_python(
+        f"await decoder_report(await runtime(), "
+        f"await fetch_bytes('/fixtures/decoders/{name}.pte'), "
+        f"await fetch_bytes('/fixtures/decoders/{name}.npz'))")
+    check_report(name, report)
+
+
+def test_dynamic_rows_and_constant_methods_in_the_browser(page):
+    name = "dyn_mlp_constmethods"
+    got = page.run_python(f"""
+from pte_webgpu import steps as _steps
+_arrays = npy.read_npz(await fetch_bytes('/fixtures/decoders/{name}.npz'))
+_mode, _calls = _steps.plan_calls(_arrays)
+_program = await (await runtime()).load_program(
+    await fetch_bytes('/fixtures/decoders/{name}.pte'))
+try:
+    _method = _program.load_method()
+    _rows = []
+    for _k, _inputs in enumerate(_calls):
+        _out = (await _method.execute(_inputs))[0]
+        _rows.append([list(_out.shape), max_errors(_out, _arrays[f"step{{_k}}_out0"])[0]])
+    _consts = {{n: (await _program.load_method(n).execute([]))[0]
+               for n in {sorted(INDEX[name]["constant_methods"])!r}}}
+finally:
+    _program.close()
+[_rows, _consts]
+""")
+    rows, consts = got
+    assert consts == INDEX[name]["constant_methods"]
+    assert len({r[0][0] for r in rows}) > 4
+    for shape, err in rows:
+        assert err <= 1e-5, rows

@@ -1,0 +1,65 @@
+"""Run one test decoder (tests/fixtures/decoders) step by step and measure it against
+eager torch's stepwise reference. Pure Python on pte_webgpu's own Tensor type (no numpy),
+so the same code runs natively and, sent as text, inside the Pyodide page.
+
+``await decoder_report(rt, pte_bytes, npz_bytes)`` returns a dict: per step the largest
+absolute error and the argmax of every logits row (ours, torch's); the error of step 0
+run again after ``method.reset()``; and, for a program with state, the error of step 1
+run right after the reset without step 0 (large when the state really carries over).
+A program that does not load gives ``{"unsupported": message}``.
+"""
+
+import struct
+
+import pte_webgpu
+from pte_webgpu import steps
+from pte_webgpu.formats import npy
+
+
+def _floats(t):
+    data = t.tobytes()
+    return struct.unpack(f"<{len(data) // t.dtype.itemsize}{t.dtype.struct_code}", data)
+
+
+def _max_error(got, want):
+    a, b = _floats(got), _floats(want)
+    if len(a) != len(b) or tuple(got.shape) != tuple(want.shape):
+        return float("inf")
+    return max((abs(x - y) for x, y in zip(a, b)), default=0.0)
+
+
+def _argmaxes(t):
+    """The argmax of each row (last axis) of a logits tensor."""
+    values, width = _floats(t), t.shape[-1]
+    return [max(range(width), key=lambda j, r=r: values[r * width + j])
+            for r in range(len(values) // width)]
+
+
+async def decoder_report(rt, pte, npz):
+    arrays = npy.read_npz(npz, "reference")
+    mode, calls = steps.plan_calls(arrays)
+    wants = [[arrays[f"step{k}_out{j}"] for j in range(len(arrays))
+              if f"step{k}_out{j}" in arrays] for k in range(len(calls))]
+    try:
+        program = await rt.load_program(pte)
+    except pte_webgpu.UnsupportedError as e:
+        return {"unsupported": str(e)}
+    try:
+        method = program.load_method("forward")
+        report = {"mode": mode, "errors": [], "argmax": [], "want_argmax": [],
+                  "state": method.state.labels()}
+        for inputs, want in zip(calls, wants):
+            outs = await method.execute(inputs, as_numpy=False)
+            report["errors"].append(max(_max_error(o, w) for o, w in zip(outs, want)))
+            report["argmax"].append(_argmaxes(outs[0]))
+            report["want_argmax"].append(_argmaxes(want[0]))
+        method.reset()
+        outs = await method.execute(calls[0], as_numpy=False)
+        report["reset_error"] = max(_max_error(o, w) for o, w in zip(outs, wants[0]))
+        if len(calls) > 1:
+            method.reset()
+            outs = await method.execute(calls[1], as_numpy=False)
+            report["skip_step0_error"] = max(_max_error(o, w) for o, w in zip(outs, wants[1]))
+        return report
+    finally:
+        program.close()

@@ -1,0 +1,50 @@
+"""The test decoders (tests/fixtures/decoders, made by make_decoders.py) and what a run of
+one must show, shared by the native and the browser tests."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pte_webgpu.ops.registry import supported_ops
+from pte_webgpu.runtime.plan_graph import kernel_op_name
+
+DECODERS = Path(__file__).resolve().parent / "fixtures" / "decoders"
+INDEX = json.loads((DECODERS / "index.json").read_text())
+NAMES = sorted(n for n, e in INDEX.items() if e.get("kind") != "dynamic-shape")
+
+
+def needed_ops(name: str) -> set[str]:
+    ops = set()
+    for method in INDEX[name]["methods"].values():
+        for d in method["delegates"]:
+            ops |= set(d.get("vk_ops", {}))
+        for kernel in method["kernels"]:
+            base, overload = kernel.split(".", 1) if "." in kernel else (kernel, "out")
+            ops.add(kernel_op_name(base, overload))
+    return ops
+
+
+def missing_ops(name: str) -> set[str]:
+    return needed_ops(name) - set(supported_ops())
+
+
+def check_report(name: str, report: dict) -> None:
+    """Every step within the tolerance with torch's argmax; reset restores step 0; state
+    carries over. A decoder with ops not in the table must fail at load naming one."""
+    missing = missing_ops(name)
+    if "unsupported" in report:
+        message = report["unsupported"]
+        assert missing, f"{name} should load: {message}"
+        assert any(repr(op) in message for op in missing), message
+        pytest.xfail(f"waits for ops {sorted(missing)}: {message[:160]}")
+    assert not missing, f"{name} loaded although {sorted(missing)} are not in the table"
+    tol = INDEX[name]["tolerance"]
+    assert len(report["errors"]) == INDEX[name]["steps"] >= 7
+    for k, err in enumerate(report["errors"]):
+        assert err <= tol, (k, report["errors"])
+    assert report["argmax"] == report["want_argmax"]
+    assert report["reset_error"] <= tol
+    if report["state"]:
+        # without step 0 the cache lacks its row: far off, where the real run is close
+        assert report["skip_step0_error"] > 10 * max(report["errors"]) + 1e-3, report

@@ -1,0 +1,169 @@
+"""The decoder ops on graphs built by hand, natively, against numpy: RoPE (interleaved, HF
+with a partial rotation and a start position), sdpa_with_kv_cache (GQA, a prefill at a
+start position over a filled cache), index/select/slice on float and 4-byte words."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pte_webgpu import dtypes
+from pte_webgpu.gpu.interface import Recording
+from pte_webgpu.graph import Graph, ListValue, TensorValue
+from pte_webgpu.runtime.build import Resources, build_delegate, upload
+from pte_webgpu.runtime.dynamic import DynamicEnv
+from tests.native.gpu_thread import run_sync
+from tests.native.test_ops import G, rand
+
+
+@pytest.fixture(scope="module")
+def device():
+    from pte_webgpu.errors import GpuError
+    from pte_webgpu.gpu.native import NativeDevice
+    try:
+        dev = run_sync(NativeDevice.create())
+    except GpuError as e:
+        pytest.skip(f"no native adapter: {e}")
+    yield dev
+    dev.close()
+
+
+class DG(G):
+    """G with the Method's execute-time integers attached (runtime/dynamic.py)."""
+
+    def values_list(self, items) -> int:
+        return self._add(ListValue("value_list", tuple(items)))
+
+    def state_const(self, array) -> int:
+        vid = self.const(array)
+        t = self.values[vid]
+        self.values[vid] = TensorValue(t.dtype, t.shape, constant_id=t.constant_id, mem_obj_id=0)
+        return vid
+
+    def run(self, gpu, *outputs):
+        self.outputs = list(outputs)
+        return run_sync(self._run_dyn(gpu))
+
+    async def _run_dyn(self, gpu):
+        from types import SimpleNamespace
+
+        from pte_webgpu.formats import NamedData
+
+        graph = Graph(self.values, self.ops, self.inputs, self.outputs, self.constants)
+        vk = SimpleNamespace(graph=graph, constant_bytes=memoryview(bytes(self.blob)))
+        resources, env = Resources(gpu), DynamicEnv()
+        try:
+            io = {vid: resources.buffer(self.storage.nbytes(self.values[vid]), f"io {vid}")
+                  for vid in self.inputs + self.outputs}
+            recording = Recording()
+
+            def setup(ctx):
+                ctx.dyn, ctx.graph_key = env, 1
+            await build_delegate(gpu, vk, NamedData(None), io, resources, recording, {},
+                                 "test", self.options, storage=self.storage, setup=setup)
+            for buf, data in env.run(recording):
+                upload(gpu, buf, data)
+            for vid, array in zip(self.inputs, self.feeds):
+                if array.size:
+                    upload(gpu, io[vid], array.tobytes())
+            outs = [(io[v], self.storage.nbytes(self.values[v])) for v in self.outputs]
+            staging = resources.buffer(sum(s for _, s in outs), "staging", ("map_read", "copy_dst"))
+            raw, _ = await gpu.run(recording, outs, staging)
+            return [np.frombuffer(data, self._np_storage(self.values[v].dtype))
+                    [:self.values[v].numel].reshape(self.values[v].shape)
+                    for data, v in zip(raw, self.outputs)]
+        finally:
+            resources.release()
+
+
+def _rope_interleaved(x, cos, sin):
+    xr, xi = x[..., 0::2], x[..., 1::2]
+    c, s = cos[None, :, None, :], sin[None, :, None, :]
+    out = np.empty_like(x)
+    out[..., 0::2] = xr * c - xi * s
+    out[..., 1::2] = xr * s + xi * c
+    return out
+
+
+def _rope_hf(x, cos, sin, start):
+    rot = cos.shape[-1]
+    rows = slice(start, start + x.shape[1])
+    c, s = cos[rows][None, :, None, :], sin[rows][None, :, None, :]
+    r = x[..., :rot]
+    half = rot // 2
+    rotated = np.concatenate([-r[..., half:], r[..., :half]], -1)
+    return np.concatenate([r * c + rotated * s, x[..., rot:]], -1)
+
+
+def test_rotary_interleaved_q_and_k_with_gqa_heads(device):
+    g = DG()
+    xq, xk = rand(1, 3, 4, 8), rand(1, 3, 2, 8)
+    cos, sin = rand(3, 4), rand(3, 4)
+    qi, ki, ci, si = g.input(xq), g.input(xk), g.input(cos), g.input(sin)
+    qo, ko = g.tensor(xq.shape), g.tensor(xk.shape)
+    g.op("et_vk.apply_rotary_emb.default", qi, ki, ci, si, g.values_list([qo, ko]))
+    got_q, got_k = g.run(device, qo, ko)
+    np.testing.assert_allclose(got_q, _rope_interleaved(xq, cos, sin), atol=1e-5)
+    np.testing.assert_allclose(got_k, _rope_interleaved(xk, cos, sin), atol=1e-5)
+
+
+def test_rotary_hf_partial_rotation_from_a_start_row(device):
+    g = DG()
+    xq, xk = rand(1, 2, 3, 10), rand(1, 2, 1, 10)
+    cos, sin = rand(9, 6), rand(9, 6)  # full tables, 6 of 10 dims rotate
+    qi, ki, ci, si = g.input(xq), g.input(xk), g.input(cos), g.input(sin)
+    qo, ko = g.tensor(xq.shape), g.tensor(xk.shape)
+    g.op("et_vk.apply_rotary_emb_hf.default", qi, ki, ci, si, g.int(5), g.values_list([qo, ko]))
+    got_q, got_k = g.run(device, qo, ko)
+    np.testing.assert_allclose(got_q, _rope_hf(xq, cos, sin, 5), atol=1e-5)
+    np.testing.assert_allclose(got_k, _rope_hf(xk, cos, sin, 5), atol=1e-5)
+
+
+def test_sdpa_with_kv_cache_prefill_at_a_start_position(device):
+    """3 new rows at position 4 of a 10-row cache whose first 4 rows hold earlier keys;
+    8 query heads over 2 KV heads; causal within the new rows."""
+    g = DG()
+    s, h, hkv, d, t, start = 3, 8, 2, 16, 10, 4
+    q, k, v = rand(1, s, h, d), rand(1, s, hkv, d), rand(1, s, hkv, d)
+    kc, vc = np.zeros((1, t, hkv, d), np.float32), np.zeros((1, t, hkv, d), np.float32)
+    kc[:, :start], vc[:, :start] = rand(1, start, hkv, d), rand(1, start, hkv, d)
+    qi, ki, vi = g.input(q), g.input(k), g.input(v)
+    kci, vci = g.state_const(kc), g.state_const(vc)
+    out = g.tensor(q.shape)
+    g.op("sdpa_with_kv_cache.default", qi, ki, vi, kci, vci, g.int(start), g.int(1), g.null(),
+         g.int(0), g.bool(True), g.null(), out)
+    (got,) = g.run(device, out)
+    kc[:, start:start + s], vc[:, start:start + s] = k, v
+    want = np.zeros_like(q, dtype=np.float64)
+    for i in range(s):
+        for head in range(h):
+            kv = head // (h // hkv)
+            keys, vals = kc[0, :start + i + 1, kv], vc[0, :start + i + 1, kv]
+            scores = keys.astype(np.float64) @ q[0, i, head] / np.sqrt(d)
+            w = np.exp(scores - scores.max())
+            want[0, i, head] = (w / w.sum()) @ vals
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [dtypes.FLOAT32, dtypes.INT32, dtypes.BOOL])
+def test_select_and_slice_on_floats_and_words(device, dtype):
+    g = DG()
+    x = (np.arange(60).reshape(3, 4, 5) % 3 == 1) if dtype is dtypes.BOOL else \
+        (np.arange(60).reshape(3, 4, 5) * 7 - 100).astype(dtype.name)
+    xi = g.input(x, dtype)
+    last = g.op("aten.select_copy.int", xi, g.int(1), g.int(-1), g.tensor((3, 5), dtype=dtype))
+    sl = g.op("aten.slice_copy.Tensor", xi, g.int(2), g.int(-4), g.int(100), g.int(2),
+              g.tensor((3, 4, 2), dtype=dtype))
+    got_last, got_slice = g.run(device, last, sl)
+    np.testing.assert_array_equal(got_last.astype(x.dtype), x[:, -1])
+    np.testing.assert_array_equal(got_slice.astype(x.dtype), x[:, :, -4:100:2])
+
+
+def test_index_tensor_rows_and_a_negative_index(device):
+    g = DG()
+    table = rand(7, 6)
+    idx = np.array([[3, -1], [0, 6]], np.int32)
+    ti, ii = g.input(table), g.input(idx, dtypes.INT32)
+    out = g.op("aten.index.Tensor", ti, g.values_list([ii]), g.tensor((2, 2, 6)))
+    (got,) = g.run(device, out)
+    np.testing.assert_array_equal(got, table[idx])

@@ -21,8 +21,8 @@ from ..graph import ListValue, Scalar
 from . import cpu
 from .binary import gather
 from .common import (check_rank, contiguous_strides, int_arg, int_list_arg, normalize_dim,
-from .exec_ints import same_places
                      normalize_dims, same_numel)
+from .exec_ints import same_places
 from . import sizes
 from .registry import define, register
 from .unary import round_to_half

@@ -1,6 +1,8 @@
 """pte-webgpu: run ExecuTorch Vulkan-delegated programs on WebGPU from Python."""
 
 from .errors import (
+    BudgetError,
+    ClosedError,
     DataTooSmallError,
     DeviceLostError,
     FormatError,
@@ -24,7 +26,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Method", "MethodMeta", "Program", "Runtime", "RuntimeOptions", "Tensor", "TensorInfo",
     "operator_names",
-    "DataTooSmallError", "DeviceLostError", "FormatError", "GpuError", "GpuLimitError",
+    "BudgetError", "ClosedError", "DataTooSmallError", "DeviceLostError", "FormatError",
+    "GpuError", "GpuLimitError",
     "GpuValidationError", "InputError", "MissingDataError", "PteError", "ShaderCompileError",
     "UnsupportedError", "__version__",
 ]

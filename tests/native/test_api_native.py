@@ -49,7 +49,7 @@ def test_with_runtime_closes_every_program():
 
 
 def test_bad_options_fail_before_any_device():
-    with pytest.raises(pte_webgpu.InputError, match="valid options: float16, variants"):
+    with pytest.raises(pte_webgpu.InputError, match="valid options: float16, variants, max_alloc_bytes"):
         run_sync(pte_webgpu.Runtime.create("native", options={"float_16": "f32"}))
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Callable
 
+from .. import f32
 from ..errors import FormatError
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
 from . import cpu
@@ -99,7 +100,8 @@ async def build(ctx, op):
     row = TABLE[ROW[op.name]]
     if row.alpha:
         a_id, b_id, alpha_id, out_id = ctx.args(op, 4)
-        alpha = ctx.float_scalar(alpha_id, 1.0)
+        alpha = f32.checked_f32(ctx.float_scalar(alpha_id, 1.0), f"{op.name}: alpha",
+                                lambda m: FormatError(m, field=ctx.where(op)))
     else:
         (a_id, b_id, out_id), alpha = ctx.args(op, 3), 1.0
     a, b, out = (ctx.float_tensor(i, op) for i in (a_id, b_id, out_id))

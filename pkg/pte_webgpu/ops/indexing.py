@@ -64,11 +64,13 @@ def reference_slice(read, values, args):
 PARAMS = Uniform(("numel", "u32"), ("inner", "u32"), ("out_len", "u32"), ("in_len", "u32"),
                  ("step", "u32"), ("start_slot", "u32"))
 _BINDINGS = (Binding(0, "src", type="word"), Binding(1, "idx", type="i32"),
-             Binding(2, "out", "read_write", type="word"), Binding(3, "ints", type="i32"))
-KERNEL = Kernel("indexing", _BINDINGS, PARAMS, snippets=("flat_index",),
+             Binding(2, "out", "read_write", type="word"), Binding(3, "ints", type="i32"),
+             # ids out of range: count, claimed, position, value (runtime/id_checks.py)
+             Binding(5, "flag", "read_write", type="atomic<u32>"))
+KERNEL = Kernel("indexing", _BINDINGS, PARAMS, uniform_binding=4, snippets=("flat_index",),
                 generated="alias word = elem;")
-WORDS = Kernel("indexing", _BINDINGS, PARAMS, snippets=("flat_index",), half=False,
-               generated="alias word = u32;", name="indexing_u32")  # int32, int64, bool
+WORDS = Kernel("indexing", _BINDINGS, PARAMS, uniform_binding=4, snippets=("flat_index",),
+               half=False, generated="alias word = u32;", name="indexing_u32")  # 4-byte words
 
 
 async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len, step,
@@ -84,7 +86,8 @@ async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len
                                      in_len=in_len, step=step, start_slot=start_slot),
                          f"{op.name} params")
     # each entry binds what it uses: `take` the index tensor, `strided` the start slot
-    extra = [(1, idx_id)] if entry == "take" else [(3, ints)]
+    extra = [(1, idx_id), (5, ctx.id_check(idx_id, in_len, op, negative=True))] \
+        if entry == "take" else [(3, ints)]
     ctx.dispatch(op, pipeline, [(0, src_id), (2, out_id), (4, params)] + extra,
                  ctx.grid(-(-out.numel // wg)))
     follow_actual_size(ctx, out_id, wg)

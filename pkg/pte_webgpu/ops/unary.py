@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from .. import f32
 from ..errors import FormatError, UnsupportedError
 from ..graph import Null, Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
@@ -60,22 +61,26 @@ def _pow_scalars(values, args, where):
     return {"row": row, "a": e, "flag": is_int, "odd": odd}
 
 
-def clamp_bounds(low, high) -> tuple[float, float]:
-    """float32 (min, max) from Int/Double values or None (no bound: -inf / +inf)."""
-    return (-math.inf if low is None else cpu.to_f32(float(low)),
-            math.inf if high is None else cpu.to_f32(float(high)))
+def clamp_bounds(low, high, error=FormatError) -> tuple[float, float]:
+    """float32 (min, max) from Int/Double values or None (no bound: -inf / +inf); a
+    finite bound beyond float32 raises ``error``, as torch's Scalar.to<float>() does."""
+    return (-math.inf if low is None else f32.checked_f32(low, "clamp min", error),
+            math.inf if high is None else f32.checked_f32(high, "clamp max", error))
 
 
 def _clamp_scalars(values, args, where):
-    a, b = clamp_bounds(*(_number(values, i, where, optional=True) for i in args[1:3]))
+    a, b = clamp_bounds(*(_number(values, i, where, optional=True) for i in args[1:3]),
+                        error=lambda m: FormatError(m, field=where))
     return {"a": a, "b": b}
 
 
 def _add_scalars(values, args, where):
-    # torch rounds both scalars to the tensor's float32 before multiplying.
-    other = cpu.to_f32(float(_number(values, args[1], where)))
-    alpha = cpu.to_f32(float(_number(values, args[2], where, optional=True, default=1.0)))
-    return {"a": cpu.to_f32(alpha * other)}
+    # torch rounds both scalars to the tensor's float32 before multiplying: other as a
+    # tensor cast (beyond the range: inf), alpha checked (beyond the range: refused).
+    other = f32.to_f32(_number(values, args[1], where))
+    alpha = f32.checked_f32(_number(values, args[2], where, optional=True, default=1.0),
+                            "alpha", lambda m: FormatError(m, field=where))
+    return {"a": f32.to_f32(alpha * other)}
 
 
 def _gelu_scalars(values, args, where):
@@ -93,7 +98,8 @@ def _gelu_scalars(values, args, where):
 
 
 def _slope_scalars(values, args, where):
-    return {"a": cpu.to_f32(float(_number(values, args[1], where, optional=True, default=0.01)))}
+    return {"a": f32.checked_f32(_number(values, args[1], where, optional=True, default=0.01),
+                                 "negative_slope", lambda m: FormatError(m, field=where))}
 
 
 # --- reference math of one value ------------------------------------------------------

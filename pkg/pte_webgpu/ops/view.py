@@ -90,9 +90,16 @@ def _check_shape(ctx, op, out_id: int, want) -> None:
 
 
 def _reshape(ctx, op, x_id: int, out_id: int, want) -> None:
-    """out, of shape ``want``, holds x's elements in the same order."""
-    ctx.float_tensor(x_id, op)
-    ctx.float_tensor(out_id, op)
+    """out, of shape ``want``, holds x's elements in the same order: float tensors, or
+    integer ids (int32/int64, both held as int32) that a view only moves as bytes."""
+    x, out = ctx.tensor(x_id, op), ctx.tensor(out_id, op)
+    if x.dtype is not None and x.dtype.name in ("int32", "int64"):
+        ctx.int_tensor(out_id, op)
+    else:
+        ctx.float_tensor(x_id, op)
+        ctx.float_tensor(out_id, op)
+    if out.dtype is not None and out.dtype.name in ("int32", "int64"):
+        ctx.int_tensor(x_id, op)
     same_numel(ctx, op, x_id, out_id)
     _check_shape(ctx, op, out_id, want)
     ctx.view(op, x_id, out_id)

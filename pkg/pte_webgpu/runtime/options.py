@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 
 from ..errors import InputError, UnsupportedError
 from ..ops import variants as kernel_variants
+from .budget import DEFAULT_MAX_ALLOC_BYTES, DEFAULT_MAX_OPS
 
 FLOAT16_CHOICES = ("auto", "f32")
 
@@ -27,8 +28,16 @@ class RuntimeOptions(Mapping):
     # Forced kernel variants, {op family: variant name}, e.g. {"rms_norm": "tree-64"};
     # families and names: pte_webgpu.ops.variants.families() (README lists them).
     variants: Mapping = field(default_factory=dict)
+    # Bytes of GPU buffers one program may hold (runtime/budget.py, validate.py).
+    max_alloc_bytes: int = DEFAULT_MAX_ALLOC_BYTES
+    # Ops one load may build (each delegate call builds its graph's ops again).
+    max_ops: int = DEFAULT_MAX_OPS
 
     def __post_init__(self):
+        for name in ("max_alloc_bytes", "max_ops"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InputError(f"option {name}={value!r}: use a positive integer")
         _check_type("float16", self.float16, str)
         if self.float16 not in FLOAT16_CHOICES:
             raise InputError(f"option float16={self.float16!r}: use one of "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 
 from .. import formats
+from ..errors import ClosedError
 from .options import RuntimeOptions
 from .program import Program
 
@@ -29,6 +30,7 @@ class Runtime:
         self.device = device
         self.options = options  # checked by the setter: RuntimeOptions
         self.programs: list[Program] = []
+        self.closed = False
 
     @classmethod
     async def create(cls, backend: str = "auto", options: dict | None = None) -> "Runtime":
@@ -65,6 +67,8 @@ class Runtime:
     async def load_program(self, pte, data_files=()) -> Program:
         """Parse ``pte`` (bytes-like) with external ``.ptd`` files (bytes or (name, bytes))
         and build every method on the GPU."""
+        if self.closed:
+            raise ClosedError("this Runtime is closed; create a new one to load programs")
         program = Program(self, formats.open_program(pte, data_files))
         await program._build()
         self.programs.append(program)
@@ -77,8 +81,11 @@ class Runtime:
         self.close()
 
     def close(self) -> None:
-        """Close every program, then the device."""
-        for p in self.programs:
+        """Close every program loaded from this Runtime, then the device."""
+        if self.closed:
+            return
+        self.closed = True
+        for p in list(self.programs):  # Program.close removes itself from the list
             p.close()
         self.programs.clear()
         self.device.close()

@@ -34,7 +34,7 @@ class Timer:
 
     def __init__(self, dev):
         self.dev = dev
-        self.timestamps = "timestamp-query" in dev.info.features
+        self.timestamps = dev.info.traits.timestamps
 
     async def wall(self, steps) -> float:
         """Seconds for ``steps`` (one compute pass each) submitted at once, until the
@@ -102,7 +102,7 @@ def _floats(n: int, seed: int) -> bytes:
 
 
 async def bench_shape(device, rows: int, width: int, variants=None, copies=True,
-                      forced_env: str = rms_norm.ENV_VAR) -> list[dict]:
+                      forced_env: str = rms_norm.VARIANTS.env_var) -> list[dict]:
     timer = Timer(device)
     n = rows * width
     f32 = dtypes.FLOAT32

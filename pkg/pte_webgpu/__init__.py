@@ -16,12 +16,16 @@ from .errors import (
     UnsupportedError,
 )
 
+from .method_meta import MethodMeta, TensorInfo
+from .ops.registry import operator_names
 from .runtime import Method, Program, Runtime, Tensor
+from .runtime.options import RuntimeOptions
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Method", "Program", "Runtime", "Tensor",
+    "Method", "MethodMeta", "Program", "Runtime", "RuntimeOptions", "Tensor", "TensorInfo",
+    "operator_names",
     "BudgetError", "ClosedError", "DataTooSmallError", "DeviceLostError", "FormatError",
     "GpuError", "GpuLimitError",
     "GpuValidationError", "InputError", "MissingDataError", "PteError", "ShaderCompileError",

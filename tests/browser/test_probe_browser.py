@@ -29,10 +29,11 @@ async def probe(index, options):
     ptds = [(name, await fetch_bytes(f"/probe/{index}-{k}.ptd"))
             for k, name in enumerate(PTD_NAMES[index])]
     arrays = npy.read_npz(await fetch_bytes(f"/probe/{index}.npz"))
-    saved, rt.options = rt.options, dict(rt.options, **options)
+    saved = rt.options
     before = rt.device.live_buffer_count
     program, worst = None, None
     try:
+        rt.options = dict(saved, **options)  # RuntimeOptions checks them here
         program = await rt.load_program(pte, ptds)
         method = program.load_method()
         ins = [arrays[k] for k in sorted(arrays) if k.startswith("in")]

@@ -57,11 +57,11 @@ async def rms_variant(variant, rows, width, x_b64, w_b64, eps):
 
 
 async def fixture_with_variant(variant, name, ptd_files):
-    os.environ[rms_norm.ENV_VAR] = variant
+    os.environ[rms_norm.VARIANTS.env_var] = variant
     try:
         return await run_fixture(name, ptd_files)
     finally:
-        del os.environ[rms_norm.ENV_VAR]
+        del os.environ[rms_norm.VARIANTS.env_var]
 
 
 def adapter_supports(variant):

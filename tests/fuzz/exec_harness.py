@@ -89,7 +89,7 @@ async def run_case(rt, rng: random.Random, base: Base) -> ExecResult:
     program = None
     try:
         program = await rt.load_program(pte, base.ptds)
-        method = program.load_method((program.method_names or ["forward"])[0])
+        method = program.load_method((sorted(program.method_names) or ["forward"])[0])
         await method.execute(_inputs(method, rng))
         outcome = "ok"
     except PteError as e:

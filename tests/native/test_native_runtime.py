@@ -26,7 +26,7 @@ def test_runtime_options_force_a_kernel_variant():
     import pte_webgpu
 
     async def go():
-        rt = await pte_webgpu.Runtime.create("native", options={"rms_norm_variant": "tree-64"})
+        rt = await pte_webgpu.Runtime.create("native", options={"variants": {"rms_norm": "tree-64"}})
         try:
             program = await rt.load_program((FIXTURES / "rmsnorm_4x128_eps1e-6.pte").read_bytes())
             kernels = program.load_method().kernels

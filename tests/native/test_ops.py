@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 import struct
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from pte_webgpu import dtypes
-from pte_webgpu.errors import FormatError, UnsupportedError
+from pte_webgpu.errors import FormatError, InputError, UnsupportedError
 from pte_webgpu.formats import NamedData
 from pte_webgpu.gpu.interface import Recording
 from pte_webgpu.graph import ConstantRef, Graph, ListValue, Null, OpCall, Scalar, TensorValue
@@ -40,6 +41,8 @@ class Limited:
 
     def __init__(self, device, **limits):
         self._device, self._limits = device, limits
+        # Kernels size workgroups from info.traits: lower the limits there too.
+        self.info = replace(device.info, limits={**device.info.limits, **limits})
 
     def __getattr__(self, name):
         return getattr(self._device, name)
@@ -148,7 +151,7 @@ def close(got, want, tol=1e-5):
 
 # --- matmul ----------------------------------------------------------------------------
 def _linear(device, x, w, b, variant=None):
-    g = G(options={"matmul_variant": variant} if variant else None)
+    g = G(options={"variants": {"matmul": variant}} if variant else None)
     xi, wi = g.input(x), g.const(w)
     bi = g.const(b) if b is not None else g.null()
     out = g.op("aten.linear.default", xi, wi, bi, g.tensor(x.shape[:-1] + (w.shape[0],)))
@@ -204,7 +207,8 @@ def test_linear_dot_form_on_a_folded_grid(device):
 
 
 def test_linear_refuses_an_unknown_variant(device):
-    with pytest.raises(UnsupportedError, match="matmul variant 'fast'"):
+    # refused where the options are read, naming the valid ones
+    with pytest.raises(InputError, match="matmul variant 'fast': use one of tiled, dot"):
         _linear(device, rand(2, 3), rand(4, 3), None, "fast")
 
 
@@ -219,7 +223,7 @@ def _softmax(x, dim):
 @pytest.mark.parametrize("form", ["tree", "lines"])
 def test_softmax_over_any_dim(device, shape, dim, form):
     x = rand(*shape, scale=3.0)
-    g = G(options={"reduce_variant": form})
+    g = G(options={"variants": {"reduce": form}})
     out = g.op("aten._softmax.default", g.input(x), g.int(dim), g.bool(False), g.tensor(shape))
     (got,) = g.run(device, out)
     close(got, _softmax(x, dim))
@@ -229,7 +233,7 @@ def test_softmax_over_any_dim(device, shape, dim, form):
 def test_softmax_is_exact_for_large_logits(device, form):
     x = np.array([[1000.0, 999.0, -1000.0, 0.0], [-5e4, -5e4 + 1, -5e4 + 2, 88.0],
                   [3e38, 3e38, -3e38, 1.0]], np.float32)
-    g = G(options={"reduce_variant": form})
+    g = G(options={"variants": {"reduce": form}})
     out = g.op("aten._softmax.default", g.input(x), g.int(1), g.bool(False), g.tensor(x.shape))
     (got,) = g.run(device, out)
     close(got, _softmax(x, 1))
@@ -245,7 +249,7 @@ def test_mean_over_any_dims(device, shape, dims, keep, form):
     x = rand(*shape)
     axis = tuple(dims) if dims else None
     want = x.astype(np.float64).mean(axis=axis, keepdims=keep)
-    g = G(options={"reduce_variant": form})
+    g = G(options={"variants": {"reduce": form}})
     out = g.op("aten.mean.dim", g.input(x), g.ints(dims), g.bool(keep), g.null(),
                g.tensor(np.shape(want)))
     (got,) = g.run(device, out)
@@ -259,7 +263,7 @@ def test_reductions_with_small_workgroups_and_folded_grid(device, form, max_grou
     small = Limited(device, maxComputeInvocationsPerWorkgroup=8,
                     maxComputeWorkgroupsPerDimension=max_groups)
     x = rand(29, 33)
-    g = G(options={"reduce_variant": form})
+    g = G(options={"variants": {"reduce": form}})
     xi = g.input(x)
     mean = g.op("aten.mean.dim", xi, g.ints([1]), g.bool(False), g.null(), g.tensor((29,)))
     soft = g.op("aten._softmax.default", xi, g.int(0), g.bool(False), g.tensor(x.shape))

@@ -67,7 +67,7 @@ def test_linear_odd_shape(device, variant, k):  # noqa: F811
     if variant.startswith("gemvsg") and not {"subgroup", "subgroups"} & device.info.features:
         pytest.skip("the adapter has no subgroups")
     x, w, b = rand16(3, k), rand16(5, k, scale=0.2), rand16(5)
-    g = G(HALF, options={"matmul_variant": variant})
+    g = G(HALF, options={"variants": {"matmul": variant}})
     out = g.op("aten.linear.default", g.input(x, F16), g.const(w, F16), g.const(b, F16),
                g.tensor((3, 5), dtype=F16))
     (got,) = g.run(device, out)

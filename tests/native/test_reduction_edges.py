@@ -24,7 +24,7 @@ def float64_rms_norm(x, w, eps=0.0):
 
 def _run(name, variant):
     async def go():
-        options = {"rms_norm_variant": variant} if variant else {}
+        options = {"variants": {"rms_norm": variant}} if variant else {}
         rt = await pte_webgpu.Runtime.create("native", options=options)
         try:
             program = await rt.load_program((FIXTURES / "edge" / f"{name}.pte").read_bytes())

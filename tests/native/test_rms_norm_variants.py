@@ -102,12 +102,12 @@ def test_overflowing_sum_is_rescaled_to_the_float64_result(runtime, variant):
 
 
 def test_the_choice_is_recorded(runtime, monkeypatch):
-    monkeypatch.delenv(rms_norm.ENV_VAR, raising=False)
+    monkeypatch.delenv(rms_norm.VARIANTS.env_var, raising=False)
     x, w = _data(4, 4096)
     _, kernels = run_sync(run_variant(runtime.device, None, x, w, 1e-6))
     want = rms_norm.choose(runtime.device.info, 4, 4096).name
     assert kernels[-1]["variant"] == want and kernels[-1]["picked"] == "auto"
-    monkeypatch.setenv(rms_norm.ENV_VAR, "tree-64")
+    monkeypatch.setenv(rms_norm.VARIANTS.env_var, "tree-64")
     _, kernels = run_sync(run_variant(runtime.device, None, x, w, 1e-6))
     assert kernels[-1]["variant"] == "tree-64" and kernels[-1]["picked"] == "forced"
 
@@ -117,7 +117,7 @@ def test_the_choice_is_recorded(runtime, monkeypatch):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_fixtures_with_the_variant_forced(runtime, variant, monkeypatch):
     _runnable(runtime, variant)
-    monkeypatch.setenv(rms_norm.ENV_VAR, variant)
+    monkeypatch.setenv(rms_norm.VARIANTS.env_var, variant)
     for entry in RMS_FIXTURES:
         outs, wants = run_fixture(runtime, entry["name"], entry.get("ptd_files", []))
         tol = tolerance(entry)

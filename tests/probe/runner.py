@@ -34,10 +34,10 @@ async def run(rt, case):
     subclass name, or "ESCAPE:<type>" for anything else."""
     made = case.build()
     saved = rt.options
-    rt.options = dict(saved, **made.options)
     t0 = time.perf_counter()
     program, outs, ins = None, None, None
     try:
+        rt.options = dict(saved, **made.options)  # RuntimeOptions checks them here
         program = await rt.load_program(made.pte, made.ptds)
         method = program.load_method()
         ins = inputs_for(method, case.fixture)

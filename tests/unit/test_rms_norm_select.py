@@ -6,6 +6,7 @@ from pte_webgpu.errors import UnsupportedError
 from pte_webgpu.gpu.interface import AdapterInfo
 from pte_webgpu.ops import rms_norm
 from pte_webgpu.ops.rms_norm import Variant, choose, parse
+from pte_webgpu.runtime.options import RuntimeOptions
 
 
 def adapter(backend="native", vendor="", arch="", desc="", fallback=False, features=(),
@@ -85,12 +86,12 @@ def test_rule_on_lavapipe_never_uses_subgroups():
     # CPU adapter (no barriers) but native: naga has no `enable subgroups;`.
     assert choose(LAVAPIPE, 2048, 4096).name == "row4-16"
     assert choose(LAVAPIPE, 1, 4096).name == "row4-16"
-    assert rms_norm.is_cpu(LAVAPIPE) and not rms_norm.has_subgroups(LAVAPIPE)
+    assert LAVAPIPE.traits.is_cpu and not LAVAPIPE.traits.subgroups
 
 
 def test_cpu_detection():
-    assert rms_norm.is_cpu(SWIFTSHADER) and not rms_norm.is_cpu(H200)
-    assert rms_norm.is_cpu(adapter(desc="SwiftShader Device (Subzero)"))
+    assert SWIFTSHADER.traits.is_cpu and not H200.traits.is_cpu
+    assert adapter(desc="SwiftShader Device (Subzero)").traits.is_cpu
 
 
 @pytest.mark.parametrize("a", [SWIFTSHADER, LAVAPIPE, H200, BROWSER_GPU],
@@ -107,22 +108,41 @@ def test_candidates_and_choice_run_on_their_adapter(a, width):
         assert not any(v.vec4 for v in cands)
 
 
+class Ctx:
+    """What VARIANTS.pick reads and writes of a build context."""
+
+    def __init__(self, **options):
+        self.options = RuntimeOptions.of(options)
+        self.noted = {}
+
+    def note_kernel(self, op, **info):
+        self.noted = info
+
+
+def pick(adapter, rows, width, **options):
+    ctx = Ctx(**options)
+    variant = rms_norm.VARIANTS.pick(ctx, "op", lambda: choose(adapter, rows, width),
+                                     rms_norm.fitted(adapter, width))
+    assert ctx.noted == {"variant": variant.name, "picked": ctx.noted["picked"]}
+    return variant, ctx.noted["picked"]
+
+
 def test_forcing_by_environment_and_option(monkeypatch):
-    monkeypatch.delenv(rms_norm.ENV_VAR, raising=False)
-    assert rms_norm.resolve(H200, 512, 4096) == (parse("tree4-256"), "auto")
-    monkeypatch.setenv(rms_norm.ENV_VAR, "tree-64")
-    assert rms_norm.resolve(H200, 512, 4096, rms_norm.forced_variant()) == \
-        (parse("tree-64"), "forced")
+    monkeypatch.delenv(rms_norm.VARIANTS.env_var, raising=False)
+    assert pick(H200, 512, 4096) == (parse("tree4-256"), "auto")
+    monkeypatch.setenv(rms_norm.VARIANTS.env_var, "tree-64")
+    assert pick(H200, 512, 4096) == (parse("tree-64"), "forced")
     # An explicit build option wins over the environment.
-    forced = rms_norm.forced_variant({rms_norm.OPTION: "row4-64"})
-    assert rms_norm.resolve(H200, 512, 4096, forced)[0].name == "row4-64"
-    assert rms_norm.resolve(H200, 512, 4095, forced)[0].name == "row-64"
+    forced = {"variants": {"rms_norm": "row4-64"}}
+    assert pick(H200, 512, 4096, **forced)[0].name == "row4-64"
+    assert pick(H200, 512, 4095, **forced)[0].name == "row-64"
 
 
-def test_forcing_what_the_adapter_cannot_run_fails_clearly():
+def test_forcing_what_the_adapter_cannot_run_fails_clearly(monkeypatch):
     with pytest.raises(UnsupportedError, match="subgroups"):
-        rms_norm.resolve(H200, 8, 64, "sg4-4")
+        pick(H200, 8, 64, variants={"rms_norm": "sg4-4"})
     with pytest.raises(UnsupportedError, match="invocations"):
-        rms_norm.resolve(SWIFTSHADER, 8, 64, "tree4-1024")
+        pick(SWIFTSHADER, 8, 64, variants={"rms_norm": "tree4-1024"})
+    monkeypatch.setenv(rms_norm.VARIANTS.env_var, "fast")  # the environment is checked too
     with pytest.raises(UnsupportedError, match="unknown rms_norm variant"):
-        rms_norm.resolve(H200, 8, 64, "fast")
+        pick(H200, 8, 64)

@@ -7,6 +7,7 @@ load; the execute path touches only prebuilt JS handles.
 from __future__ import annotations
 
 from ..errors import (DeviceLostError, GpuError, GpuValidationError, ShaderCompileError)
+from .adapter import subgroup_sizes
 from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice
 
 
@@ -46,7 +47,9 @@ class BrowserDevice(GpuDevice):
             str(info.description or info.device or ""),
             bool(getattr(info, "isFallbackAdapter", False) or
                  getattr(adapter, "isFallbackAdapter", False)),
-            frozenset(features), limits)
+            frozenset(features), limits,
+            subgroup_sizes(getattr(info, "subgroupMinSize", None),
+                           getattr(info, "subgroupMaxSize", None)))
         return cls(device, adapter_info)
 
     def __init__(self, device, info: AdapterInfo):

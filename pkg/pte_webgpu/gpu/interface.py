@@ -14,35 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import ClosedError, GpuLimitError, GpuValidationError, PteError
-
-# WebGPU limit names (camelCase, as navigator.gpu spells them) the runtime relies on.
-LIMIT_NAMES = (
-    "maxBufferSize", "maxStorageBufferBindingSize", "maxUniformBufferBindingSize",
-    "maxComputeWorkgroupStorageSize", "maxComputeInvocationsPerWorkgroup",
-    "maxComputeWorkgroupSizeX", "maxComputeWorkgroupSizeY", "maxComputeWorkgroupSizeZ",
-    "maxComputeWorkgroupsPerDimension", "maxStorageBuffersPerShaderStage",
-    "maxUniformBuffersPerShaderStage", "maxBindingsPerBindGroup",
-    "minStorageBufferOffsetAlignment", "minUniformBufferOffsetAlignment",
-)
-# Features used when the adapter has them.
-# "subgroups" is the browser's name, "subgroup" wgpu-native's.
-WANTED_FEATURES = ("timestamp-query", "shader-f16", "subgroups", "subgroup")
-
-
-@dataclass(frozen=True)
-class AdapterInfo:
-    backend: str  # "browser" or "native"
-    vendor: str
-    architecture: str
-    description: str
-    is_fallback: bool
-    features: frozenset
-    limits: dict
-
-    def summary(self) -> str:
-        kind = " (fallback/software)" if self.is_fallback else ""
-        name = " ".join(x for x in (self.vendor, self.architecture, self.description) if x)
-        return f"{self.backend}: {name or 'unknown adapter'}{kind}"
+from .adapter import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, AdapterTraits  # noqa: F401
 
 
 @dataclass

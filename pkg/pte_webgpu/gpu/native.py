@@ -10,6 +10,7 @@ import os
 import tempfile
 
 from ..errors import GpuError, GpuValidationError, ShaderCompileError, UnsupportedError
+from .adapter import subgroup_sizes
 from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice
 
 
@@ -57,7 +58,10 @@ class NativeDevice(GpuDevice):
         return cls(wgpu, device, AdapterInfo(
             "native", info.get("vendor", ""), info.get("architecture", ""),
             info.get("device", "") or info.get("description", ""),
-            info.get("adapter_type", "") == "CPU", frozenset(features), limits))
+            info.get("adapter_type", "") == "CPU", frozenset(features), limits,
+            # wgpu-py 0.32 spells these keys "stackgroup_*"
+            subgroup_sizes(info.get("subgroup_min_size", info.get("stackgroup_min_size")),
+                           info.get("subgroup_max_size", info.get("stackgroup_max_size")))))
 
     def __init__(self, wgpu, device, info: AdapterInfo):
         super().__init__(info)

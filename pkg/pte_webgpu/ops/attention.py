@@ -14,7 +14,7 @@ import math
 from ..errors import FormatError, InputError, UnsupportedError
 from ..graph import Null, Scalar
 from .common import elementwise_workgroup
-from .exec_ints import follow_actual_size, int_key, ref_int, size_key, slots
+from .exec_ints import follow_actual_size, int_key, int_value, ref_int, size_key, slots
 from . import sizes
 from .registry import register
 from ..shaders.compose import Binding, Kernel, Uniform
@@ -67,7 +67,6 @@ def reference(read, values, args, write=None):
 
 def _check_positions(ctx, op, start_id: int, q_id: int, rows: int) -> None:
     """At execute: rows [start, start + S) must lie in the cache (torch would fail too)."""
-    from ..runtime.dynamic import int_value
 
     values, graph, where, bound = ctx.graph.values, ctx.graph_key, ctx.where(op), \
         ctx.graph.values[q_id].shape

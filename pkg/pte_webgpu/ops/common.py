@@ -46,12 +46,12 @@ def normalize_dims(dims, rank: int, name: str) -> list[int]:
 
 
 def elementwise_workgroup(ctx) -> int:
-    return min(ELEMENTWISE_WG, ctx.limit("maxComputeInvocationsPerWorkgroup", ELEMENTWISE_WG))
+    return min(ELEMENTWISE_WG, ctx.device.info.traits.max_invocations)
 
 
 def pow2_workgroup(ctx, want: int, cap: int = 256) -> int:
     """Workgroup size of a tree reduction over ``want`` items on this adapter."""
-    return pow2_size(min(cap, ctx.limit("maxComputeInvocationsPerWorkgroup", 256)), want)
+    return pow2_size(min(cap, ctx.device.info.traits.max_invocations), want)
 
 
 def pow2_size(limit: int, want: int) -> int:

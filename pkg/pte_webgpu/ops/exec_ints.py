@@ -46,8 +46,6 @@ def follow_actual_size(ctx, out_id: int, wg: int) -> None:
     """Make the dispatch just recorded (one invocation per element of ``out_id``) cover only
     the actual elements at execute, when ``out_id`` has a dynamic shape whose valid elements
     are the first ones of its buffer (else the bound grid stays)."""
-    from ..runtime.dynamic import is_prefix
-
     env, graph = ctx.dyn, ctx.graph_key
     if env is None or not env.is_dynamic(graph, out_id):
         return
@@ -63,3 +61,33 @@ def follow_actual_size(ctx, out_id: int, wg: int) -> None:
             n *= d
         return ctx.grid(-(-n // wg))
     env.grids.append((len(ctx.recording.steps) - 1, grid))
+
+
+def int_value(env, graph_values, graph: int, vid: int, where: str) -> int:
+    """An Int or SymInt argument's value at execute time."""
+    value = graph_values[vid]
+    if isinstance(value, Scalar) and value.kind == "int":
+        return int(value.value)
+    if isinstance(value, Scalar) and value.kind == "symint":
+        key = ("sym", graph, vid)
+        if key not in env.values:
+            raise UnsupportedError(f"{where}: SymInt value {vid} is read before it is set")
+        return int(env.values[key])
+    raise UnsupportedError(f"{where}: value {vid} is a {value.kind}, expected an Int or SymInt")
+
+
+def is_prefix(shape, bound) -> bool:
+    """Whether a tensor of ``shape`` laid out as ``bound`` is the first bytes of it."""
+    for i, (s, b) in enumerate(zip(shape, bound)):
+        if s != b:
+            outer = 1
+            for d in shape[:i]:
+                outer *= d
+            return (outer == 1 or s == 0) and tuple(shape[i + 1:]) == tuple(bound[i + 1:])
+    return True
+
+
+def same_places(a_shape, a_bound, b_shape, b_bound) -> bool:
+    """Whether a view from ``a`` to ``b`` keeps every valid element at the same offset of
+    the padded layouts: true when both are prefixes of their bounds."""
+    return is_prefix(a_shape, a_bound) and is_prefix(b_shape, b_bound)

@@ -16,9 +16,8 @@ from math import prod
 
 from ..errors import FormatError, InputError, UnsupportedError
 from ..graph import Null
-from ..runtime.dynamic import int_value
 from .common import elementwise_workgroup, normalize_dim
-from .exec_ints import follow_actual_size, ref_int, slots
+from .exec_ints import follow_actual_size, int_value, ref_int, slots
 from . import sizes
 from .registry import register
 from ..shaders.compose import Binding, Kernel, Uniform

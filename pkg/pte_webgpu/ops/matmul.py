@@ -18,15 +18,14 @@ adapter (``choose``), as rms_norm's is:
   CPU adapters, where a barrier costs more than the reuse.
 
 A ``4`` after the kind means vec4 loads; when K % 4 != 0 the same shape loads scalars.
-Forcing a variant (tests, benchmarks): the build option ``matmul_variant``, else the
-environment variable ``PTE_WEBGPU_MATMUL``.
+Forcing a variant (tests, benchmarks): ``variants={"matmul": NAME}`` in the Runtime
+options, else the environment variable ``PTE_WEBGPU_MATMUL`` (ops/variants.py).
 """
 
 from __future__ import annotations
 
 import math
 import operator
-import os
 import re
 from dataclasses import dataclass, replace
 from math import prod
@@ -37,14 +36,13 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import sizes
 from .common import elementwise_workgroup
 from .registry import define
-from .rms_norm import TYPICAL_ADAPTERS, is_cpu, max_invocations
+from .rms_norm import TYPICAL_ADAPTERS
+from .variants import declare
 
 MAX_THREADS_PER_SIDE = 8  # tiled: 8 x 8 invocations, 32 x 32 outputs per workgroup
 GEMV_COLS = (1, 2, 4)  # columns per gemv workgroup (shaders/matmul_gemv.wgsl)
 GEMV_MAX_ROWS = 4  # rows per gemv workgroup (the vec4 of sums)
 DECODE_ROWS = 8  # up to this many rows the matrix-vector form is chosen
-OPTION = "matmul_variant"
-ENV_VAR = "PTE_WEBGPU_MATMUL"  # forces a variant where no build option is given
 _NAME = re.compile(r"^(gemv|gemvsg|mm)(4?)-(\d+)x(\d+)$")
 
 PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("has_bias", "u32"),
@@ -202,6 +200,12 @@ def parse(name: str) -> Variant:
     return v
 
 
+VARIANTS = declare("matmul", ("gemv4-32x1", "gemvsg4-32x4", "mm4-16x8", "tiled", "dot"),
+                   parse=parse, doc="gemv[sg]4-LANESxCOLS: matrix-vector (decode); "
+                   "mm4-TWxTK: 8x8-per-lane tiles (prefill); tiled: 32x32 tiles; dot: one "
+                   "dot product per output (CPU adapters)")
+
+
 def _pow2(n: int) -> bool:
     return n >= 1 and n & (n - 1) == 0
 
@@ -212,7 +216,17 @@ def _floor_pow2(n: int) -> int:
 
 # --- adapters -------------------------------------------------------------------------
 def has_subgroups(adapter) -> bool:
+    """subgroupAdd usable: the browser's `subgroups` or wgpu-native's `subgroup` feature
+    (naga takes the builtins without `enable subgroups;`, so not traits.subgroups)."""
     return bool({"subgroups", "subgroup"} & set(adapter.features))
+
+
+def is_cpu(adapter) -> bool:
+    return adapter.traits.is_cpu
+
+
+def max_invocations(adapter) -> int:
+    return adapter.traits.max_invocations
 
 
 def _storage(adapter) -> int:
@@ -281,15 +295,14 @@ def candidates(adapter, m: int, k: int) -> list[Variant]:
     return out
 
 
-def resolve(adapter, m, n, k, forced: str | None = None) -> tuple[Variant, str]:
-    if forced:
-        v = parse(forced).for_k(k)
-        why = supported(v, adapter)
-        if why:
-            raise UnsupportedError(f"matmul variant {forced!r} cannot run on "
-                                   f"{adapter.summary()}: {why}")
-        return v, "forced"
-    return choose(adapter, m, n, k), "auto"
+def fit(v: Variant, adapter, k: int) -> Variant:
+    """A forced variant for this K, or UnsupportedError when the adapter cannot run it."""
+    v = v.for_k(k)
+    why = supported(v, adapter)
+    if why:
+        raise UnsupportedError(f"matmul variant {v.name!r} cannot run on "
+                               f"{adapter.summary()}: {why}")
+    return v
 
 
 # --- recording ------------------------------------------------------------------------
@@ -364,11 +377,10 @@ async def build_linear(ctx, op):
                               field=ctx.where(op))
     if m * n == 0:
         return
-    forced = (ctx.options or {}).get(OPTION) or os.environ.get(ENV_VAR, "").strip() or None
-    v, how = resolve(ctx.device.info, m, n, k, forced)
+    adapter = ctx.device.info
+    v = VARIANTS.pick(ctx, op, lambda: choose(adapter, m, n, k), lambda v: fit(v, adapter, k))
     await record(ctx, op, v, [(0, x_id), (1, w_id), (2, out_id), (4, b_id if has_bias else w_id)],
                  m, n, k, has_bias, ctx.half(out_id))
-    ctx.note_kernel(op, variant=v.name, picked=how)
 
 
 def choices(graph, op) -> dict[str, str]:

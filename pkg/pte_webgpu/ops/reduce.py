@@ -18,7 +18,7 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu
 from . import sizes
 from .registry import register
-from .rms_norm import is_cpu
+from .variants import declare
 
 
 def reduction_layout(shape, dims) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -70,8 +70,10 @@ def softmax_reference(read, values, args):
         for p, e in zip(line, exps):
             out[p] = e / total
     return out
-FORMS = ("tree", "lines")
-OPTION = "reduce_variant"
+# A workgroup per line with a halving tree on GPUs; one line per invocation on CPU
+# adapters, where barriers cost most.
+VARIANTS = declare("reduce", ("tree", "lines"), doc="tree: a workgroup per line; lines: a "
+                   "line per invocation")
 LINES_WG = 16  # lines per workgroup in the "lines" form: spread over the CPU's threads
 
 PARAMS = Uniform(("lines", "u32"), ("r", "u32"),  # r: elements per line
@@ -97,7 +99,8 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:
                          kept_shape=[s for s, _ in kept], kept_strides=[t for _, t in kept],
                          red_shape=[s for s, _ in reduced],
                          red_strides=[t for _, t in reduced])
-    form, picked = choose(ctx)
+    traits = ctx.device.info.traits
+    form = VARIANTS.pick(ctx, op, lambda: "lines" if traits.is_cpu else "tree")
     uniform = ctx.uniform(params, f"{op.name} params")
     if form == "lines":
         wg = min(LINES_WG, elementwise_workgroup(ctx))
@@ -110,19 +113,6 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:
                                       half=ctx.half(out_id))
         grid = ctx.grid(lines)
     ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id), (2, uniform)], grid)
-    ctx.note_kernel(op, variant=form, picked=picked)
-
-
-def choose(ctx) -> tuple[str, str]:
-    """("tree" | "lines", "auto" | "forced"): a workgroup per line with a halving tree on
-    GPUs; one line per invocation on CPU adapters, where barriers cost most. Forced with
-    the option ``reduce_variant``."""
-    forced = ctx.options.get(OPTION)
-    if forced:
-        if forced not in FORMS:
-            raise UnsupportedError(f"reduce variant {forced!r}: use one of {FORMS}")
-        return forced, "forced"
-    return ("lines" if is_cpu(ctx.device.info) else "tree"), "auto"
 
 
 @register("aten.mean.dim", half=True, reference=mean_reference, args=5)

@@ -63,6 +63,12 @@ def supported_ops() -> list[str]:
     return sorted(_OPS)
 
 
+def operator_names() -> set[str]:
+    """The op names this runtime runs (VkGraph spelling, e.g. ``aten.add.Tensor``; a
+    non-delegated kernel ``aten::add.Scalar_out`` runs as ``aten.add.Scalar``)."""
+    return set(_OPS)
+
+
 def reference_ops() -> list[str]:
     """Ops with a CPU reference."""
     return sorted(n for n, d in _OPS.items() if d.reference is not None)

@@ -8,38 +8,38 @@ row per invocation in workgroups of 64 (no barrier), ``sg4-4`` one row per workg
 reduced with subgroupAdd (adapters with subgroups). A ``4`` after the kind means vec4
 loads; on a width not divisible by 4 the same shape runs with scalar loads.
 
-Forcing a variant (tests, benchmarks): the build option ``rms_norm_variant`` when the
-build context carries options, else the environment variable ``PTE_WEBGPU_RMS_NORM``.
+Forcing a variant (tests, benchmarks): ``variants={"rms_norm": "tree-64"}`` in the
+Runtime options, or ``PTE_WEBGPU_RMS_NORM=tree-64`` (ops/variants.py).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass, replace
 
 from ..errors import FormatError, UnsupportedError
-from ..gpu.interface import AdapterInfo
+from ..gpu.adapter import AdapterInfo
 from ..graph import TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu
 from . import sizes
 from .registry import define
+from .variants import declare
 
 F32_EPS = 2.0 ** -23  # PyTorch's default eps for rms_norm (float32 machine epsilon)
-ENV_VAR = "PTE_WEBGPU_RMS_NORM"
-OPTION = "rms_norm_variant"
 SEED = "tree-64"  # the original kernel: kept as a variant
 
 _NAME = re.compile(r"^(tree|tile|row|sg)(4?)-(\d+)(?:x(\d+))?$")
-_CPU_WORDS = ("swiftshader", "llvmpipe", "lavapipe", "softpipe", "warp")
 
 PARAMS = Uniform(("num_rows", "u32"), ("width", "u32"), ("eps", "f32"))
 # The scalar and the vec4 entry points each use one view of bindings 0-2.
 _BINDINGS = (Binding(0, "x"), Binding(1, "weight"), Binding(2, "y", "read_write"),
              Binding(0, "x4", type="elem4"), Binding(1, "weight4", type="elem4"),
              Binding(2, "y4", "read_write", "elem4"))
+VARIANTS = declare("rms_norm", (SEED, "tree4-256", "tile4-16x256", "row4-64", "sg4-4"),
+                   parse=lambda name: parse(name),
+                   doc="KINDn-LANES or tile-LANESxWG: tree, tile, row, sg; 4 = vec4 loads")
 KERNELS = {
     "rms_norm": Kernel("rms_norm", _BINDINGS, PARAMS,
                        snippets=("bits", "nan_minmax", "flat_index", "tree", "rms_rescue")),
@@ -117,32 +117,15 @@ def parse(name: str) -> Variant:
 
 
 # --- adapters -------------------------------------------------------------------------
-def is_cpu(adapter) -> bool:
-    """Software adapters (SwiftShader, lavapipe/llvmpipe): barriers cost more than math."""
-    text = f"{adapter.vendor} {adapter.architecture} {adapter.description}".lower()
-    return bool(adapter.is_fallback) or any(w in text for w in _CPU_WORDS)
-
-
-def has_subgroups(adapter) -> bool:
-    # Browser only: wgpu-native's WGSL front end (naga) rejects `enable subgroups;`.
-    return adapter.backend == "browser" and "subgroups" in adapter.features
-
-
-def max_invocations(adapter) -> int:
-    lim = adapter.limits
-    return int(min(lim.get("maxComputeInvocationsPerWorkgroup") or 256,
-                   lim.get("maxComputeWorkgroupSizeX") or 256))
-
-
 def supported(variant: Variant, adapter) -> str | None:
     """Why ``variant`` cannot run on ``adapter`` (None when it can)."""
-    if variant.wg_size > max_invocations(adapter):
+    traits = adapter.traits
+    if variant.wg_size > traits.max_invocations:
         return (f"{variant.wg_size} invocations per workgroup exceed the adapter's "
-                f"{max_invocations(adapter)}")
-    if variant.kind == "sg" and not has_subgroups(adapter):
+                f"{traits.max_invocations}")
+    if variant.kind == "sg" and not traits.subgroups:
         return "needs the subgroups feature (browser adapters only)"
-    if variant.kind != "sg" and variant.wg_size * 4 > int(
-            adapter.limits.get("maxComputeWorkgroupStorageSize") or 16384):
+    if variant.kind != "sg" and variant.wg_size * 4 > traits.workgroup_storage:
         return "workgroup storage too small"
     return None
 
@@ -166,9 +149,10 @@ def choose(adapter, rows: int, width: int) -> Variant:
     """
     vec = 4 if width % 4 == 0 else 1
     items = width // vec
-    top = max_invocations(adapter)
-    if is_cpu(adapter):
-        if rows < 16 and has_subgroups(adapter):
+    traits = adapter.traits
+    top = traits.max_invocations
+    if traits.is_cpu:
+        if rows < 16 and traits.subgroups:
             pick = Variant("sg", True, 4, 4)
         else:
             pick = Variant("row", True, min(16, top), 1)
@@ -187,7 +171,7 @@ def candidates(adapter, width: int) -> list[Variant]:
     names = ["tree-64", "tree4-64", "tree4-128", "tree4-256", "tree4-512", "tree4-1024",
              "tile4-4x256", "tile4-8x256", "tile4-16x256", "tile4-32x256", "tile4-16x128",
              "row4-64", "sg4-32", "sg4-256"]
-    if is_cpu(adapter):
+    if adapter.traits.is_cpu:
         names = ["tree-64", "tree4-64", "tile4-4x64", "row4-16", "row4-64", "row-64",
                  "sg4-4", "sg-4"]
     out = []
@@ -198,21 +182,17 @@ def candidates(adapter, width: int) -> list[Variant]:
     return out
 
 
-def forced_variant(options: dict | None = None) -> str | None:
-    name = (options or {}).get(OPTION) or os.environ.get(ENV_VAR, "")
-    return name.strip() or None
-
-
-def resolve(adapter, rows: int, width: int, forced: str | None = None) -> tuple[Variant, str]:
-    """(variant to run, how it was picked: "auto" or "forced")."""
-    if forced:
-        variant = parse(forced).for_width(width)
+def fitted(adapter, width: int):
+    """A forced variant on this op: scalar loads on odd widths; UnsupportedError when
+    ``adapter`` cannot run it."""
+    def fit(variant: Variant) -> Variant:
+        variant = variant.for_width(width)
         why = supported(variant, adapter)
         if why:
-            raise UnsupportedError(f"rms_norm variant {forced!r} cannot run on "
+            raise UnsupportedError(f"rms_norm variant {variant.name!r} cannot run on "
                                    f"{adapter.summary()}: {why}")
-        return variant, "forced"
-    return choose(adapter, rows, width), "auto"
+        return variant
+    return fit
 
 
 async def record(ctx, op, variant: Variant, bindings, rows: int, width: int, eps: float,
@@ -243,10 +223,10 @@ async def build(ctx, op):
     adapter = ctx.device.info
     if half:  # the subgroup shader has no f16 form: choose among the others
         adapter = replace(adapter, features=adapter.features - {"subgroups"})
-    variant, how = resolve(adapter, rows, width, forced_variant(ctx.options))
+    variant = VARIANTS.pick(ctx, op, lambda: choose(adapter, rows, width),
+                            fitted(adapter, width))
     await record(ctx, op, variant, [(0, x_id), (1, w_id), (2, out_id)], rows, width, eps,
                  half)
-    ctx.note_kernel(op, variant=variant.name, picked=how)
 
 
 # Two adapters ``inspect`` shows the choice for, without a GPU at hand.

@@ -22,6 +22,7 @@ from . import cpu
 from .binary import gather
 from .common import (check_rank, contiguous_strides, int_arg, int_list_arg, normalize_dim,
                      normalize_dims, same_numel)
+from .exec_ints import same_places
 from . import sizes
 from .registry import define, register
 from .unary import round_buffer_to_half, round_to_half
@@ -142,8 +143,6 @@ def _value_list_sizes(ctx, op, sizes, out_id: int) -> list[int]:
             raise FormatError(f"{op.name}: size value {vid} is a {value.kind}, expected an Int "
                               "or SymInt", field=ctx.where(op))
     if ctx.dyn is not None:
-        from ..runtime.dynamic import same_places
-
         x_id, graph, where = op.args[0], ctx.graph_key, ctx.where(op)
         x_bound = ctx.tensor(x_id, op).shape
 

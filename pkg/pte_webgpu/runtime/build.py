@@ -18,6 +18,7 @@ from ..gpu.interface import Buffer, Copy, Dispatch, align4, fold_grid
 from ..graph import Graph, ListValue, Scalar, TensorValue
 from ..ops import registry
 from .id_checks import FLAG_BYTES, IdCheck
+from .options import RuntimeOptions
 from .storage import WIDE, Storage
 
 STORAGE = ("storage", "copy_src", "copy_dst")
@@ -63,7 +64,7 @@ class BuildContext:
                  storage: Storage = WIDE):
         self.device, self.graph, self.resources = device, graph, resources
         self.recording, self.pipelines, self.label = recording, pipelines, label
-        self.options = options or {}  # Runtime.create(options=...), e.g. rms_norm_variant
+        self.options = RuntimeOptions.of(options)  # Runtime.create(options=...)
         self.storage = storage
         self.buffers: dict[int, Buffer] = {}
         self.io_ids: set[int] = set()  # graph inputs/outputs: they own plan buffers

@@ -27,6 +27,7 @@ import dataclasses
 
 from ..errors import InputError, UnsupportedError
 from ..graph import Scalar
+from ..ops.exec_ints import int_value, is_prefix
 
 
 SLOTS_PER_BUFFER = 256
@@ -99,19 +100,6 @@ class DynamicEnv:
                 for buf, keys in zip(self.buffers, self.chunks)]
 
 
-def int_value(env: DynamicEnv, graph_values, graph: int, vid: int, where: str) -> int:
-    """An Int or SymInt argument's value at execute time."""
-    value = graph_values[vid]
-    if isinstance(value, Scalar) and value.kind == "int":
-        return int(value.value)
-    if isinstance(value, Scalar) and value.kind == "symint":
-        key = ("sym", graph, vid)
-        if key not in env.values:
-            raise UnsupportedError(f"{where}: SymInt value {vid} is read before it is set")
-        return int(env.values[key])
-    raise UnsupportedError(f"{where}: value {vid} is a {value.kind}, expected an Int or SymInt")
-
-
 def is_symint(graph_values, vid: int) -> bool:
     value = graph_values[vid]
     return isinstance(value, Scalar) and value.kind == "symint"
@@ -123,17 +111,6 @@ def check_dynamic_shape(shape, bound, index: int) -> None:
     if len(shape) != len(bound) or any(not 0 <= s <= b for s, b in zip(shape, bound)):
         raise InputError(f"input {index}: shape {list(shape)} does not fit the upper bound "
                          f"{list(bound)} of this dynamic-shape input")
-
-
-def is_prefix(shape, bound) -> bool:
-    """Whether a tensor of ``shape`` laid out as ``bound`` is the first bytes of it."""
-    for i, (s, b) in enumerate(zip(shape, bound)):
-        if s != b:
-            outer = 1
-            for d in shape[:i]:
-                outer *= d
-            return (outer == 1 or s == 0) and tuple(shape[i + 1:]) == tuple(bound[i + 1:])
-    return True
 
 
 def _rows(shape, bound, itemsize: int):
@@ -265,9 +242,3 @@ def track(ctx, op) -> None:
                                  f"{list(bound)} the program was exported with")
             env.values[("shape", g, vid)] = tuple(s)
     env.steps.append(step)
-
-
-def same_places(a_shape, a_bound, b_shape, b_bound) -> bool:
-    """Whether a view from ``a`` to ``b`` keeps every valid element at the same offset of
-    the padded layouts: true when both are prefixes of their bounds."""
-    return is_prefix(a_shape, a_bound) and is_prefix(b_shape, b_bound)

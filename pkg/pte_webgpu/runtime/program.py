@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import ClosedError, InputError
+from ..method_meta import MethodMeta, method_meta
 from .budget import Budget, max_alloc_bytes
 from .half import program_can_use_half
 from .method import Method
@@ -14,7 +15,6 @@ class Program:
     def __init__(self, runtime, file):
         self.runtime = runtime
         self.file = file  # the parsed ProgramFile (formats.open_program)
-        self.method_names = [p.name for p in file.plans]
         self.methods: dict[str, Method] = {}
         self._pipelines: dict = {}  # shared by the methods: same shader + constants, one pipeline
         self.closed = False
@@ -35,11 +35,22 @@ class Program:
 
     def _use_half(self) -> bool:
         """float16 stays f16 with shader-f16, unless options say {"float16": "f32"}."""
-        wanted = self.runtime.options.get("float16", "auto")
-        if wanted not in ("auto", "f32"):
-            raise InputError(f"option float16={wanted!r}: use 'auto' or 'f32'")
-        return (wanted == "auto" and "shader-f16" in self.runtime.device.info.features
+        return (self.runtime.options.float16 == "auto"
+                and self.runtime.device.info.traits.shader_f16
                 and program_can_use_half(self.file))
+
+    @property
+    def method_names(self) -> set[str]:
+        """The program's method names, as ExecuTorch's Program gives them: a set."""
+        return {p.name for p in self.file.plans}
+
+    def metadata(self, name: str) -> MethodMeta:
+        """Inputs and outputs (shape, dtype, dim order), delegates and instruction count
+        of method ``name``, read from the program (method_meta.py)."""
+        for plan in self.file.plans:
+            if plan.name == name:
+                return method_meta(plan)
+        raise InputError(f"no method {name!r}; the program has {sorted(self.method_names)}")
 
     def load_method(self, name: str = "forward") -> Method:
         """The method ``name``, ready to execute (built by Runtime.load_program)."""
@@ -48,7 +59,14 @@ class Program:
         try:
             return self.methods[name]
         except KeyError:
-            raise InputError(f"no method {name!r}; the program has {self.method_names}") from None
+            raise InputError(f"no method {name!r}; the program has "
+                             f"{sorted(self.method_names)}") from None
+
+    def __enter__(self) -> "Program":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def close(self) -> None:
         """Destroy every GPU buffer of every method; the program cannot run after this."""

@@ -17,6 +17,7 @@ import sys
 
 from .. import formats
 from ..errors import ClosedError
+from .options import RuntimeOptions
 from .program import Program
 
 
@@ -27,7 +28,7 @@ def _in_browser() -> bool:
 class Runtime:
     def __init__(self, device, options: dict | None = None):
         self.device = device
-        self.options = dict(options or {})
+        self.options = options  # checked by the setter: RuntimeOptions
         self.programs: list[Program] = []
         self.closed = False
 
@@ -35,8 +36,9 @@ class Runtime:
     async def create(cls, backend: str = "auto", options: dict | None = None) -> "Runtime":
         """``backend``: "browser" (navigator.gpu), "native" (wgpu) or "auto".
 
-        ``options``: build-time choices, e.g. ``{"rms_norm_variant": "tree-64"}`` to
-        force a kernel variant (see ops/rms_norm.py).
+        ``options``: build-time choices (runtime/options.py, README "Runtime options"),
+        e.g. ``{"variants": {"rms_norm": "tree-64"}}`` to force a kernel variant; a
+        misspelled name or a wrong type is an InputError naming the valid ones.
         """
         if backend == "auto":
             backend = "browser" if _in_browser() else "native"
@@ -46,10 +48,20 @@ class Runtime:
             from ..gpu.native import NativeDevice as Device
         else:
             raise ValueError(f"unknown backend {backend!r}; use browser, native or auto")
+        options = RuntimeOptions.of(options)  # before the device: a typo costs nothing
         return cls(await Device.create(), options)
 
     @property
+    def options(self) -> RuntimeOptions:
+        return self._options
+
+    @options.setter
+    def options(self, options) -> None:
+        self._options = RuntimeOptions.of(options)
+
+    @property
     def adapter(self):
+        """The adapter's AdapterInfo (``.traits``: what kernels decide on)."""
         return self.device.info
 
     async def load_program(self, pte, data_files=()) -> Program:
@@ -61,6 +73,12 @@ class Runtime:
         await program._build()
         self.programs.append(program)
         return program
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def close(self) -> None:
         """Close every program loaded from this Runtime, then the device."""

@@ -73,12 +73,28 @@ def eager_greedy(model, ids: list[int], new_tokens: int, eos: int):
 
 
 def hf_model(gguf_path: Path):
-    import torch
-    from transformers import AutoModelForCausalLM
+    """transformers' Llama from the GGUF through its own GGUF loader (which un-permutes q/k).
 
-    return AutoModelForCausalLM.from_pretrained(
-        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32
-    ).eval()
+    ``from_pretrained(gguf_file=)`` would need ``accelerate``; the loader underneath it,
+    ``load_gguf_checkpoint``, does the same conversion without it.
+    """
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    config = dict(load_gguf_checkpoint(str(gguf_path))["config"])
+    model_type = config.pop("model_type")
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **config), dtype=torch.float32)
+    tensors = load_gguf_checkpoint(str(gguf_path), return_tensors=True, model_to_load=model)["tensors"]
+    missing, unexpected = model.load_state_dict(
+        {k: torch.as_tensor(v, dtype=torch.float32) for k, v in tensors.items()}, strict=False
+    )
+    if getattr(model.config, "tie_word_embeddings", False):
+        model.tie_weights()
+        missing = [k for k in missing if k != "lm_head.weight"]
+    if missing or unexpected:
+        raise ValueError(f"transformers' GGUF tensors do not fit: missing {missing}, unexpected {unexpected}")
+    return model.eval()
 
 
 def hf_greedy(model, ids: list[int], new_tokens: int, eos: int):

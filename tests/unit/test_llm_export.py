@@ -94,6 +94,8 @@ def test_reference_eager_model_agrees_with_transformers():
     # GGUF q/k rows are in the llama example's interleaved RoPE layout: the example model on
     # the raw GGUF rows and transformers (which un-permutes them) give the same logits.
     assert ref["layout_check"]["max_abs_step0_logit_diff_vs_hf"] < 1e-3
+    # ...and the same model with q/k rows in rotate-half order does not
+    assert ref["layout_check"]["control_rotate_half_rows_diff_vs_hf"] > 1.0
     for prompt in ref["prompts"]:
         assert prompt["eager_ids"] == prompt["hf_ids"], prompt["name"]
     capital = next(p for p in ref["prompts"] if p["name"] == "chat_capital")

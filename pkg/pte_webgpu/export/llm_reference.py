@@ -72,6 +72,14 @@ def eager_greedy(model, ids: list[int], new_tokens: int, eos: int):
     return out, step0
 
 
+def rotate_half_rows(w, n_heads: int):
+    """q/k rows reordered per head from interleaved pairs (0,1),(2,3).. to halves (0,2,..|1,3,..)."""
+    head_dim = w.shape[0] // n_heads
+    order = [h * head_dim + i for h in range(n_heads)
+             for i in [*range(0, head_dim, 2), *range(1, head_dim, 2)]]
+    return w[order]
+
+
 def hf_model(gguf_path: Path):
     """transformers' Llama from the GGUF through its own GGUF loader (which un-permutes q/k).
 
@@ -125,17 +133,28 @@ def main(argv=None) -> int:
     tokenizer = Tokenizer(tokenizer_json.tokenizer_dict(reader))
     template = ChatTemplate.from_template(tokenizer.chat_template)
     eos = tokenizer.eos_id
-    model = llama_pte.build_model(hp, gguf_llama.state_dict(reader, hp), args.max_seq_len, ctx)
-    model = llama_pte.source_transformed(model)
+    weights = gguf_llama.state_dict(reader, hp)
+    model = llama_pte.source_transformed(llama_pte.build_model(hp, weights, args.max_seq_len, ctx))
+    # Control for the layout check: the same model with q/k rows in HF's rotate-half order.
+    for key, weight in list(weights.items()):
+        if key.endswith(("attention.wq.weight", "attention.wk.weight")):
+            heads = hp.n_heads if key.endswith("wq.weight") else hp.n_kv_heads
+            weights[key] = rotate_half_rows(weight, heads)
+    control = llama_pte.source_transformed(llama_pte.build_model(hp, weights, args.max_seq_len, ctx))
+    del weights
     hf = hf_model(args.gguf)
 
     records, logits = [], {}
-    worst = 0.0
+    worst, control_diff = 0.0, None
     for prompt in PROMPTS:
         ids = prompt_ids(tokenizer, template, prompt)
+        if control_diff is None:
+            _, control_step0 = eager_greedy(control, ids, 1, eos)
         eager_ids, eager_step0 = eager_greedy(model, ids, args.new_tokens, eos)
         hf_ids, hf_step0 = hf_greedy(hf, ids, args.new_tokens, eos)
         diff = float(np.abs(eager_step0 - hf_step0).max())
+        if control_diff is None:
+            control_diff = float(np.abs(control_step0 - hf_step0).max())
         worst = max(worst, diff)
         logits[prompt["name"]] = eager_step0.astype(np.float32)
         agree = next((i for i, (a, b) in enumerate(zip(eager_ids, hf_ids)) if a != b), None)
@@ -166,6 +185,7 @@ def main(argv=None) -> int:
         "layout_check": {
             "claim": "GGUF q/k rows are in the llama example's interleaved RoPE layout",
             "max_abs_step0_logit_diff_vs_hf": worst,
+            "control_rotate_half_rows_diff_vs_hf": control_diff,
             "holds": worst < 1e-2,
         },
         "seconds": round(time.monotonic() - start, 1),

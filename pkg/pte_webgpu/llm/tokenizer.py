@@ -47,18 +47,18 @@ def byte_to_unicode() -> dict[int, str]:
     return table
 
 
-def _class_ranges(test) -> str:
-    """A regex character-class body for the code points where ``test(category)`` holds."""
-    parts, start = [], None
+def _class_bodies(majors: str) -> dict[str, str]:
+    """Regex character-class bodies, one per major Unicode category in ``majors`` (one scan)."""
+    parts: dict[str, list[str]] = {m: [] for m in majors}
+    run_major, run_start = None, 0
     for cp in range(_SCAN_END + 1):
-        inside = cp < _SCAN_END and test(unicodedata.category(chr(cp)))
-        if inside and start is None:
-            start = cp
-        elif not inside and start is not None:
-            lo, hi = re.escape(chr(start)), re.escape(chr(cp - 1))
-            parts.append(lo if start == cp - 1 else f"{lo}-{hi}")
-            start = None
-    return "".join(parts)
+        major = unicodedata.category(chr(cp))[0] if cp < _SCAN_END else None
+        if major != run_major:
+            if run_major in parts:
+                lo, hi = re.escape(chr(run_start)), re.escape(chr(cp - 1))
+                parts[run_major].append(lo if run_start == cp - 1 else f"{lo}-{hi}")
+            run_major, run_start = major, cp
+    return {m: "".join(p) for m, p in parts.items()}
 
 
 _CLASSES: dict[str, str] = {}
@@ -67,8 +67,7 @@ _CLASSES: dict[str, str] = {}
 def _classes() -> tuple[str, str]:
     """(letters, numbers): \\p{L} and \\p{N}, which Python's re lacks; built once."""
     if not _CLASSES:
-        _CLASSES["L"] = _class_ranges(lambda c: c[0] == "L")
-        _CLASSES["N"] = _class_ranges(lambda c: c[0] == "N")
+        _CLASSES.update(_class_bodies("LN"))
     return _CLASSES["L"], _CLASSES["N"]
 
 

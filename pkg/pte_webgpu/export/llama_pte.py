@@ -63,7 +63,7 @@ def source_transformed(model):
 
 
 def lower(model, hp: LlamaHParams, max_seq_len: int, max_context_len: int, variants=(False,)):
-    """Yield (force_fp16, ExecuTorch program manager) for each variant, one edge export shared."""
+    """Yield (force_fp16, ExecuTorch program manager) for each variant."""
     import torch
     import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (registers llama:: ops)
     from executorch.examples.models.llama import export_llama_lib
@@ -95,11 +95,12 @@ def lower(model, hp: LlamaHParams, max_seq_len: int, max_context_len: int, varia
     transforms = export_llama_lib._get_source_transforms(
         DType.fp32, use_sdpa_with_kv_cache=True, use_kv_cache=True, vulkan=True
     )
-    manager = manager.source_transform(transforms).export()
-    manager.run_canonical_optimizations()
-    manager = manager.export_to_edge()
-    edge = manager.edge_manager
+    manager = manager.source_transform(transforms)
     for force_fp16 in variants:
-        manager.edge_manager = edge  # to_backend returns a lowered copy; the edge program stays
+        # Traced again per variant: to_backend moves buffers (RoPE tables) of the edge program
+        # it is given into the delegate, so one edge program cannot be lowered twice.
+        manager.export()
+        manager.run_canonical_optimizations()
+        manager.export_to_edge()
         manager.to_backend([get_vulkan_partitioner("fp32", True, force_fp16)])
         yield force_fp16, manager.to_executorch().export_program

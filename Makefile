@@ -61,8 +61,9 @@ $(LLM_DIR)/$(LLM_NAME).tokenizer.json: $(LLM_GGUF)
 	PYTHONPATH=pkg $(PYTHON) -m pte_webgpu.export.tokenizer_json $< $@
 
 llm-export-deps:
-	$(EXPORT_PYTHON) -c "import executorch, torch, gguf, transformers" 2>/dev/null || \
-		$(EXPORT_PYTHON) -m pip install --extra-index-url $(TORCH_INDEX) -e '.[export]'
+	$(EXPORT_PYTHON) -c "import executorch, torch, gguf, transformers" 2>/dev/null || { \
+		$(EXPORT_PYTHON) -m pip install --index-url $(TORCH_INDEX) torch==2.13.0 && \
+		$(EXPORT_PYTHON) -m pip install -e '.[export]'; }
 
 llm: $(LLM_DIR)/$(LLM_NAME).pte $(LLM_DIR)/reference.json
 $(LLM_DIR)/$(LLM_NAME).pte: $(LLM_GGUF) | llm-export-deps

@@ -206,10 +206,11 @@ class LanguageModel:
         for n in range(max_new_tokens):
             token = pick(logits, rng, temperature, top_k, top_p)
             gen.ids.append(token)
-            yield token
             if token in self.stop_ids:
-                gen.stopped = "eos"
+                gen.stopped = "eos"  # before the yield: the consumer may stop pulling here
+                yield token
                 return
+            yield token
             if n + 1 == max_new_tokens:
                 return
             if len(self.history) >= self.max_context_len:

@@ -12,7 +12,8 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 
 def _mounts(dist: Path) -> dict:
     return {"/": REPO_ROOT / "web", "/pyodide/": dist,
-            "/fixtures/": REPO_ROOT / "tests" / "fixtures"}
+            "/fixtures/": REPO_ROOT / "tests" / "fixtures",
+            "/llm/": REPO_ROOT / "build" / "llm"}  # make llm's models, for web/chat.html
 
 
 def _dist() -> Path:

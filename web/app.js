@@ -1,8 +1,7 @@
-// The demo page's UI. Boots Pyodide, gathers files, and calls pte_webgpu.webapp:
-// all parsing, GPU work and checking happen in Python; this file only moves bytes
-// and shows results. window.pyodideReady / window.bootStages follow harness.html so
-// pte_webgpu.chromium.session.BrowserSession can drive this page too.
-import { bootPyodide } from "./boot.js";
+// The demo page's UI. Python (Pyodide + pte_webgpu.webapp) runs in worker.js, so this
+// thread stays free to draw: all parsing, GPU work and checking happen in Python there;
+// this file only moves bytes and shows results. window.pyodideReady (resolves once the
+// boot and the adapter check are done) and window.bootStages follow harness.html.
 import { renderGraph, renderResult } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
@@ -11,63 +10,46 @@ const STAGES = {
   "load-pyodide": "Starting Python (WebAssembly)…",
   "load-package": "Loading the pte-webgpu package…",
   ready: "Python ready",
+  adapter: "Asking for a WebGPU adapter…",
 };
 
 const state = {
-  webapp: null, // PyProxy of the pte_webgpu.webapp module
+  pythonReady: false, // the worker booted and a WebGPU adapter answered
   pte: null, // {name, bytes}
   ptd: [], // [[name, bytes], ...]
   inputs: null, // {name, bytes} of an .npy/.npz, or null for random inputs
-  refusal: null, // why this runtime cannot run the program (its unsupported ops), or null
+  refusal: null, // why this program cannot run (unsupported ops, unresolved constants), or null
   busy: false,
 };
 
-// --- boot ---------------------------------------------------------------------------
-const bootStarted = performance.now();
-const elapsed = () => ((performance.now() - bootStarted) / 1000).toFixed(1) + " s";
-const ticker = setInterval(() => ($("boot-elapsed").textContent = elapsed()), 100);
-window.bootStages = [];
+// --- the worker ------------------------------------------------------------------------
+const indexURL = new URLSearchParams(location.search).get("indexURL") ?? "/pyodide/";
+const worker = new Worker(new URL(`worker.js?indexURL=${encodeURIComponent(indexURL)}`, import.meta.url),
+  { type: "module" });
+const pending = new Map(); // call id -> {resolve, onProgress}
+let nextCallId = 0;
+let booted;
+const bootedPromise = new Promise((resolve, reject) => (booted = { resolve, reject }));
 
-const ready = bootPyodide({
-  indexURL: new URLSearchParams(location.search).get("indexURL") ?? "/pyodide/",
-  onProgress(stage, detail) {
-    window.bootStages.push({ stage, ...detail });
-    $("boot-stage").textContent = STAGES[stage] ?? stage;
-  },
-}).then(async (pyodide) => {
-  window.pyodide = pyodide;
-  state.webapp = pyodide.pyimport("pte_webgpu.webapp");
-  const version = pyodide.runPython("import pte_webgpu; pte_webgpu.__version__");
-  finishBoot("ready", `Ready: Pyodide ${pyodide.version}, pte-webgpu ${version}, in ${elapsed()}`);
-  const adapter = await callPython("page_adapter");
-  if (adapter) $("adapter").textContent = `WebGPU adapter: ${adapter.summary}`;
-  updateButtons();
-  return pyodide;
-});
-window.pyodideReady = ready;
-ready.catch((error) => {
-  finishBoot("failed", `Python failed to start after ${elapsed()}`);
-  showError("Python failed to start", { message: error.message, traceback: error.stack ?? "" });
-});
-
-function finishBoot(status, text) {
-  clearInterval(ticker);
-  $("boot-status").dataset.state = status;
-  $("boot-stage").textContent = text;
-  $("boot-elapsed").textContent = "";
-}
-
-// --- calling Python -------------------------------------------------------------------
-/** Calls webapp.<name>(...args); returns its result, or shows its error and returns null. */
-async function callPython(name, ...args) {
-  let reply;
-  try {
-    const proxy = await state.webapp[name](...args);
-    reply = proxy.toJs({ dict_converter: Object.fromEntries });
-    proxy.destroy();
-  } catch (error) { // webapp catches Python errors; this is Pyodide itself failing
-    reply = { ok: false, error: { message: `internal error: ${error.message}`, traceback: error.stack ?? "" } };
+worker.onmessage = ({ data }) => {
+  if (data.kind === "progress") onBootStage(data.stage, data.detail);
+  else if (data.kind === "booted") booted.resolve(data);
+  else if (data.kind === "boot-failed") booted.reject(Object.assign(new Error(data.message), { stack: data.traceback }));
+  else if (data.kind === "run-progress") pending.get(data.id)?.onProgress?.(data.done, data.total);
+  else if (data.kind === "reply") {
+    pending.get(data.id)?.resolve(data.reply);
+    pending.delete(data.id);
   }
+};
+worker.onerror = (event) => booted.reject(new Error(`the Python worker failed: ${event.message ?? "unknown error"}`));
+
+/** Calls webapp.<name>(...args) in the worker; returns its result, or shows its error and returns null. */
+async function callPython(name, args, onProgress) {
+  const id = nextCallId++;
+  const reply = await new Promise((resolve) => {
+    pending.set(id, { resolve, onProgress });
+    worker.postMessage({ kind: "call", id, fn: name, args });
+  });
   if (reply.ok) return reply.result;
   showError(ERROR_TITLES[name] ?? "Error", reply.error);
   return null;
@@ -77,6 +59,43 @@ const ERROR_TITLES = {
   page_run: "The run failed",
   page_adapter: "No WebGPU device",
 };
+
+// --- boot ---------------------------------------------------------------------------
+const bootStarted = performance.now();
+const elapsed = () => ((performance.now() - bootStarted) / 1000).toFixed(1) + " s";
+const ticker = setInterval(() => ($("boot-elapsed").textContent = elapsed()), 100);
+window.bootStages = [];
+
+function onBootStage(stage, detail) {
+  window.bootStages.push({ stage, ...detail });
+  $("boot-stage").textContent = STAGES[stage] ?? stage;
+}
+
+window.pyodideReady = bootedPromise.then(async ({ pyodideVersion, version }) => {
+  onBootStage("adapter", { ms: Math.round(performance.now() - bootStarted) });
+  const adapter = await callPython("page_adapter", []);
+  if (!adapter) { // no "Ready" without a device: the run could only fail
+    finishBoot("no-adapter", `Python is ready but no WebGPU adapter is available (after ${elapsed()})`);
+    return false;
+  }
+  $("adapter").textContent = `WebGPU adapter: ${adapter.summary}`;
+  state.pythonReady = true;
+  finishBoot("ready", `Ready: Pyodide ${pyodideVersion}, pte-webgpu ${version}, in ${elapsed()}`);
+  updateButtons();
+  if (state.pte) await describe(); // files chosen while Python was starting
+  return true;
+}, (error) => {
+  finishBoot("failed", `Python failed to start after ${elapsed()}`);
+  showError("Python failed to start", { message: error.message, traceback: error.stack ?? "" });
+  return false;
+});
+
+function finishBoot(status, text) {
+  clearInterval(ticker);
+  $("boot-status").dataset.state = status;
+  $("boot-stage").textContent = text;
+  $("boot-elapsed").textContent = "";
+}
 
 function showError(title, error) {
   $("error-title").textContent = title;
@@ -156,23 +175,44 @@ async function describe() {
   showFileList();
   updateButtons();
   $("graph-section").hidden = true;
-  if (!state.pte || !state.webapp) return;
+  if (!state.pte || !state.pythonReady) return;
   const summary = await busy("Reading the program…", () =>
-    callPython("page_describe", state.pte.bytes, state.ptd, state.pte.name));
+    callPython("page_describe", [state.pte.bytes, state.ptd, state.pte.name]));
   if (!summary) return;
-  // Unsupported ops cannot run at all; other problems (a missing .ptd) the run explains.
-  setRefusal(summary.unsupported_ops.length ? `no WebGPU kernel for ${summary.unsupported_ops.join(", ")}` : null);
+  setRefusal(refusalOf(summary));
   $("graph").replaceChildren(...renderGraph(summary));
   $("graph-section").hidden = false;
+}
+
+/** Why Run stays disabled: ops without a kernel, or constants no given file holds. */
+function refusalOf(summary) {
+  if (summary.unsupported_ops.length) {
+    return `Cannot run this program on WebGPU: no WebGPU kernel for ${summary.unsupported_ops.join(", ")}`;
+  }
+  const missing = summary.unresolved_constants;
+  if (missing.length) {
+    const stored = [...new Set(missing.map((c) => c.stored))].join(", ");
+    return `${missing.length} constant${missing.length > 1 ? "s" : ""} (${stored}) not found: ` +
+      "add the .ptd file that holds them (drop it here or choose it with the .pte)";
+  }
+  return null;
 }
 
 async function run() {
   clearError();
   $("result").dataset.state = "running";
   const inputs = state.inputs ? [state.inputs.name, state.inputs.bytes] : undefined;
+  const repeat = Number($("repeat").value) || 1;
+  $("run-count").textContent = `0 / ${repeat}`;
+  $("cancel-button").hidden = false;
+  $("cancel-button").disabled = false;
   const result = await busy("Running…", () =>
-    callPython("page_run", state.pte.bytes, state.ptd, inputs, Number($("repeat").value) || 1,
-      Number($("seed").value) || 0, $("profile").checked));
+    callPython("page_run", [state.pte.bytes, state.ptd, inputs, repeat, Number($("seed").value) || 0,
+      $("profile").checked, $("cast").checked],
+    (done, total) => ($("run-count").textContent = `${done} / ${total}`)));
+  $("cancel-button").hidden = true;
+  $("run-count").textContent = result ?
+    `${result.execute_ms.runs} / ${result.execute_ms.requested}${result.cancelled ? " (cancelled)" : ""}` : "";
   $("result-section").hidden = !result;
   $("result").dataset.state = result ? "done" : "error";
   if (result) $("result").replaceChildren(...renderResult(result));
@@ -180,7 +220,7 @@ async function run() {
 
 function setRefusal(text) {
   state.refusal = text;
-  $("run-refusal").textContent = text ? `Cannot run this program on WebGPU: ${text}` : "";
+  $("run-refusal").textContent = text ?? "";
   $("run-refusal").hidden = !text;
   updateButtons();
 }
@@ -199,7 +239,7 @@ async function busy(text, work) {
 }
 
 function updateButtons() {
-  const pythonReady = Boolean(state.webapp);
+  const pythonReady = state.pythonReady;
   $("run-button").disabled = !pythonReady || !state.pte || state.busy || Boolean(state.refusal);
   $("load-example").disabled = !pythonReady || !examples.length || state.busy;
   $("example-select").disabled = !examples.length;
@@ -220,6 +260,10 @@ fetch("/fixtures/index.json")
 
 $("load-example").addEventListener("click", () => loadExample($("example-select").value));
 $("run-button").addEventListener("click", run);
+$("cancel-button").addEventListener("click", () => {
+  worker.postMessage({ kind: "cancel" });
+  $("cancel-button").disabled = true;
+});
 $("file-input").addEventListener("change", (event) => addFiles(event.target.files).finally(() => (event.target.value = "")));
 $("inputs-file").addEventListener("change", async (event) => {
   const file = event.target.files[0];

@@ -21,9 +21,10 @@ const ms = (x) => `${x.toFixed(x < 10 ? 2 : 1)} ms`;
 const values = (list) => list.map((v) => num(v, 5)).join(", ") + (list.length ? ", …" : "");
 
 function table(testid, head, rows) {
-  return el("table", { "data-testid": testid },
+  // The wrapper scrolls sideways: long shapes or keys never widen the page.
+  return el("div", { class: "table-wrap" }, el("table", { "data-testid": testid },
     el("thead", {}, el("tr", {}, head.map((h) => el("th", {}, h)))),
-    el("tbody", {}, rows));
+    el("tbody", {}, rows)));
 }
 
 /** The graph summary of webapp.describe_file. */
@@ -56,8 +57,9 @@ function renderStep(step) {
       el("td", {}, op.index), el("td", {}, el("code", {}, op.name)),
       el("td", {}, el("code", {}, op.args.join("\n"))),
       el("td", {}, op.supported ? "✓ WebGPU" : "✗ unsupported")));
-  const parts = [el("h4", {}, `instruction ${step.index}: delegate ${step.delegate} (${step.backend})`),
-    table("ops-table", ["#", "op", "arguments (value id, type, shape)", "status"], ops)];
+  const parts = [el("h4", {}, `instruction ${step.index}: delegate ${step.delegate} (${step.backend})`)];
+  if (step.dataflow) parts.push(renderDataflow(step.dataflow, `delegate ${step.delegate} · ${step.backend}`));
+  parts.push(table("ops-table", ["#", "op", "arguments (value id, type, shape)", "status"], ops));
   if (step.constants.length) {
     const rows = step.constants.map((c) =>
       el("tr", { "data-testid": "constant-row", class: c.error ? "unsupported" : "" },
@@ -68,6 +70,70 @@ function renderStep(step) {
     parts.push(table("constants-table", ["const", "tensor", "bytes", "stored as", "resolves to", "first values"], rows));
   }
   return el("div", { class: "step" }, parts);
+}
+
+// --- the dataflow drawing --------------------------------------------------------------
+const SVG_NS = "http://www.w3.org/2000/svg";
+/** Like el(), in the SVG namespace. */
+function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value !== undefined && value !== null) node.setAttribute(key, value);
+  }
+  for (const child of children.flat()) {
+    if (child !== undefined && child !== null) node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+const NODE_W = 150, NODE_H = 30, GAP_X = 24, GAP_Y = 34, PAD = 16, LABEL_CHARS = 20;
+
+/** webapp.dataflow as SVG: a box per op (and per graph input and output), an arrow per
+ *  tensor from the op that writes it to each op that reads it, the delegate as a frame. */
+function renderDataflow(flow, title) {
+  const rows = [];
+  for (const node of flow.nodes) (rows[node.layer] ??= []).push(node);
+  const widest = Math.max(...rows.map((r) => (r ?? []).length), 1);
+  const width = 2 * PAD + widest * NODE_W + (widest - 1) * GAP_X;
+  const at = new Map();
+  rows.forEach((row = [], layer) => {
+    const rowWidth = row.length * NODE_W + (row.length - 1) * GAP_X;
+    row.forEach((node, i) => at.set(node.id, {
+      x: (width - rowWidth) / 2 + i * (NODE_W + GAP_X), y: PAD + 18 + layer * (NODE_H + GAP_Y) }));
+  });
+  const height = PAD + 18 + rows.length * (NODE_H + GAP_Y) - GAP_Y + PAD;
+  const ops = flow.nodes.filter((n) => n.kind === "op").map((n) => at.get(n.id));
+  const frame = ops.length ? {
+    x: Math.min(...ops.map((p) => p.x)) - 10, y: Math.min(...ops.map((p) => p.y)) - 12,
+    x2: Math.max(...ops.map((p) => p.x)) + NODE_W + 10, y2: Math.max(...ops.map((p) => p.y)) + NODE_H + 10,
+  } : null;
+  const edges = flow.edges.map((e) => {
+    const a = at.get(e.from), b = at.get(e.to);
+    const x1 = a.x + NODE_W / 2, y1 = a.y + NODE_H, x2 = b.x + NODE_W / 2, y2 = b.y;
+    const bend = Math.max(12, (y2 - y1) / 2);
+    return svg("path", { class: "edge", "data-testid": "graph-edge", "data-value": e.value,
+      "data-from": e.from, "data-to": e.to, "marker-end": "url(#arrow)",
+      d: `M${x1},${y1} C${x1},${y1 + bend} ${x2},${y2 - bend} ${x2},${y2}` },
+    svg("title", {}, `%${e.value} ${e.text}`));
+  });
+  const nodes = flow.nodes.map((n) => {
+    const { x, y } = at.get(n.id);
+    const label = n.label.length > LABEL_CHARS ? n.label.slice(0, LABEL_CHARS - 1) + "…" : n.label;
+    const extra = n.constants ? ` +${n.constants} const` : "";
+    return svg("g", { class: `node ${n.kind}${n.supported === false ? " unsupported" : ""}`,
+      "data-testid": "graph-node", "data-kind": n.kind, "data-op": n.op },
+    svg("title", {}, n.op ? `${n.op}${extra}` : n.label),
+    svg("rect", { x, y, width: NODE_W, height: NODE_H, rx: 6 }),
+    svg("text", { x: x + NODE_W / 2, y: y + NODE_H / 2 + 4, "text-anchor": "middle" }, label + extra));
+  });
+  return el("div", { class: "table-wrap dataflow" }, svg("svg", {
+    "data-testid": "graph-svg", width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
+    "aria-label": `${title}: ${flow.nodes.length} nodes, ${flow.edges.length} edges` },
+  svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5,
+    markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, svg("path", { d: "M0,0 L10,5 L0,10 z" }))),
+  frame && svg("g", { "data-testid": "graph-delegate" },
+    svg("rect", { class: "frame", x: frame.x, y: frame.y, width: frame.x2 - frame.x, height: frame.y2 - frame.y, rx: 10 }),
+    svg("text", { class: "frame-label", x: frame.x + 8, y: frame.y - 4 }, title)),
+  edges, nodes));
 }
 
 /** The run report of webapp.run. */
@@ -99,16 +165,6 @@ export function renderResult(r) {
       `inputs: ${r.input_source} (${r.inputs.map((i) => `${i.name} ${tensorText(i)}`).join(", ")}) · adapter: ${r.adapter}`),
     r.profile ? renderProfile(r.profile, r.timestamps) : null,
   ].filter(Boolean);
-}
-
-const SVG_NS = "http://www.w3.org/2000/svg";
-
-/** Like el(), in the SVG namespace. */
-function svg(tag, attrs = {}, ...children) {
-  const node = document.createElementNS(SVG_NS, tag);
-  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
-  for (const child of children.flat()) node.append(child instanceof Node ? child : String(child));
-  return node;
 }
 
 /** Where a profiled op runs: its delegate, or the plan's own (non-delegated) kernel. */

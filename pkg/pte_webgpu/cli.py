@@ -1,6 +1,8 @@
 """Command line: ``pte-webgpu inspect | run | bench | serve | generate``.
 
-Bad input ends with exit code 2 and one readable line on stderr.
+Bad input ends with exit code 2 and one readable line on stderr, the same text on
+both backends; what can be checked on the host is checked before a browser or GPU
+starts. Steps that may take more than a second say so on stderr (not with --quiet).
 """
 
 from __future__ import annotations
@@ -9,10 +11,30 @@ import argparse
 import json
 import os
 import sys
+import time
 
 from .errors import PteError
 
 EXIT_BAD_INPUT = 2
+EXIT_BROKEN_PIPE = 141  # what a C tool killed by SIGPIPE returns (`... | head`)
+
+
+class Progress:
+    """`progress("text")` prints "pte-webgpu: [  1.2 s] text" on stderr unless quiet."""
+
+    def __init__(self, quiet: bool):
+        self.quiet, self.started = quiet, time.perf_counter()
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            print(f"pte-webgpu: [{time.perf_counter() - self.started:5.1f} s] {text}",
+                  file=sys.stderr, flush=True)
+
+
+def error_text(e: PteError) -> str:
+    """One line: the error's class (unless it is the plain base) and its message."""
+    text = " ".join(str(e).split()) or "error"
+    return text if type(e) is PteError else f"{type(e).__name__}: {text}"
 
 
 def _read(path: str) -> bytes:
@@ -51,7 +73,12 @@ def _print_run(result: dict, repeat: int) -> None:
         if k.get("variant"):
             print(f"kernel: {k['op']} -> {k['variant']} ({k.get('picked', 'auto')})")
     for out in result["outputs"]:
-        print(f"{out['name']}: {out['dtype']}{out['shape']}")
+        check = ""
+        if "max_abs_error" in out:
+            check = f"  max abs error vs {out['name']} of the inputs file: {out['max_abs_error']:.3g}"
+        elif "expected_mismatch" in out:
+            check = f"  not compared: {out['expected_mismatch']}"
+        print(f"{out['name']}: {out['dtype']}{out['shape']}{check}")
     if result.get("profile"):
         print(render_profile(result["profile"], result.get("timestamps", False)))
 
@@ -72,26 +99,47 @@ def render_profile(rows: list[dict], timestamps: bool) -> str:
     return "\n".join(lines)
 
 
+def _check_output(path: str | None) -> None:
+    """Fail before the run, not after it, when --output cannot be written."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise PteError(f"--output {path}: folder {folder} does not exist")
+    if os.path.isdir(path) or not os.access(folder, os.W_OK):
+        raise PteError(f"--output {path}: cannot write there")
+
+
 def cmd_run(args) -> int:
     import asyncio
     import base64
 
+    from .preflight import check_run
+
+    progress = Progress(args.quiet)
+    _check_output(args.output)
     pte = _read(args.file)
     data = [(os.path.basename(p), _read(p)) for p in args.data]
     inputs = _read(args.inputs) if args.inputs else None
+    check_run(pte, data, inputs, cast=args.cast,
+              inputs_name=os.path.basename(args.inputs) if args.inputs else "")
     if args.backend == "native":
         from .jobs import run_job
 
         result = asyncio.run(run_job(pte, data, inputs, args.repeat, backend="native",
-                                     profile=args.profile))
+                                     profile=args.profile, cast=args.cast, progress=progress))
     else:
         from .chromium.remote import run_in_browser
 
-        result = run_in_browser(pte, data, inputs, args.repeat, args.profile)
+        result = run_in_browser(pte, data, inputs, args.repeat, args.profile, cast=args.cast,
+                                progress=progress)
     _print_run(result, args.repeat)
     if args.output:
-        with open(args.output, "wb") as f:
-            f.write(base64.b64decode(result["outputs_npz_b64"]))
+        try:
+            with open(args.output, "wb") as f:
+                f.write(base64.b64decode(result["outputs_npz_b64"]))
+        except OSError as e:
+            raise PteError(f"--output {args.output}: {e.strerror}") from None
         print(f"wrote {args.output}")
     return 0
 
@@ -126,29 +174,66 @@ def cmd_bench(args) -> int:
 def cmd_serve(args) -> int:
     from .chromium.remote import serve_forever
 
-    serve_forever(args.port)
+    serve_forever(args.port, progress=Progress(args.quiet))
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (exit 2), like every other user error."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected 0..65535 (0: any free port), got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pte-webgpu", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    from . import __version__
+
+    parser = _Parser(prog="pte-webgpu", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"pte-webgpu {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("inspect", help="describe a .pte file (header, plans, delegates, graph)")
     p.add_argument("file")
     p.add_argument("--data", action="append", default=[], metavar="F.ptd",
                    help="external data file (repeatable); consulted before the .pte")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_inspect)
-    p = sub.add_parser("run", help="run a program on WebGPU (headless Chromium, or native)")
+    p = sub.add_parser("run", parents=[common],
+                       help="run a program on WebGPU (headless Chromium, or native)")
     p.add_argument("file")
-    p.add_argument("--inputs", metavar="in.npz", help="inputs in0, in1, ... (.npz)")
+    p.add_argument("--inputs", metavar="in.npz", help="inputs named in0, in1, ... or in the "
+                   "method's input order; arrays out0, out1, ... are compared with the outputs")
+    p.add_argument("--cast", action="store_true", help="convert inputs whose dtype differs "
+                   "(float to float, int to int); without it a differing dtype is an error")
     p.add_argument("--data", action="append", default=[], metavar="F.ptd")
     p.add_argument("--output", metavar="out.npz", help="write outputs out0, out1, ...")
-    p.add_argument("--repeat", type=int, default=1, help="execute N times (timing)")
+    p.add_argument("--repeat", type=_count, default=1, help="execute N times (timing)")
     p.add_argument("--backend", choices=("browser", "native"), default="browser")
     p.add_argument("--profile", action="store_true", help="print per-op GPU times")
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser("bench", help="benchmark rms_norm variants against copy, ORT Web, torch")
+    p = sub.add_parser("bench", parents=[common],
+                       help="benchmark rms_norm variants against copy, ORT Web, torch")
     p.add_argument("--backend", choices=("browser", "native"), default="browser")
     p.add_argument("--shapes", metavar="RxW,...", help="e.g. 512x4096,4096x64 (default: six)")
     p.add_argument("--output", metavar="FILE.json", help="write the records as JSON")
@@ -160,8 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--roundtrip", action="store_true", help="instead: execute() round trip from "
                    "Python vs the same work from plain JS (bench/roundtrip.py)")
     p.set_defaults(func=cmd_bench)
-    p = sub.add_parser("serve", help="serve the demo page and console on 127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p = sub.add_parser("serve", parents=[common], help="serve the demo page and console on 127.0.0.1")
+    p.add_argument("--port", type=_port, default=8000, help="0 picks a free port")
     p.set_defaults(func=cmd_serve)
     from .llm.cli_generate import add_parser as add_generate  # generate: its own module
 
@@ -172,10 +257,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
+        return code
     except PteError as e:
-        print(f"pte-webgpu: error: {e}", file=sys.stderr)
+        print(f"pte-webgpu: error: {error_text(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # the reader left early (`inspect --json | head`): not an error to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         return 130
 

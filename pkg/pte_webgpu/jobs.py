@@ -4,6 +4,8 @@ The CLI sends the file bytes to wherever the GPU is (Pyodide in Chromium, or
 CPython with wgpu) and calls ``run_job`` there; it returns JSON-able results
 with the outputs as an ``.npz`` (base64), named out0.. like the fixtures, or stepK_outJ /
 seq_outJ for stateful runs of several calls (steps.py). ``execute_ms`` times all calls.
+Single-call inputs follow the rule of inputs.py; members named like an output (outN,
+stepK_outJ, seq_outJ) are compared with it.
 """
 
 from __future__ import annotations
@@ -12,15 +14,24 @@ import base64
 import statistics
 import time
 
-from . import steps
+from . import inputs as inputs_rule
+from . import reference, steps
 from .formats import npy
 from .runtime import Runtime
 
 
+def _quiet(message: str) -> None:
+    pass
+
+
 async def run_job(pte: bytes, data_files=(), inputs_npz: bytes | None = None, repeat: int = 1,
                   backend: str = "auto", runtime: Runtime | None = None,
-                  profile: bool = False) -> dict:
+                  profile: bool = False, cast: bool = False, progress=_quiet) -> dict:
+    """``progress(text)`` hears of each step that may take more than a second."""
+    if runtime is None:
+        progress("creating the WebGPU device")
     rt = runtime or await Runtime.create(backend)
+    progress("loading the program (shaders, constants)")
     started = time.perf_counter()
     program = await rt.load_program(pte, data_files)
     try:
@@ -28,6 +39,10 @@ async def run_job(pte: bytes, data_files=(), inputs_npz: bytes | None = None, re
         load_s = time.perf_counter() - started
         arrays = npy.read_npz(inputs_npz, "inputs") if inputs_npz is not None else {}
         mode, calls = steps.plan_calls(arrays)  # stepK_inJ / seq_inJ / inJ (steps.py)
+        if mode == "single":
+            inputs, _ = inputs_rule.match_inputs(method.input_specs(), arrays, cast=cast)
+            calls = [inputs]
+        progress(f"executing {repeat} time{'s' * (repeat != 1)}")
         times, results = [], []
         for _ in range(max(1, repeat)):
             method.reset()  # each repeat runs the steps from the initial state
@@ -36,6 +51,7 @@ async def run_job(pte: bytes, data_files=(), inputs_npz: bytes | None = None, re
             times.append(time.perf_counter() - t0)
         named = steps.name_outputs(mode, results)
         if profile:  # after the timed runs, so they stay free of profiling overhead
+            progress("profiling one more execute")
             method.reset()
             await method.execute(calls[0], as_numpy=False, profile=True)
         return {
@@ -43,7 +59,8 @@ async def run_job(pte: bytes, data_files=(), inputs_npz: bytes | None = None, re
             "load_ms": load_s * 1e3,
             "execute_ms": [t * 1e3 for t in times],
             "median_execute_ms": statistics.median(times) * 1e3,
-            "outputs": [{"name": k, "shape": list(t.shape), "dtype": t.dtype.name}
+            "outputs": [{"name": k, "shape": list(t.shape), "dtype": t.dtype.name,
+                         **_compare(t, arrays.get(k))}
                         for k, t in named.items()],
             "outputs_npz_b64": base64.b64encode(npy.write_npz(named)).decode("ascii"),
             "kernels": method.kernels,
@@ -55,3 +72,15 @@ async def run_job(pte: bytes, data_files=(), inputs_npz: bytes | None = None, re
         program.close()
         if runtime is None:
             rt.close()
+
+
+def _compare(got, want) -> dict:
+    """{"max_abs_error": ...} against the expected array, or why it cannot be compared."""
+    if want is None:
+        return {}
+    if tuple(want.shape) != tuple(got.shape):
+        return {"expected_mismatch": f"expected shape {list(want.shape)}"}
+    a, b = reference.from_tensor(got).values, reference.from_tensor(want).values
+    diff = max((abs(x - y) if x == x and y == y else (0.0 if x != x and y != y else float("inf"))
+                for x, y in zip(a, b)), default=0.0)
+    return {"max_abs_error": diff}

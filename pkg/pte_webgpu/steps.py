@@ -53,6 +53,10 @@ def plan_calls(arrays: dict) -> tuple[str, list[list]]:
     return "single", [_ordered(one, "in") if one else []]
 
 
+def is_output_name(name: str) -> bool:
+    return bool(re.match(r"^(out\d+|step\d+_out\d+|seq_out\d+)$", name))
+
+
 def _row(t: Tensor, k: int) -> Tensor:
     size = t.nbytes // t.shape[0] if t.shape[0] else 0
     return Tensor(t.memoryview()[k * size:(k + 1) * size], t.shape[1:], t.dtype)

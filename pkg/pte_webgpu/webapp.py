@@ -16,6 +16,7 @@ import time
 import traceback
 
 from . import dtypes, formats, inspect, reference
+from . import inputs as inputs_rule
 from .errors import DeviceLostError, InputError, PteError
 from .formats import npy
 from .formats.pte import DelegateCall, KernelCall
@@ -57,10 +58,15 @@ async def describe_file(pte_bytes, data_files=(), file_name: str = "") -> dict:
     report = inspect.describe(program, file_name, len(pte))
     gpu_ops, cpu_ops = set(registry.supported_ops()), set(reference.supported_ops())
     methods = [_method_summary(p, gpu_ops, cpu_ops) for p in report["plans"]]
+    unresolved = [c for m in methods for s in m["steps"] for c in s.get("constants", ())
+                  if c.get("error")]
     return {"file": report["file"], "data_files": report["data_files"],
             "supported_ops": sorted(gpu_ops), "methods": methods,
             "runnable": all(m["runnable"] for m in methods),
-            "unsupported_ops": sorted({op for m in methods for op in m["unsupported_ops"]})}
+            "unsupported_ops": sorted({op for m in methods for op in m["unsupported_ops"]}),
+            # Run stays disabled until these resolve: named keys no given file holds.
+            "unresolved_constants": [{"index": c["index"], "stored": c["stored"],
+                                      "error": c["error"]} for c in unresolved]}
 
 
 def _method_summary(plan: dict, gpu_ops: set, cpu_ops: set) -> dict:
@@ -122,7 +128,58 @@ def _delegate_step(d: dict, ins: dict, gpu_ops: set, cpu_ops: set, problems: lis
             "first_values": c.get("first_values", [])})
         if c.get("error"):
             problems.append(f"constant {c['index']}: {c['error']}")
+    step["dataflow"] = dataflow(vk, {op["index"]: op["supported"] for op in step["ops"]})
     return step
+
+
+def dataflow(vk: dict, supported: dict) -> dict:
+    """A delegate graph as nodes (one per op, one per graph input and output) and edges
+    (one per tensor from the op that writes it to each op that reads it), with a layer
+    per node for drawing top-down. An op writes the non-constant tensors it is the first
+    to name (graph inputs excepted): ExecuTorch lists ops in execution order."""
+    values = vk["values"]
+
+    def tensors(arg_id: int) -> list[int]:
+        v = values[arg_id]
+        if v["kind"] == "value_list":
+            return [i for i in v["items"] if values[i]["kind"] == "tensor"]
+        return [arg_id] if v["kind"] == "tensor" else []
+
+    def is_constant(vid: int) -> bool:
+        return values[vid].get("constant_id", -1) >= 0
+
+    nodes = [{"id": f"in{i}", "kind": "input", "label": f"input %{vid}", "layer": 0}
+             for i, vid in enumerate(vk["input_ids"])]
+    writer = {vid: f"in{i}" for i, vid in enumerate(vk["input_ids"])}
+    edges, layer = [], {n["id"]: 0 for n in nodes}
+    for op in vk["ops"]:
+        node = f"op{op['index']}"
+        reads = []
+        for vid in (t for a in op["args"] for t in tensors(a["id"])):
+            if is_constant(vid):
+                continue
+            if vid in writer and writer[vid] != node:
+                reads.append(vid)
+            else:
+                writer.setdefault(vid, node)
+        layer[node] = 1 + max((layer[writer[v]] for v in reads), default=0)
+        short = op["name"].removeprefix("aten.").removeprefix("et_vk.").removesuffix(".default")
+        nodes.append({"id": node, "kind": "op", "label": short, "op": op["name"],
+                      "layer": layer[node], "supported": supported.get(op["index"], True),
+                      "constants": sum(is_constant(t) for a in op["args"] for t in tensors(a["id"]))})
+        edges += [{"from": writer[v], "to": node, "value": v, "text": _tensor_text(values[v])}
+                  for v in dict.fromkeys(reads)]
+    bottom = 1 + max(layer.values(), default=0)
+    for i, vid in enumerate(vk["output_ids"]):
+        nodes.append({"id": f"out{i}", "kind": "output", "label": f"output %{vid}", "layer": bottom})
+        if vid in writer:
+            edges.append({"from": writer[vid], "to": f"out{i}", "value": vid,
+                          "text": _tensor_text(values[vid])})
+    return {"nodes": nodes, "edges": edges}
+
+
+def _tensor_text(v: dict) -> str:
+    return f"{v['dtype']}{v['shape']}"
 
 
 def _arg_text(v: dict) -> str:
@@ -140,7 +197,8 @@ def _arg_text(v: dict) -> str:
 # --- run ---------------------------------------------------------------------------
 
 async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int = 1,
-              seed: int = 0, method_name: str = "forward", profile: bool = False) -> dict:
+              seed: int = 0, method_name: str = "forward", profile: bool = False,
+              cast: bool = False, on_progress=None, should_stop=None) -> dict:
     """Load and execute on the GPU, check against the CPU reference, time it.
 
     ``inputs``: {name: Tensor} (e.g. from an .npz; ``in0``, ``in1``... or in order)
@@ -148,6 +206,8 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
     expected outputs and compared too. With ``profile``, one more execute after
     the timed runs measures each op: ``profile`` rows (method.last_profile) and
     ``timestamps`` (GPU timestamp queries, else wall time per dispatch).
+    ``on_progress(done, total)`` hears of each execution; ``should_stop()`` is asked
+    before each one after the first, and a True ends the runs early (``cancelled``).
     """
     global _runtime
     pte, files = _as_bytes(pte_bytes), _data_files(data_files)
@@ -159,13 +219,18 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
         method = program.load_method(method_name)
         load_seconds = time.perf_counter() - started
         tensors, names, source = choose_inputs(method.input_specs(), inputs, seed,
-                                               index_limits(method.plan))
-        times, outputs = [], []
-        for _ in range(repeat):
+                                               index_limits(method.plan), cast)
+        times, outputs, cancelled = [], [], False
+        for i in range(repeat):
+            if i and should_stop is not None and should_stop():
+                cancelled = True
+                break
             t = time.perf_counter()
             outputs = await method.execute(tensors, as_numpy=False)
             times.append(time.perf_counter() - t)
-        if profile:  # after the timed runs, so they stay free of profiling overhead
+            if on_progress is not None:
+                on_progress(i + 1, repeat)
+        if profile and not cancelled:  # after the timed runs: those stay free of its overhead
             await method.execute(tensors, as_numpy=False, profile=True)
     except DeviceLostError:
         _runtime = None  # a lost device cannot be reused: the next run makes a new one
@@ -189,7 +254,8 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
         "load_ms": load_seconds * 1e3,
         "execute_ms": {"first": times[0] * 1e3,
                        "median": statistics.median(times[1:] or times) * 1e3,
-                       "runs": len(times)},
+                       "runs": len(times), "requested": repeat},
+        "cancelled": cancelled,
         "outputs": rows,
         "reference_error": ref_error,
         "max_abs_error": _max(r["max_abs_error"] for r in rows),
@@ -248,32 +314,17 @@ def index_limits(plan) -> list[int | None]:
     return [limits[v] for v in plan.inputs]
 
 
-def choose_inputs(specs, inputs: dict | None, seed: int, int_limits=None):
-    """(tensors, names, description): uploaded arrays matched to the method's inputs."""
+def choose_inputs(specs, inputs: dict | None, seed: int, int_limits=None, cast: bool = False):
+    """(tensors, names, description): uploaded arrays matched to the method's inputs by
+    the rule the CLI uses too (inputs.py), or seeded random ones when none were given."""
     if not inputs:
         ints = any(d in reference.INT_DTYPES for _, d in specs)
         return random_inputs(specs, seed, int_limits), [f"in{i}" for i in range(len(specs))], \
             f"random normal, seed {seed}" + (
                 f"; integers uniform in [0, vocabulary) or [0, {SMALL_INTS})" if ints else "")
-    wanted = [f"in{i}" for i in range(len(specs))]
-    if all(n in inputs for n in wanted):
-        names = wanted
-    else:  # fall back to the order in the file, skipping expected outputs
-        names = [n for n in inputs if not n.startswith("out")]
-        if len(names) != len(specs):
-            raise InputError(f"the method takes {len(specs)} inputs ({', '.join(wanted)}); the "
-                             f"uploaded file has {len(names)} arrays: {', '.join(names) or 'none'}")
-    tensors = [_as_dtype(inputs[n], dtype, n) for n, (_, dtype) in zip(names, specs)]
+    tensors, names = inputs_rule.match_inputs(specs, inputs, cast=cast, source="the uploaded file",
+                                              cast_hint='"cast inputs"')
     return tensors, names, "uploaded file"
-
-
-def _as_dtype(t: Tensor, dtype_name: str, name: str) -> Tensor:
-    if t.dtype.name == dtype_name:
-        return t
-    if t.dtype.name not in reference.FLOAT_DTYPES:
-        raise InputError(f"input {name!r} is {t.dtype.name}; the method expects {dtype_name}")
-    dtype = dtypes.BY_NAME[dtype_name]
-    return reference.to_tensor(reference.from_tensor(t), dtype) if dtype.struct_code else t
 
 
 def read_inputs_file(name: str, data) -> dict:
@@ -320,12 +371,14 @@ async def page_describe(pte_bytes, data_files, file_name="") -> dict:
 
 
 async def page_run(pte_bytes, data_files, inputs_file=None, repeat=1, seed=0,
-                   profile=False) -> dict:
+                   profile=False, cast=False, on_progress=None, should_stop=None) -> dict:
     async def go():
         pair = _absent_to_none(inputs_file)
         inputs = read_inputs_file(str(pair[0]), pair[1]) if pair is not None else None
         result = await run(pte_bytes, data_files, inputs, int(repeat), int(seed),
-                           profile=bool(profile))
+                           profile=bool(profile), cast=bool(cast),
+                           on_progress=_absent_to_none(on_progress),
+                           should_stop=_absent_to_none(should_stop))
         if inputs:
             result["input_source"] = f"file {pair[0]}"
         return result

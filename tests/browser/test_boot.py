@@ -37,3 +37,26 @@ def test_webgpu_adapter_from_python(browser_session):
     print(f"WebGPU adapter in {time.perf_counter() - started:.3f} s: {info}")
     assert info["vendor"] and info["architecture"]
     assert info["max_invocations"] >= 64
+
+
+def test_packages_the_dist_does_not_ship_fail_clearly(browser_session):
+    """The lock lists only the wheels the dist ships (no Pyodide numpy or micropip is
+    offered on PyPI or npm): asking for another package is a plain, immediate error,
+    never a 404 or an integrity failure."""
+    got = browser_session.run_python(
+        "import pyodide_js\n"
+
+        "out = {}\n"
+        "for name in ('numpy', 'micropip'):\n"
+        "    try:\n"
+        "        __import__(name)\n"
+        "    except ModuleNotFoundError as e:\n"
+        "        out[name] = str(e)\n"
+        "try:\n"
+        "    await pyodide_js.loadPackage('numpy')\n"
+        "except Exception as e:\n"
+        "    out['loadPackage'] = str(e)\n"
+        "out")
+    assert got["numpy"].startswith("No module named 'numpy'")
+    assert got["micropip"].startswith("No module named 'micropip'")
+    assert "No known package with name 'numpy'" in got["loadPackage"]

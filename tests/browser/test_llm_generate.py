@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pte_webgpu.llm.tokenizer import Tokenizer
-from tests.llm_models import LLM_DIR, LLM_NAME, llm_files, tiny_case, write_tiny_tokenizer
+from tests.llm_models import LLM_NAME, llm_files, tiny_case, write_tiny_tokenizer
 
 pytestmark = pytest.mark.browser
 
@@ -64,7 +64,7 @@ _pieces = [p async for p in _lm.generate(ids=_ids, max_new_tokens={n})]
 @pytest.fixture(scope="module")
 def llm_page(browser_session, web_server):
     files = llm_files()
-    web_server.mount("/llm/", LLM_DIR)
+    web_server.mount("/llm/", files["pte"].resolve().parent)  # build/llm may hold links
     browser_session.run_python((__import__("pathlib").Path(__file__).parent
                                 / "page_support.py").read_text())
     return files, browser_session

@@ -121,3 +121,29 @@ def test_int64_npz_members_are_read():
     arrays = npy.read_npz((FIXTURES / "extra" / "embedding_100x16_2x5.npz").read_bytes())
     assert arrays["in0"].dtype.name == "int64" and arrays["in0"].shape == (2, 5)
     assert arrays["out0"].dtype.name == "float32"
+
+
+def _dataflows(name):
+    summary = run_async(webapp.describe_file((FIXTURES / f"{name}.pte").read_bytes(), [], name))
+    return [s["dataflow"] for s in summary["methods"][0]["steps"] if s["kind"] == "delegate"]
+
+
+def test_dataflow_has_a_node_per_op_and_an_edge_per_tensor_read():
+    [flow] = _dataflows("add_rmsnorm_2out_4x128")
+    kinds = [n["kind"] for n in flow["nodes"]]
+    assert kinds.count("op") == 2 and kinds.count("input") == 2 and kinds.count("output") == 2
+    pairs = {(e["from"], e["to"]) for e in flow["edges"]}
+    # add reads both inputs; rms_norm reads add's result, which is also output 0
+    assert pairs == {("in0", "op0"), ("in1", "op0"), ("op0", "op1"), ("op0", "out0"), ("op1", "out1")}
+    layers = {n["id"]: n["layer"] for n in flow["nodes"]}
+    assert layers["in0"] < layers["op0"] < layers["op1"] < layers["out1"]
+
+
+def test_dataflow_leaves_constants_out_of_the_edges_and_counts_them():
+    [flow] = _dataflows("block_1x8x64")
+    ops = [n for n in flow["nodes"] if n["kind"] == "op"]
+    assert sum(n["constants"] for n in ops) >= 3  # rms_norm weight, two linear weights
+    for e in flow["edges"]:
+        assert e["from"] != e["to"]
+    producers = {e["from"] for e in flow["edges"]}
+    assert all(n["id"] in producers for n in ops)  # every op's result is read

@@ -1,8 +1,8 @@
-"""Load the browser launch options from `playwright.config.py`, or built-in defaults.
+"""Browser launch options: built in here, or a source checkout's playwright.config.py.
 
-The file is looked up in the current directory, then at the repository root (found
-relative to this source file); a CLI installed from a wheel uses the defaults below,
-which must stay identical to the repository's playwright.config.py.
+Never read from the current directory: a file of that name where a user stands is
+not ours to execute. An installed wheel uses the defaults below, which must stay
+identical to the repository's playwright.config.py (tests/test_playwright_config.py).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import runpy
 import shutil
 from pathlib import Path
 
+from . import paths
+
 CONFIG_NAME = "playwright.config.py"
-REPO_ROOT = Path(__file__).resolve().parents[3]  # pkg/pte_webgpu/chromium/config.py
 
 
 def _builtin_namespace() -> dict:
@@ -28,11 +29,10 @@ def _builtin_namespace() -> dict:
 
 
 def find_config_file() -> Path | None:
-    for folder in (Path.cwd(), REPO_ROOT):
-        candidate = folder / CONFIG_NAME
-        if candidate.is_file():
-            return candidate
-    return None
+    """playwright.config.py at the root of the checkout this package runs from, if any."""
+    root = paths.source_checkout()
+    candidate = root / CONFIG_NAME if root else None
+    return candidate if candidate and candidate.is_file() else None
 
 
 def load_config() -> dict:

@@ -1,165 +1,232 @@
-"""Build the local, offline Pyodide distribution that the browser pages load.
+"""The offline Pyodide distribution that the browser pages load, built once per input set.
 
-Layout (defaults): build/npm/pyodide-<v>.tgz (cached npm tarball), build/wheels/
-(our wheel + flatbuffers), build/.venv-lock (Python 3.12 venv with the lockfile tool),
-build/web/pyodide/ (core files, wheels and the regenerated pyodide-lock.json).
-`python -m pte_webgpu.chromium.dist [--out DIR]` builds it and prints each step.
+It holds the Pyodide core files (from the npm tarball), a wheel of the installed
+pte_webgpu package, one of the installed flatbuffers, and a pyodide-lock.json that
+lists exactly those two wheels: a page asking for any other package (numpy,
+micropip: no Pyodide build of them is on PyPI or npm here) gets Pyodide's plain
+"No known package" / "No module named" error instead of a 404.
+
+Both wheels are zipped here from the installed files, reproducibly (no pip, no
+network), so this works from an installed wheel as well as from a checkout. A
+stamp of the content hashes of every input lets later calls return at once.
+
+Where: build/web/pyodide in a source checkout, else <user cache>/pyodide-dist
+(see paths.py); `python -m pte_webgpu.chromium.dist [--out DIR]` builds it.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
+import base64
 import hashlib
+import importlib.metadata
+import importlib.resources
 import json
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
+import tempfile
+import zipfile
 from pathlib import Path
 
+from ..errors import PteError
+from . import paths
+
 PYODIDE_VERSION = "314.0.7"
-FLATBUFFERS = "flatbuffers==25.12.19"
-# Tried in order: the light lockfile tool, then the full pyodide-build (same command).
-LOCK_TOOLS = ["pyodide-lock[cli,wheel]==0.2.1", "pyodide-build"]
 CORE_FILES = ["pyodide.mjs", "pyodide.js", "pyodide.asm.mjs", "pyodide.asm.wasm",
               "python_stdlib.zip", "package.json"]
-# Fixed wheel timestamps make our wheel byte-identical while the sources are unchanged,
-# so the lockfile is only regenerated when something really changed.
-REPRODUCIBLE_EPOCH = "315532800"
-REPO_ROOT = Path(__file__).resolve().parents[3]
+STAMP = ".dist-stamp"
+# Bump when the layout or the wheel/lock format written here changes.
+FORMAT = "2"
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+_SKIP_PARTS = {"__pycache__"}
 
 
-def _run(cmd: list, log, **kwargs) -> None:
-    log("  $ " + " ".join(str(c) for c in cmd))
-    subprocess.run([str(c) for c in cmd], check=True, **kwargs)
+class DistError(PteError):
+    """The Pyodide dist cannot be built (no npm tarball, unreadable package files)."""
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+class _Wheel:
+    """A pure-Python wheel to zip: distribution name, version, files, requirements."""
+
+    def __init__(self, name: str, version: str, files: dict[str, Path], requires=()):
+        self.name, self.version, self.files, self.requires = name, version, files, list(requires)
+        self.file_name = f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
+
+    def digest(self) -> str:
+        h = hashlib.sha256(f"{self.file_name}\n{self.requires}\n".encode())
+        for arcname in sorted(self.files):
+            h.update(f"{arcname}\n".encode())
+            h.update(hashlib.sha256(self.files[arcname].read_bytes()).digest())
+        return h.hexdigest()
+
+    def imports(self) -> list[str]:
+        return sorted({a.split("/", 1)[0].removesuffix(".py") for a in self.files})
 
 
-def _copy_if_changed(src: Path, dst: Path) -> bool:
-    if dst.is_file() and dst.stat().st_size == src.stat().st_size and _sha256(dst) == _sha256(src):
-        return False
-    shutil.copyfile(src, dst)
-    return True
+def _tree(folder: Path, prefix: str, skip: set[str] = frozenset()) -> dict[str, Path]:
+    """{arcname: path} of every file under folder, without caches and `skip` subfolders."""
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if path.is_file() and not (set(rel.parts) & _SKIP_PARTS) and rel.parts[0] not in skip \
+                and path.suffix != ".pyc":
+            out[f"{prefix}/{rel.as_posix()}"] = path
+    return out
 
 
-def npm_tarball(build: Path, log) -> Path:
-    folder = build / "npm"
+def package_wheel() -> _Wheel:
+    """pte_webgpu as installed (a checkout maps shaders/ in from the repository root).
+    The demo pages (web/) are left out: the browser gets them from the server."""
+    import pte_webgpu
+
+    package = Path(pte_webgpu.__file__).resolve().parent
+    files = _tree(package, "pte_webgpu", skip={"web"})
+    shaders = Path(str(importlib.resources.files("pte_webgpu.shaders")))
+    files.update(_tree(shaders, "pte_webgpu/shaders"))
+    return _Wheel("pte-webgpu", pte_webgpu.__version__, files, ["flatbuffers"])
+
+
+def flatbuffers_wheel() -> _Wheel:
+    dist = importlib.metadata.distribution("flatbuffers")
+    root = Path(str(dist.locate_file("")))
+    files = {f.as_posix(): root / f for f in dist.files or ()
+             if f.parts[0] == "flatbuffers" and f.suffix == ".py"}
+    if not files:
+        raise DistError("the installed flatbuffers package lists no files to ship to Pyodide")
+    return _Wheel("flatbuffers", dist.version, files)
+
+
+def write_wheel(wheel: _Wheel, out: Path) -> Path:
+    """Zip `wheel` into out/<file_name> with fixed dates: same inputs, same bytes."""
+    dist_info = f"{wheel.name.replace('-', '_')}-{wheel.version}.dist-info"
+    meta = "Metadata-Version: 2.1\nName: {}\nVersion: {}\n{}".format(
+        wheel.name, wheel.version, "".join(f"Requires-Dist: {r}\n" for r in wheel.requires))
+    extra = {f"{dist_info}/METADATA": meta.encode(),
+             f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: pte-webgpu\n"
+                                   b"Root-Is-Purelib: true\nTag: py3-none-any\n",
+             f"{dist_info}/top_level.txt": "".join(f"{i}\n" for i in wheel.imports()).encode()}
+    record = []
+    path = out / wheel.file_name
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        entries = [(a, wheel.files[a].read_bytes()) for a in sorted(wheel.files)] + list(extra.items())
+        for arcname, data in entries:
+            info = zipfile.ZipInfo(arcname, _ZIP_DATE)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append(f"{arcname},sha256={digest},{len(data)}")
+        record.append(f"{dist_info}/RECORD,,")
+        info = zipfile.ZipInfo(f"{dist_info}/RECORD", _ZIP_DATE)
+        info.external_attr = 0o644 << 16
+        zf.writestr(info, "\n".join(record) + "\n")
+    return path
+
+
+def npm_tarball(folder: Path, log) -> Path:
+    """pyodide-<v>.tgz in `folder`, fetched once with `npm pack`."""
     tarball = folder / f"pyodide-{PYODIDE_VERSION}.tgz"
-    if not tarball.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        _run(["npm", "pack", f"pyodide@{PYODIDE_VERSION}", "--pack-destination", folder,
-              "--loglevel=error"], log, stdout=subprocess.DEVNULL)
+    if tarball.is_file():
+        return tarball
+    if not shutil.which("npm"):
+        raise DistError(f"the Pyodide core comes from npm: install npm, or put "
+                        f"pyodide-{PYODIDE_VERSION}.tgz (npm pack pyodide@{PYODIDE_VERSION}) in {folder}")
+    folder.mkdir(parents=True, exist_ok=True)
+    log(f"fetching pyodide@{PYODIDE_VERSION} from npm (once)")
+    done = subprocess.run(["npm", "pack", f"pyodide@{PYODIDE_VERSION}", "--pack-destination",
+                           str(folder), "--loglevel=error"], capture_output=True, text=True)
+    if done.returncode != 0 or not tarball.is_file():
+        raise DistError(f"npm pack pyodide@{PYODIDE_VERSION} failed: "
+                        f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
     return tarball
 
 
-def extract_core(tarball: Path, out: Path, build: Path, log) -> Path:
-    """Unpack the tarball once; copy the core files to `out`. Returns the pristine lock."""
-    unpacked = build / "npm" / f"pyodide-{PYODIDE_VERSION}"
-    if not (unpacked / "pyodide-lock.json").is_file():
-        with tarfile.open(tarball) as tar:
-            # npm tarballs nest everything under package/; keep the safe "data" filter.
-            strip = lambda member, path: tarfile.data_filter(  # noqa: E731
-                member.replace(name=member.name.removeprefix("package/")), path)
-            tar.extractall(unpacked, filter=strip)
+def _read_core(tarball: Path) -> dict[str, bytes]:
+    """The core files and the pristine lock from the tarball (npm nests them under package/)."""
+    wanted = {f"package/{n}": n for n in [*CORE_FILES, "pyodide-lock.json"]}
+    found = {}
+    with tarfile.open(tarball) as tar:
+        for member in tar:
+            if member.name in wanted and member.isfile():
+                found[wanted[member.name]] = tar.extractfile(member).read()
+    missing = sorted(set(wanted.values()) - set(found))
+    if missing:
+        raise DistError(f"{tarball} lacks {', '.join(missing)}")
+    return found
+
+
+def _lock_entry(wheel: _Wheel, data: bytes) -> dict:
+    return {"name": wheel.name, "version": wheel.version, "file_name": wheel.file_name,
+            "install_dir": "site", "sha256": hashlib.sha256(data).hexdigest(),
+            "package_type": "package", "imports": wheel.imports(),
+            "depends": list(wheel.requires), "unvendored_tests": False, "tool": {}}
+
+
+def default_out() -> Path:
+    explicit = os.environ.get("PTE_WEBGPU_DIST")
+    if explicit:
+        return Path(explicit).resolve()
+    root = paths.source_checkout()
+    return root / "build" / "web" / "pyodide" if root else paths.cache_dir() / "pyodide-dist"
+
+
+def ensure_dist(root: Path | None = None, out: Path | None = None, log=print,
+                npm_folder: Path | None = None) -> Path:
+    """The dist folder (the pages' indexURL), built only when an input changed.
+
+    `root` is accepted for older callers and ignored: the inputs are the installed
+    packages. `log` hears about work only (nothing when the dist is up to date)."""
+    out = Path(out).resolve() if out else default_out()
+    npm_folder = Path(npm_folder) if npm_folder else paths.build_dir() / "npm"
+    wheels = [package_wheel(), flatbuffers_wheel()]
+    key = hashlib.sha256(f"{FORMAT} {PYODIDE_VERSION} ".encode()
+                         + " ".join(w.digest() for w in wheels).encode()).hexdigest()
+    names = [*CORE_FILES, "pyodide-lock.json", *(w.file_name for w in wheels)]
+    stamp = out / STAMP
+    if stamp.is_file() and stamp.read_text() == key and all((out / n).is_file() for n in names):
+        return out
+    log(f"building the Pyodide dist in {out} (first use, or the package changed)")
+    core = _read_core(npm_tarball(npm_folder, log))
     out.mkdir(parents=True, exist_ok=True)
-    copied = [n for n in CORE_FILES if _copy_if_changed(unpacked / n, out / n)]
-    log(f"pyodide {PYODIDE_VERSION} core: " + (f"copied {', '.join(copied)}" if copied else "up to date"))
-    return unpacked / "pyodide-lock.json"
-
-
-def build_wheels(root: Path, wheels: Path, log) -> list[Path]:
-    """Rebuild our wheel (sources change) and fetch flatbuffers once."""
-    wheels.mkdir(parents=True, exist_ok=True)
-    for stale in wheels.glob("pte_webgpu-*.whl"):
-        stale.unlink()
-    # setuptools builds in-tree under build/lib and never prunes it: a deleted module
-    # would still ship. Start from a clean slate.
-    for leftover in [root / "build" / "lib", *(root / "build").glob("bdist.*")]:
-        shutil.rmtree(leftover, ignore_errors=True)
-    env = {**os.environ, "SOURCE_DATE_EPOCH": REPRODUCIBLE_EPOCH}
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, root], log, env=env)
-    fb_name, fb_version = FLATBUFFERS.split("==")
-    if not list(wheels.glob(f"{fb_name}-{fb_version}-*.whl")):
-        _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-              "-d", wheels, FLATBUFFERS], log)
-    return sorted(wheels.glob("pte_webgpu-*.whl")) + sorted(wheels.glob(f"{fb_name}-{fb_version}-*.whl"))
-
-
-def find_python312() -> str:
-    """An interpreter >= 3.12, which the lockfile tools require."""
-    if sys.version_info >= (3, 12):
-        return sys.executable
-    pyenv = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    candidates = [os.environ.get("PTE_WEBGPU_PYTHON312"),
-                  *sorted(glob.glob(f"{pyenv}/versions/3.12*/bin/python3")),
-                  *sorted(glob.glob(f"{pyenv}/versions/3.1[3-9]*/bin/python3")),
-                  shutil.which("python3.12"), shutil.which("python3.13")]
-    for candidate in filter(None, candidates):
-        # pyenv shims exist on PATH even when they cannot run: check by running.
-        probe = subprocess.run([candidate, "-c", "import sys; assert sys.version_info >= (3, 12)"],
-                               capture_output=True)
-        if probe.returncode == 0:
-            return candidate
-    raise RuntimeError("need Python >= 3.12 for the Pyodide lockfile tool; set PTE_WEBGPU_PYTHON312")
-
-
-def lock_tool(build: Path, log) -> Path:
-    """The `pyodide` CLI (with the `lockfile` command) from build/.venv-lock."""
-    venv = build / ".venv-lock"
-    cli = venv / "bin" / "pyodide"
-    if cli.is_file():
-        return cli
-    _run([find_python312(), "-m", "venv", "--clear", venv], log)
-    for requirement in LOCK_TOOLS:
-        try:
-            _run([venv / "bin" / "python", "-m", "pip", "install", "-q", requirement], log)
-            return cli
-        except subprocess.CalledProcessError:
-            log(f"  could not install {requirement}, trying the next tool")
-    raise RuntimeError(f"could not install any of {LOCK_TOOLS} into {venv}")
-
-
-def write_lock(base_lock: Path, wheels: list[Path], out: Path, build: Path, log) -> None:
-    """Regenerate out/pyodide-lock.json from the pristine lock plus our wheels."""
-    stamp = out / ".lock-inputs.json"
-    inputs = {p.name: _sha256(p) for p in [base_lock, *wheels]}
-    lock = out / "pyodide-lock.json"
-    if lock.is_file() and stamp.is_file() and json.loads(stamp.read_text()) == inputs:
-        log("pyodide-lock.json: up to date")
-        return
-    _run([lock_tool(build, log), "lockfile", "add-wheels", "--input", base_lock, "--output", lock,
-          "--base-path", out, *wheels], log, stdout=subprocess.DEVNULL)
-    stamp.write_text(json.dumps(inputs, indent=1))
-    log(f"pyodide-lock.json: regenerated with {', '.join(inputs)}")
-
-
-def ensure_dist(root: Path | None = None, out: Path | None = None, log=print) -> Path:
-    """Build (or refresh) the local Pyodide dist; returns its folder (the indexURL)."""
-    root = Path(root or REPO_ROOT).resolve()
-    build = root / "build"
-    out = Path(out or os.environ.get("PTE_WEBGPU_DIST") or build / "web" / "pyodide").resolve()
-    base_lock = extract_core(npm_tarball(build, log), out, build, log)
-    wheels = build_wheels(root, build / "wheels", log)
-    for stale in out.glob("*.whl"):
-        if stale.name not in {w.name for w in wheels}:
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        staged = Path(tmp)
+        lock = json.loads(core.pop("pyodide-lock.json"))
+        entries = {}
+        for wheel in wheels:
+            data = write_wheel(wheel, staged).read_bytes()
+            entries[wheel.name] = _lock_entry(wheel, data)
+        # Only what is shipped: a lock that names absent wheels turns imports into 404s.
+        lock["packages"] = entries
+        (staged / "pyodide-lock.json").write_text(json.dumps(lock, indent=1, sort_keys=True))
+        for name, data in core.items():
+            if not (out / name).is_file() or (out / name).read_bytes() != data:
+                (staged / name).write_bytes(data)
+        for path in staged.iterdir():  # same-folder renames: readers never see half a file
+            os.replace(path, out / path.name)
+    for stale in out.iterdir():
+        if stale.name not in names and stale.name != STAMP and stale.is_file():
             stale.unlink()
-    copied = [w.name for w in wheels if _copy_if_changed(w, out / w.name)]
-    log("wheels: " + (f"copied {', '.join(copied)}" if copied else "up to date"))
-    write_lock(base_lock, [out / w.name for w in wheels], out, build, log)
+    stamp.write_text(key)
+    log(f"dist ready: {out}")
     return out
+
+
+def version(out: Path) -> str:
+    """The content key of a built dist (its stamp): changes whenever any input does."""
+    try:
+        return (Path(out) / STAMP).read_text().strip()
+    except OSError:
+        raise DistError(f"{out} is not a built dist (no {STAMP})") from None
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, default=None, help="repository root (default: this checkout)")
-    parser.add_argument("--out", type=Path, default=None, help="dist folder (default: build/web/pyodide)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="dist folder (default: build/web/pyodide, or the user cache)")
     args = parser.parse_args(argv)
-    print(f"dist ready: {ensure_dist(args.root, args.out)}")
+    print(f"dist: {ensure_dist(out=args.out)}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from . import config
 
+KEPT_CACHE_BYTES = 256 << 20  # HTTP cache of a kept profile: a few dists' worth
+
 # Defined once in the page: turns run_python's result into JSON text inside Python,
 # where every value type is known (JS objects arrive as JsProxy).
 _TO_JSON_HELPER = r'''
@@ -77,7 +79,8 @@ class BrowserSession:
     """
 
     def __init__(self, base_url: str, *, harness: str = "harness.html", index_url: str = "/pyodide/",
-                 launch_options: dict | None = None, timeout_ms: int | None = None):
+                 launch_options: dict | None = None, timeout_ms: int | None = None,
+                 progress=None, user_data_dir: str | None = None):
         self.url = f"{base_url.rstrip('/')}/{harness}?indexURL={index_url}"
         self._launch_options = launch_options or config.launch_options()
         self._timeout_ms = timeout_ms or config.default_timeout_ms()
@@ -87,15 +90,28 @@ class BrowserSession:
         self.boot_seconds = 0.0  # page load until Pyodide and pte-webgpu are ready
         self.boot_stages: list[dict] = []  # [{stage, ms, ...}] reported by web/boot.js
         self._playwright = self._browser = self.page = None
+        self._progress = progress or (lambda text: None)  # hears of each slow step
+        # A kept profile keeps Chromium's HTTP cache, and with it V8's compiled
+        # pyodide.asm.wasm: later boots skip most of the compile.
+        self._user_data_dir = user_data_dir
+        self._context = None
 
     def start(self) -> "BrowserSession":
         from playwright.sync_api import sync_playwright  # host-only dependency
 
         started = time.perf_counter()
+        self._progress("launching Chromium")
         self._playwright = sync_playwright().start()
         try:
-            self._browser = self._playwright.chromium.launch(**self._launch_options)
-            self.page = self._browser.new_page()
+            if self._user_data_dir:
+                options = dict(self._launch_options)  # the kept cache stays bounded
+                options["args"] = [*options.get("args", ()), f"--disk-cache-size={KEPT_CACHE_BYTES}"]
+                self._context = self._playwright.chromium.launch_persistent_context(
+                    self._user_data_dir, **options)
+                self.page = self._context.new_page()
+            else:
+                self._browser = self._playwright.chromium.launch(**self._launch_options)
+                self.page = self._browser.new_page()
             self.page.set_default_timeout(self._timeout_ms)
             self.page.on("console", lambda m: self.console_messages.append(ConsoleMessage(m.type, m.text)))
             self.page.on("pageerror", lambda e: self.page_errors.append(str(e.stack or e)))
@@ -108,6 +124,7 @@ class BrowserSession:
 
     def _boot(self) -> None:
         started = time.perf_counter()
+        self._progress("booting Pyodide in the page")
         self.page.goto(self.url)
         try:
             self.page.wait_for_function("window.pyodideReady !== undefined")
@@ -133,11 +150,13 @@ class BrowserSession:
         return "\n".join(lines) or "(no console output)"
 
     def close(self) -> None:
+        if self._context:
+            self._context.close()
         if self._browser:
             self._browser.close()
         if self._playwright:
             self._playwright.stop()
-        self._playwright = self._browser = self.page = None
+        self._playwright = self._browser = self._context = self.page = None
 
     def __enter__(self) -> "BrowserSession":
         return self.start()

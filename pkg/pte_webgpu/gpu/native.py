@@ -6,12 +6,32 @@ Optional: ``pip install pte-webgpu[native]``. Needs a Vulkan/Metal/D3D adapter
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 from ..errors import GpuError, GpuValidationError, ShaderCompileError, UnsupportedError
 from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice
 
 
 def _kebab(name: str) -> str:
     return "".join("-" + c.lower() if c.isupper() else c for c in name)
+
+
+def _quiet_wsi() -> None:
+    """The Vulkan loader's Wayland code prints "error: XDG_RUNTIME_DIR is invalid or not
+    set" twice when that variable names no folder; compute needs no display, so give it
+    a private one (mode 0700, ours) instead of letting the noise reach the user."""
+    current = os.environ.get("XDG_RUNTIME_DIR")
+    if current and os.path.isdir(current):
+        return
+    folder = os.path.join(tempfile.gettempdir(), f"pte-webgpu-runtime-{os.getuid()}")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.stat(folder)
+        if st.st_uid == os.getuid() and st.st_mode & 0o077 == 0:
+            os.environ["XDG_RUNTIME_DIR"] = folder
+    except OSError:
+        pass  # only noise is at stake
 
 
 class NativeDevice(GpuDevice):
@@ -22,6 +42,7 @@ class NativeDevice(GpuDevice):
         except ImportError:
             raise UnsupportedError("the native backend needs wgpu: "
                                    "pip install 'pte-webgpu[native]'") from None
+        _quiet_wsi()
         adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
         if adapter is None:
             raise GpuError("no native WebGPU adapter found")

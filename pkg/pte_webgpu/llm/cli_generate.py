@@ -9,9 +9,7 @@ in headless Chromium); each piece comes back to the terminal through a page bind
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from ..errors import PteError
@@ -108,34 +106,52 @@ def _native(model: Path, tok: Path, data: list, options: dict, on_piece) -> dict
 def run_in_browser(model: Path, tok: Path, data: list, options: dict, on_piece) -> dict:
     """Run ``generate_job`` in Pyodide in headless Chromium; pieces come back through the
     page binding ``pteGeneratePiece``."""
-    from ..chromium.remote import _dist, _last_line, _mounts
+    from ..chromium import paths
+    from ..chromium.dist import version
+    from ..chromium.remote import _dist, _quiet, remote_error
     from ..chromium.server import StaticServer
     from ..chromium.session import BrowserPythonError, BrowserSession
 
-    with tempfile.TemporaryDirectory() as tmp, StaticServer(_mounts(_dist())) as server:
-        job = Path(tmp)  # links, not copies: the model is hundreds of MB
-        os.symlink(model.resolve(), job / "program.pte")
-        os.symlink(tok.resolve(), job / "tokenizer.json")
-        for i, p in enumerate(data):
-            os.symlink(p.resolve(), job / f"data{i}.ptd")
-        server.mount("/job/", job)
-        code = f"""
+    dist = _dist(_quiet)
+    dist_url = f"/pyodide-{version(dist)[:16]}/"
+    with StaticServer({"/": paths.web_root()}) as server:
+        server.mount(dist_url, dist, immutable=True)
+        # each file served from its own folder, only it (no copies: the model is large)
+        urls = []
+        for i, path in enumerate([model, tok, *data]):
+            real = path.resolve()
+            urls.append(server.mount(f"/job{i}/", real.parent, {real.name}) + real.name)
+        code = _PAGE_CODE.format(model=urls[0], tokenizer=urls[1], data=urls[2:],
+                                 names=[p.name for p in data], options=json.dumps(options))
+        with BrowserSession(server.url, index_url=dist_url) as session:
+            session.page.expose_function("pteGeneratePiece", on_piece)
+            try:
+                result = session.run_python(code)
+            except BrowserPythonError as e:
+                raise RuntimeError(f"internal error in the page:\n{e.traceback}") from None
+    if "error" in result:
+        raise remote_error(result["error"]["type"], result["error"]["message"])
+    return result
+
+
+# The job's PteError comes back as {"error": {type, message}}: the host raises the same
+# class with the same text as the native backend.
+_PAGE_CODE = """
 import json as _json
 import js as _js
 from pyodide.http import pyfetch as _pyfetch
+from pte_webgpu.errors import PteError as _PteError
 from pte_webgpu.llm.job import generate_job as _generate_job
 
 async def _get(url):
     return await (await _pyfetch(url)).bytes()
 
-_data = [(name, await _get(f"/job/data{{i}}.ptd")) for i, name in enumerate({[p.name for p in data]!r})]
-await _generate_job(await _get("/job/program.pte"), (await _get("/job/tokenizer.json")).decode(),
-                    _data, backend="browser", on_piece=_js.pteGeneratePiece,
-                    **_json.loads({json.dumps(options)!r}))
+try:
+    _data = [(name, await _get(url)) for name, url in zip({names!r}, {data!r})]
+    _result = await _generate_job(
+        await _get({model!r}), (await _get({tokenizer!r})).decode(), _data,
+        backend="browser", on_piece=_js.pteGeneratePiece, **_json.loads({options!r}))
+except _PteError as _e:
+    _result = {{"error": {{"type": type(_e).__name__, "message": str(_e)}}}}
+_result
 """
-        with BrowserSession(server.url) as session:
-            session.page.expose_function("pteGeneratePiece", on_piece)
-            try:
-                return session.run_python(code)
-            except BrowserPythonError as e:
-                raise PteError(_last_line(e.traceback)) from None

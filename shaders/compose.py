@@ -10,7 +10,6 @@ refer to them by object, and ``shader_source(name)`` finds a declared one by nam
 
 from __future__ import annotations
 
-import math
 import re
 import struct
 from dataclasses import dataclass, field
@@ -68,11 +67,9 @@ class Uniform:
 
 
 def _f32(v: float) -> float:
-    try:
-        struct.pack("<f", v)
-        return v
-    except OverflowError:
-        return math.copysign(math.inf, v)
+    from pte_webgpu.f32 import to_f32  # the one float packer (beyond float32: +-inf)
+
+    return to_f32(v)
 
 
 @dataclass(frozen=True)

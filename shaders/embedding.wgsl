@@ -1,7 +1,9 @@
 // aten.embedding: out[r, c] = weight[indices[r], c] for each of the `rows` indices
 // (any index shape, flattened) and each of the `dim` columns; one invocation per
 // output element on a grid that may be folded into two dimensions. An index outside
-// [0, vocab) writes a row of zeros (torch raises). The indices stay i32 in the f16 form
+// [0, vocab) writes a row of zeros and sets the flag (runtime/id_checks.py): its
+// column-0 invocation counts it, and the first to claim the flag records its position
+// and value; execute then raises, as torch does. The indices stay i32 in the f16 form
 // (int64 tensors are held as int32). Prelude: shaders/compose.py, ops/embedding.py.
 
 override wg_size: u32 = 256;
@@ -14,6 +16,12 @@ fn item(i: u32) {
   var value = 0.0;
   if (index >= 0 && u32(index) < params.vocab) {
     value = f32(weight[u32(index) * params.dim + col]);
+  } else if (col == 0u) {
+    atomicAdd(&flag[0], 1u);
+    if (atomicExchange(&flag[1], 1u) == 0u) {
+      atomicStore(&flag[2], row);
+      atomicStore(&flag[3], bitcast<u32>(index));
+    }
   }
   out[i] = elem(value);
 }

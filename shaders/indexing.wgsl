@@ -1,6 +1,7 @@
 // Element gathers, one invocation per output element (bound shapes; padded layout).
 // Entry `take`: out[o, r, c] = src[o, idx[r], c] (aten.index.Tensor along one dim; a
-// negative index counts from the end, one outside the dim gives 0 where torch raises).
+// negative index counts from the end, one outside the dim gives 0 and sets the flag,
+// from which execute raises as torch does: runtime/id_checks.py).
 // Entry `strided`: out[o, j, c] = src[o, start + j * step, c] (slice_copy, select_copy);
 // start is read at execute from `ints`, so SymInt bounds and index -1 of a dynamic dim
 // need no new recording. `word` is the stored element: f32/f16 (the float kernel), or
@@ -24,9 +25,17 @@ fn take(@builtin(global_invocation_id) gid: vec3<u32>,
   let c = i % params.inner;
   let t = i / params.inner;
   let r = t % params.out_len;
-  var row = idx[r];
+  let given = idx[r];
+  var row = given;
   if (row < 0) {
     row += i32(params.in_len);
+  }
+  if ((row < 0 || u32(row) >= params.in_len) && c == 0u && t < params.out_len) {
+    atomicAdd(&flag[0], 1u);  // counted once per index (first outer slice, column 0)
+    if (atomicExchange(&flag[1], 1u) == 0u) {
+      atomicStore(&flag[2], r);
+      atomicStore(&flag[3], bitcast<u32>(given));
+    }
   }
   out[i] = read_at(t / params.out_len, row, c);
 }

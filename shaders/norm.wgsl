@@ -35,20 +35,65 @@ fn normalize_row(row: u32, lane: u32) {
     let d = (f32(x[base + j]) - k) - m;
     q += d * d;
   }
-  let rstd = inverseSqrt(tree(lane, wg_size, q, false) / n + params.eps);
-
-  for (var j = lane; j < width; j += wg_size) {
-    var v = ((f32(x[base + j]) - k) - m) * rstd;
-    if (has_weight) {
-      v *= f32(weight[j]);
-    }
-    if (has_bias) {
-      v += f32(bias[j]);
-    }
-    y[base + j] = elem(v);
+  let total = tree(lane, wg_size, q, false);
+  var rstd = inverseSqrt(total / n + params.eps);
+  // The rare row whose float32 sum of squared deviations overflowed, or underflowed
+  // (flushed subnormals) with an eps too small to dominate: lane 0 redoes it scaled by
+  // its largest |deviation|, as careful BLAS norms do; the other lanes skip it. No early
+  // return: the entry's barriers stay in uniform control flow.
+  let rescue = bitcast<u32>(total) == 0x7f800000u ||
+               (total < NORM_FLT_MIN && params.eps < NORM_TINY_EPS);
+  if (rescue && lane == 0u) {
+    rstd = rescue_row(base, k + m, total);
+  }
+  for (var j = select(lane, width, rescue); j < width; j += wg_size) {
+    y[base + j] = elem(affine(j, ((f32(x[base + j]) - k) - m) * rstd));
   }
   if (lane == 0u) {
     mean_out[row] = elem(k + m);
     rstd_out[row] = elem(rstd);
   }
+}
+
+fn affine(j: u32, normalized: f32) -> f32 {
+  var v = normalized;
+  if (has_weight) {
+    v *= f32(weight[j]);
+  }
+  if (has_bias) {
+    v += f32(bias[j]);
+  }
+  return v;
+}
+
+const NORM_FLT_MIN: f32 = 1.17549435e-38;
+const NORM_TINY_EPS: f32 = 7.88860905e-31;  // 2^-100: a larger eps dwarfs a var < FLT_MIN
+
+// Writes a rare row from the exact variance: with s the largest |x - mean|,
+// y = ((x - mean) / s) * inverseSqrt(mean(((x - mean) / s)^2) + eps / s^2); returns
+// rstd (inf where it exceeds float32). Rows with inf, constant rows and rows where eps
+// dominates after all keep the plain formula.
+fn rescue_row(base: u32, mean: f32, total: f32) -> f32 {
+  let width = params.width;
+  let n = f32(width);
+  var s = 0.0;
+  for (var j = 0u; j < width; j++) {
+    s = max(s, abs(f32(x[base + j]) - mean));  // no NaN here (the total would be NaN)
+  }
+  var ss = 0.0;
+  for (var j = 0u; j < width; j++) {
+    let d = (f32(x[base + j]) - mean) / s;
+    ss += d * d;
+  }
+  let t = (params.eps / s) / s;
+  var div = s;
+  var r = inverseSqrt(ss / n + t);
+  if (s == 0.0 || not_finite(s) || not_finite(t)) {
+    div = 1.0;
+    r = inverseSqrt(total / n + params.eps);
+  }
+  for (var j = 0u; j < width; j++) {
+    y[base + j] = elem(affine(j, (f32(x[base + j]) - mean) / div * r));
+  }
+  return r / div;
 }

@@ -11,9 +11,9 @@
 // Entry points: main (f32 loads) and main_vec4 (vec4 loads; width % 4 == 0 only).
 // Workgroups beyond one grid dimension fold into y (gpu/interface.py fold_grid).
 //
-// Squares are summed in f32 and divided by the width, as torch does: a row whose sum
-// overflows gives inf, rstd 0 and zeros, like the reference
-// (tests/fixtures/extra/rmsnorm_overflow_*).
+// Squares are summed in f32 and divided by the width, as torch does; the rare row whose
+// sum overflows, or underflows with an eps too small to dominate, is redone scaled by
+// its largest |x| (snippets.wgsl rms_rescue), so it stays finite where float64 is.
 
 // Prelude (Params, both views of bindings 0-2): shaders/compose.py from ops/rms_norm.py.
 
@@ -54,8 +54,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
       sum += v * v;
     }
   }
-  let rstd = inverseSqrt(row_total(sum, li) / f32(width) + params.eps);
-  if (s.live) {
+  let total = row_total(sum, li);
+  // The rare row is redone by its first lane (snippets.wgsl rms_rescue); no early
+  // return: barriers must stay in uniform control flow.
+  let rescue = rms_needs_rescue(total);
+  if (rescue && s.live && s.sub == 0u) {
+    rms_rescue_row(base, total);
+  }
+  let rstd = inverseSqrt(total / f32(width) + params.eps);
+  if (s.live && !rescue) {
     for (var j = s.sub; j < width; j += lanes) {
       y[base + j] = elem(f32(x[base + j]) * rstd * f32(weight[j]));
     }
@@ -92,11 +99,17 @@ fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
     let c = load4(base + j2, s.live && j2 < width4);
     let d = load4(base + j3, s.live && j3 < width4);
     let sum = ((dot(a, a) + dot(b, b)) + dot(c, c)) + dot(d, d);
-    let rstd = inverseSqrt(row_total(sum, li) / f32(params.width) + params.eps);
-    store4(base + j0, j0, a, rstd, s.live && j0 < width4);
-    store4(base + j1, j1, b, rstd, s.live && j1 < width4);
-    store4(base + j2, j2, c, rstd, s.live && j2 < width4);
-    store4(base + j3, j3, d, rstd, s.live && j3 < width4);
+    let total = row_total(sum, li);
+    let rescue = rms_needs_rescue(total);
+    if (rescue && s.live && s.sub == 0u) {
+      rms_rescue_row4(base, total);
+    }
+    let rstd = inverseSqrt(total / f32(params.width) + params.eps);
+    let live = s.live && !rescue;
+    store4(base + j0, j0, a, rstd, live && j0 < width4);
+    store4(base + j1, j1, b, rstd, live && j1 < width4);
+    store4(base + j2, j2, c, rstd, live && j2 < width4);
+    store4(base + j3, j3, d, rstd, live && j3 < width4);
     return;
   }
   var sum = 0.0;
@@ -114,9 +127,14 @@ fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
       sum += dot(v, v);
     }
   }
-  let rstd = inverseSqrt(row_total(sum, li) / f32(params.width) + params.eps);
+  let total = row_total(sum, li);
+  let rescue = rms_needs_rescue(total);
+  if (rescue && s.live && s.sub == 0u) {
+    rms_rescue_row4(base, total);
+  }
+  let rstd = inverseSqrt(total / f32(params.width) + params.eps);
   // The writes are independent: no need to keep several loads in flight by hand.
   for (var j = s.sub; j < width4; j += lanes) {
-    store4(base + j, j, vec4<f32>(x4[base + j]), rstd, s.live);
+    store4(base + j, j, vec4<f32>(x4[base + j]), rstd, s.live && !rescue);
   }
 }

@@ -33,8 +33,14 @@ fn row_scalar(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
     let v = x[base + j];
     sum += v * v;
   }
-  let rstd = inverseSqrt(row_total(sum, li, sg_size, sg_lane) / f32(width) + params.eps);
-  for (var j = li; j < width; j += wg_size) {
+  let total = row_total(sum, li, sg_size, sg_lane);
+  // The rare row is redone by lane 0 (snippets.wgsl rms_rescue), the others skip it.
+  let rescue = rms_needs_rescue(total);
+  if (rescue && li == 0u) {
+    rms_rescue_row(base, total);
+  }
+  let rstd = inverseSqrt(total / f32(width) + params.eps);
+  for (var j = select(li, width, rescue); j < width; j += wg_size) {
     y[base + j] = x[base + j] * rstd * weight[j];
   }
 }
@@ -47,8 +53,13 @@ fn row_vec4(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
     let v = x4[base + j];
     sum += dot(v, v);
   }
-  let rstd = inverseSqrt(row_total(sum, li, sg_size, sg_lane) / f32(params.width) + params.eps);
-  for (var j = li; j < width4; j += wg_size) {
+  let total = row_total(sum, li, sg_size, sg_lane);
+  let rescue = rms_needs_rescue(total);
+  if (rescue && li == 0u) {
+    rms_rescue_row4(base, total);
+  }
+  let rstd = inverseSqrt(total / f32(params.width) + params.eps);
+  for (var j = select(li, width4, rescue); j < width4; j += wg_size) {
     y4[base + j] = x4[base + j] * rstd * weight4[j];
   }
 }

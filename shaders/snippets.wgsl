@@ -69,3 +69,67 @@ fn tree(lane: u32, width: u32, value: f32, take_max: bool) -> f32 {
   workgroupBarrier();  // partial is reused by the next call
   return total;
 }
+
+// ==== rms_rescue
+// RMSNorm's rare rows (needs "bits"; the rms_norm bindings x, x4, y, y4, weight, weight4
+// and params.width, params.eps). A row needs it when its f32 sum of squares overflowed
+// (inf), or underflowed (0 or subnormal: squares flushed by adapters that flush
+// denormals, or too few bits left) while eps is too small to dominate. One invocation
+// redoes the row scaled by its largest |x|, as careful BLAS norms do, so the result
+// follows the exact mean square: y = (x / s) * inverseSqrt(mean((x / s)^2) + eps / s^2)
+// * w. The common path pays one test. Rows holding NaN have a NaN total and never come
+// here; rows holding inf, zero rows and rows where eps dominates after all take the
+// plain formula.
+const RMS_FLT_MIN: f32 = 1.17549435e-38;
+const RMS_TINY_EPS: f32 = 7.88860905e-31;  // 2^-100: a larger eps dwarfs a mean < FLT_MIN
+
+fn rms_needs_rescue(total: f32) -> bool {
+  let overflow = bitcast<u32>(total) == 0x7f800000u;
+  return overflow || (total < RMS_FLT_MIN && params.eps < RMS_TINY_EPS);
+}
+
+// (divisor, rstd) of a rare row from its largest |x| `s`, the sum of its (x / s)^2 and
+// the plain total.
+fn rms_rescue_scale(s: f32, ss: f32, total: f32) -> vec2<f32> {
+  let t = (params.eps / s) / s;
+  let n = f32(params.width);
+  if (s == 0.0 || not_finite(s) || not_finite(t)) {
+    return vec2<f32>(1.0, inverseSqrt(total / n + params.eps));
+  }
+  return vec2<f32>(s, inverseSqrt(ss / n + t));
+}
+
+fn rms_rescue_row(base: u32, total: f32) {
+  let width = params.width;
+  var s = 0.0;
+  for (var j = 0u; j < width; j++) {
+    s = max(s, abs(f32(x[base + j])));  // no NaN here (the total would be NaN)
+  }
+  var ss = 0.0;
+  for (var j = 0u; j < width; j++) {
+    let v = f32(x[base + j]) / s;
+    ss += v * v;
+  }
+  let k = rms_rescue_scale(s, ss, total);
+  for (var j = 0u; j < width; j++) {
+    y[base + j] = elem(f32(x[base + j]) / k.x * k.y * f32(weight[j]));
+  }
+}
+
+fn rms_rescue_row4(base: u32, total: f32) {
+  let width4 = params.width / 4u;
+  var m = vec4<f32>(0.0);
+  for (var j = 0u; j < width4; j++) {
+    m = max(m, abs(vec4<f32>(x4[base + j])));
+  }
+  let s = max(max(m.x, m.y), max(m.z, m.w));
+  var ss = 0.0;
+  for (var j = 0u; j < width4; j++) {
+    let v = vec4<f32>(x4[base + j]) / s;
+    ss += dot(v, v);
+  }
+  let k = rms_rescue_scale(s, ss, total);
+  for (var j = 0u; j < width4; j++) {
+    y4[base + j] = vec4<elem>(vec4<f32>(x4[base + j]) / k.x * k.y * vec4<f32>(weight4[j]));
+  }
+}

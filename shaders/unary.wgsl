@@ -35,8 +35,13 @@ fn pow_uint(v: f32, n: u32) -> f32 {
 
 // torch.pow(tensor, scalar): the special exponents torch computes by formula,
 // exact integer powers (sign kept for odd ones), NaN for a negative base raised
-// to a non-integer, 0 and inf for a zero base.
-fn pow_scalar(v: f32) -> f32 {
+// to a non-integer, 0 and inf for a zero base. An exponent of 2^24 or more (inf
+// included: a Double beyond float32) is an even integer: the base's sign drops, and
+// +-1 to an infinite power is 1, as C's pow gives.
+fn pow_scalar(x: f32) -> f32 {
+  let huge = abs(params.a) >= 16777216.0;
+  let v = select(x, -x, huge && x < 0.0);
+  if (huge && v == 1.0) { return 1.0; }
   let e = params.a;
   if (e == 0.0) { return 1.0; }
   if (e == 1.0) { return v; }

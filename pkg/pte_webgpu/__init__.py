@@ -1,6 +1,8 @@
 """pte-webgpu: run ExecuTorch Vulkan-delegated programs on WebGPU from Python."""
 
 from .errors import (
+    BudgetError,
+    ClosedError,
     DataTooSmallError,
     DeviceLostError,
     FormatError,
@@ -20,7 +22,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Method", "Program", "Runtime", "Tensor",
-    "DataTooSmallError", "DeviceLostError", "FormatError", "GpuError", "GpuLimitError",
+    "BudgetError", "ClosedError", "DataTooSmallError", "DeviceLostError", "FormatError",
+    "GpuError", "GpuLimitError",
     "GpuValidationError", "InputError", "MissingDataError", "PteError", "ShaderCompileError",
     "UnsupportedError", "__version__",
 ]

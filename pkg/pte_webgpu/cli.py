@@ -149,7 +149,8 @@ def cmd_bench(args) -> int:
     from pathlib import Path
 
     # bench/ sits beside pkg/ in the repository (not in the wheel); else the current folder.
-    name = "roundtrip" if args.roundtrip else "rms_norm_bench"
+    name = ("roundtrip" if args.roundtrip else
+            "matmul_bench" if args.op == "linear" else "rms_norm_bench")
     for root in (Path(__file__).resolve().parents[2], Path.cwd()):
         script = root / "bench" / f"{name}.py"
         if script.is_file():
@@ -167,6 +168,12 @@ def cmd_bench(args) -> int:
         bench.parse_shapes(args.shapes)
     except ValueError as e:
         raise PteError(str(e)) from None
+    if args.op == "linear":
+        dts = tuple(d.strip() for d in (args.dtypes or "float32,float16").split(","))
+        if not set(dts) <= {"float32", "float16"}:
+            raise PteError(f"--dtypes {args.dtypes!r}: float32 and/or float16")
+        return bench.main(args.backend, args.shapes, args.output, args.plot, args.markdown,
+                          args.variants, dts)
     return bench.main(args.backend, args.shapes, args.output, args.plot, args.markdown,
                       args.variants, ort=not args.no_ort)
 
@@ -233,13 +240,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", action="store_true", help="print per-op GPU times")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("bench", parents=[common],
-                       help="benchmark rms_norm variants against copy, ORT Web, torch")
+                       help="benchmark rms_norm (or linear) variants against copy, "
+                       "ORT Web, torch")
+    p.add_argument("--op", choices=("rms_norm", "linear"), default="rms_norm",
+                   help="the op to measure (linear: bench/matmul_bench.py)")
     p.add_argument("--backend", choices=("browser", "native"), default="browser")
-    p.add_argument("--shapes", metavar="RxW,...", help="e.g. 512x4096,4096x64 (default: six)")
+    p.add_argument("--shapes", metavar="RxW,...", help="rms_norm: ROWSxWIDTH, e.g. "
+                   "512x4096,4096x64 (default: six); linear: MxKxN, e.g. 1x4096x4096")
+    p.add_argument("--dtypes", metavar="D,...", help="linear: float32,float16 (default both)")
     p.add_argument("--output", metavar="FILE.json", help="write the records as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="plot (default: beside --output, else build/bench/)")
     p.add_argument("--markdown", metavar="FILE.md", help="also write the tables here")
-    p.add_argument("--variants", metavar="V,...", help="rms_norm variants to measure "
+    p.add_argument("--variants", metavar="V,...", help="variants to measure "
                    "(default: the candidates for the adapter)")
     p.add_argument("--no-ort", action="store_true", help="browser: skip ONNX Runtime Web")
     p.add_argument("--roundtrip", action="store_true", help="instead: execute() round trip from "

@@ -45,8 +45,17 @@ FROM_VK_DATATYPE = {
 VK_UNSET = 127
 
 
+# Element counts saturate here: no buffer comes near it, and multiplying on past it would
+# make a long dims list cost quadratic time in the size of the product.
+NUMEL_CAP = 1 << 64
+
+
 def numel(shape) -> int:
+    """The product of ``shape``, or ``NUMEL_CAP`` when it is at least that large."""
     n = 1
     for d in shape:
-        n *= d
+        if d == 0:
+            return 0
+        if n < NUMEL_CAP:
+            n = min(n * d, NUMEL_CAP)
     return n

@@ -70,3 +70,20 @@ class DeviceLostError(GpuError):
 
 class GpuLimitError(GpuError):
     """The work needs more than the adapter's limits allow."""
+
+
+class ClosedError(InputError):
+    """The Runtime, Program or Method was closed; load the program again to run it."""
+
+
+class BudgetError(PteError):
+    """A program asks for more memory than the runtime allows (see Runtime options
+    ``max_alloc_bytes``) or than the adapter's limits permit."""
+
+
+def count(n: int) -> str:
+    """An integer for a message; very large ones abbreviated, so that formatting stays
+    cheap and within Python's int-to-str digit limit."""
+    if n < 10**18:
+        return str(n)
+    return f"about 2^{n.bit_length() - 1}"

@@ -215,9 +215,17 @@ def _value_line(v: dict) -> str:
     if v["kind"] == "tensor":
         extra = "".join(f" {k}={v[k]}" for k in ("constant_id", "mem_obj_id", "memory_id")
                         if k in v and v[k] not in (None, -1))
-        return f"{head} {v['dtype']}{v['shape']}{extra}"
+        return f"{head} {v['dtype']}{_short(v['shape'])}{extra}"
     if "value" in v:
         return f"{head} {v['value']!r}"
     if "items" in v:
-        return f"{head} {v['items']}"
+        return f"{head} {_short(v['items'])}"
     return head
+
+
+def _short(items: list, keep: int = 32) -> str:
+    """A list for the text report; a crafted file's 100k-item list stays one short line
+    (--json keeps every item)."""
+    if len(items) <= keep:
+        return str(items)
+    return str(items[:keep])[:-1] + f", ... {len(items) - keep} more]"

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import struct
 
-from . import dtypes, formats
+from . import dtypes, f32, formats
 from .errors import FormatError, UnsupportedError
 from .formats.pte import DelegateCall, FreeCall, KernelCall, MoveCall, PlanTensor
 from .graph import ListValue, Scalar, TensorValue
 from .ops import registry
-from .ops.cpu import Array, round_one
+from .ops.cpu import Array
 from .runtime.plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
+from .runtime.inputs import read_input
 from .runtime.tensor import Tensor
 
 __all__ = ["Array", "from_tensor", "round_to", "run_delegate", "run_op", "run_op_outputs",
@@ -33,15 +34,15 @@ def round_to(values: list, dtype: dtypes.DType) -> list:
         return list(values)
     if dtype.name in INT_DTYPES:
         return [int(v) for v in values]
-    code = f"<{len(values)}{dtype.struct_code}"
-    try:
-        return list(struct.unpack(code, struct.pack(code, *values)))
-    except OverflowError:  # struct refuses finite values beyond the type's range
-        return [round_one(v, dtype.struct_code) for v in values]
+    if dtype.name == "bool":  # masks (ops/mixed.py): held as 0 / 1
+        return [int(bool(v)) for v in values]
+    return list(struct.unpack(f"<{len(values)}{dtype.struct_code}",
+                              f32.pack(f"<{len(values)}{dtype.struct_code}", *values)))
 
 
 def from_tensor(t) -> Array:
-    """An Array from a runtime.Tensor or a numpy array (anything with shape/dtype/tobytes)."""
+    """An Array from a runtime.Tensor or a numpy array (any byte order or strides)."""
+    t = read_input(t, 0)
     dtype = _dtype(getattr(t.dtype, "name", str(t.dtype)), "input")
     shape = tuple(int(d) for d in t.shape)
     return Array(shape, list(struct.unpack(f"<{dtypes.numel(shape)}{dtype.struct_code}",
@@ -49,13 +50,13 @@ def from_tensor(t) -> Array:
 
 
 def to_tensor(a: Array, dtype: dtypes.DType) -> Tensor:
-    return Tensor(struct.pack(f"<{len(a.values)}{dtype.struct_code}", *a.values), a.shape, dtype)
+    return Tensor(f32.pack(f"<{len(a.values)}{dtype.struct_code}", *a.values), a.shape, dtype)
 
 
 def _dtype(name: str, what: str) -> dtypes.DType:
-    if name not in FLOAT_DTYPES + INT_DTYPES:
+    if name not in FLOAT_DTYPES + INT_DTYPES + ("bool",):
         raise UnsupportedError(f"the CPU reference computes float, int32 and int64 tensors "
-                               f"only; {what} is {name}")
+                               f"(and bool masks) only; {what} is {name}")
     return dtypes.BY_NAME[name]
 
 

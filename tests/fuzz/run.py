@@ -2,6 +2,8 @@
 
 Prints counts per outcome, cases/s and the slowest case; exits 1 on any escape (an exception
 that is not a PteError, or a case slower than 1 s), saving each such input under --out.
+With ``--exec``, structurally mutated programs are loaded and executed natively instead
+(exec_harness.py: escapes also SLOW, MEMORY, HANG and CRASH), in a supervised worker.
 """
 
 from __future__ import annotations
@@ -36,7 +38,11 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--start", type=int, default=0, help="first case index (to replay one)")
     p.add_argument("--out", type=Path, default=ROOT / "build" / "fuzz-crashes")
+    p.add_argument("--exec", action="store_true",
+                   help="load and execute structurally mutated programs natively")
     args = p.parse_args(argv)
+    if args.exec:
+        return _exec(args)
 
     targets = load_targets()
     outcomes: Counter = Counter()
@@ -64,6 +70,22 @@ def main(argv=None) -> int:
     if slowest:
         s, i, desc, outcome = slowest
         print(f"slowest: case {i} {s * 1000:.2f} ms ({desc}; {outcome})")
+    if escapes:
+        print(f"FAILED: {len(escapes)} escapes, inputs saved under {args.out}")
+        return 1
+    print("no escapes")
+    return 0
+
+
+def _exec(args) -> int:
+    from .exec_supervisor import run
+
+    outcomes, escapes, elapsed = run(args.seed, args.start, args.cases, args.out,
+                                     log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(f"fuzz --exec: {args.cases} cases (seed {args.seed}) in {elapsed:.1f} s "
+          f"= {args.cases / elapsed:.1f} cases/s")
+    for outcome, n in outcomes.most_common():
+        print(f"  {outcome:<24} {n:>8}  ({100 * n / args.cases:.1f}%)")
     if escapes:
         print(f"FAILED: {len(escapes)} escapes, inputs saved under {args.out}")
         return 1

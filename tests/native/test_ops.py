@@ -4,6 +4,7 @@ run through runtime.build.build_delegate and compared with numpy."""
 from __future__ import annotations
 
 import math
+import struct
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,6 +16,7 @@ from pte_webgpu.formats import NamedData
 from pte_webgpu.gpu.interface import Recording
 from pte_webgpu.graph import ConstantRef, Graph, ListValue, Null, OpCall, Scalar, TensorValue
 from pte_webgpu.runtime.build import Resources, build_delegate, upload
+from pte_webgpu.runtime.id_checks import FLAG_BYTES
 from pte_webgpu.runtime.storage import WIDE
 
 pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
@@ -113,14 +115,17 @@ class G:
             io = {vid: resources.buffer(self.storage.nbytes(self.values[vid]), f"io {vid}")
                   for vid in self.inputs + self.outputs}
             recording = Recording()
-            await build_delegate(device, vk, NamedData(None), io, resources, recording, {},
-                                 "test", self.options, storage=self.storage)
+            ctx = await build_delegate(device, vk, NamedData(None), io, resources, recording,
+                                       {}, "test", self.options, storage=self.storage)
             for vid, array in zip(self.inputs, self.feeds):
                 if array.size:
                     upload(device, io[vid], array.tobytes())  # padded to 4 bytes
             outs = [(io[v], self.storage.nbytes(self.values[v])) for v in self.outputs]
+            outs += [(c.flag, FLAG_BYTES) for c in ctx.id_checks]  # ids out of range
             staging = resources.buffer(sum(s for _, s in outs), "staging", ("map_read", "copy_dst"))
             raw, _ = await device.run(recording, outs, staging)
+            self.id_flags = [struct.unpack("<IIIi", bytes(r[:FLAG_BYTES]))
+                             for r in raw[len(self.outputs):]]
             return [np.frombuffer(data, self._np_storage(self.values[v].dtype))
                     [:self.values[v].numel].reshape(self.values[v].shape).astype(np.float32)
                     for data, v in zip(raw, self.outputs)]
@@ -152,13 +157,34 @@ def _linear(device, x, w, b, variant=None):
     return got, want
 
 
+VARIANTS = ["tiled", "dot", "gemv4-64x4", "gemv4-32x2", "gemv-256x1", "gemvsg4-32x4",
+            "gemvsg4-128x2", "mm4-16x8", "mm4-8x16", "mm-8x8"]
+
+
 @pytest.mark.parametrize("lead,k,n", [((3,), 37, 5), ((1,), 1, 1), ((70,), 45, 33),
-                                      ((2, 3), 37, 5), ((2, 5, 7), 64, 130), ((33,), 16, 32)])
+                                      ((2, 3), 37, 5), ((2, 5, 7), 64, 130), ((33,), 16, 32),
+                                      ((1,), 4096, 3), ((5,), 1, 9), ((2,), 6, 1)])
 @pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("variant", ["tiled", "dot"])
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_linear_any_shape(device, lead, k, n, bias, variant):
+    if variant.startswith("gemvsg") and not {"subgroup", "subgroups"} & device.info.features:
+        pytest.skip("the adapter has no subgroups")
     got, want = _linear(device, rand(*lead, k), rand(n, k), rand(n) if bias else None, variant)
     close(got, want, 1e-4 if k > 40 else 1e-5)
+
+
+@pytest.mark.parametrize("variant", ["gemv4-64x4", "mm4-16x8", "tiled", "dot", None])
+def test_linear_many_rows(device, variant):
+    # 70000 rows: grids past 65535 workgroups fold into two dimensions
+    got, want = _linear(device, rand(70000, 12), rand(7, 12), rand(7), variant)
+    close(got, want)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 576, 1536), (1, 1536, 576), (4, 576, 2048),
+                                   (64, 576, 1536), (130, 96, 200)])
+def test_linear_chosen_variant(device, m, k, n):
+    got, want = _linear(device, rand(m, k), rand(n, k), rand(n))
+    close(got, want, 1e-4)
 
 
 def test_linear_with_small_workgroups_and_folded_grid(device):
@@ -480,13 +506,14 @@ def test_gelu_rejects_an_unknown_form(device):
 
 
 # --- embedding -------------------------------------------------------------------------
-def _embedding(device, weight, indices, idx_dtype=dtypes.INT64, const_indices=False):
+def _embedding(device, weight, indices, idx_dtype=dtypes.INT64, const_indices=False,
+               with_flag=False):
     g = G()
     ii = g.const(indices, idx_dtype) if const_indices else g.input(indices, idx_dtype)
     out = g.op("aten.embedding.default", g.const(weight), ii, g.int(-1), g.bool(False),
                g.bool(False), g.tensor(indices.shape + weight.shape[1:]))
     (got,) = g.run(device, out)
-    return got
+    return (got, g.id_flags[0]) if with_flag else got
 
 
 def embedding_want(weight, indices):
@@ -505,13 +532,18 @@ def test_embedding_any_index_shape(device, shape, idx_dtype):
     np.testing.assert_array_equal(got, weight[indices])
 
 
-def test_embedding_out_of_range_indices_write_zeros(device):
-    """torch raises; a kernel cannot, so a row of zeros stands in (documented)."""
+def test_embedding_out_of_range_indices_write_zeros_and_set_the_flag(device):
+    """torch raises; a kernel cannot, so a row of zeros stands in and the op's id flag
+    counts the bad ids and records one (position, value): execute raises from it."""
     weight = rand(7, 13) + 5.0
     indices = np.array([[0, -1, 7], [6, 100, -2147483648]])
-    got = _embedding(device, weight, indices)
+    got, (count, claimed, pos, value) = _embedding(device, weight, indices, with_flag=True)
     np.testing.assert_array_equal(got, embedding_want(weight, indices))
     assert not got[0, 1].any() and not got[1, 2].any() and got[1, 0].all()
+    assert count == 4 and claimed == 1 and indices.reshape(-1)[pos] == value
+    assert not 0 <= value < 7
+    _, flag = _embedding(device, weight, np.array([0, 6, 3]), with_flag=True)
+    assert flag == (0, 0, 0, 0)
 
 
 def test_embedding_of_constant_int64_indices_on_a_folded_grid(device):

@@ -60,9 +60,13 @@ def test_rms_norm(device, width):  # noqa: F811
     close16(got, xx / np.sqrt((xx * xx).mean(-1, keepdims=True) + 1e-5) * f64(w))
 
 
-@pytest.mark.parametrize("variant", ["tiled", "dot"])
-def test_linear_odd_shape(device, variant):  # noqa: F811
-    x, w, b = rand16(3, 37), rand16(5, 37, scale=0.2), rand16(5)
+@pytest.mark.parametrize("variant", ["tiled", "dot", "gemv4-64x4", "gemv4-32x2", "gemvsg4-32x4",
+                                     "mm4-8x8", "mm4-16x8"])
+@pytest.mark.parametrize("k", [37, 64])
+def test_linear_odd_shape(device, variant, k):  # noqa: F811
+    if variant.startswith("gemvsg") and not {"subgroup", "subgroups"} & device.info.features:
+        pytest.skip("the adapter has no subgroups")
+    x, w, b = rand16(3, k), rand16(5, k, scale=0.2), rand16(5)
     g = G(HALF, options={"matmul_variant": variant})
     out = g.op("aten.linear.default", g.input(x, F16), g.const(w, F16), g.const(b, F16),
                g.tensor((3, 5), dtype=F16))

@@ -174,3 +174,37 @@ def test_a_shader_without_an_f16_form_says_so():
 
     with pytest.raises(ValueError, match="no f16 form"):
         compose.shader_source("rms_norm_subgroup", half=True)
+
+
+def _gpu(features=(), invocations=1024, storage=32768, backend="native"):
+    from pte_webgpu.gpu.interface import AdapterInfo
+    return AdapterInfo(backend, "nvidia", "", "NVIDIA H200", False, frozenset(features),
+                       {"maxComputeInvocationsPerWorkgroup": invocations,
+                        "maxComputeWorkgroupSizeX": invocations,
+                        "maxComputeWorkgroupStorageSize": storage})
+
+
+@pytest.mark.parametrize("m,k,n,features,want", [
+    (1, 4096, 4096, {"subgroup"}, "gemvsg4-32x2"),
+    (1, 576, 49152, {"subgroups"}, "gemvsg4-32x4"),
+    (1, 1536, 576, (), "gemv4-32x1"),
+    (3, 37, 2048, (), "gemv-32x2"),  # K % 4 != 0: scalar loads
+    (64, 576, 1536, (), "mm4-8x16"),
+    (2048, 2048, 2048, (), "mm4-16x16"),
+])
+def test_matmul_choice_on_a_gpu(m, k, n, features, want):
+    from pte_webgpu.ops import matmul
+    assert matmul.choose(_gpu(features), m, n, k).name == want
+
+
+def test_matmul_choice_fits_small_adapters():
+    from pte_webgpu.ops import matmul
+    from pte_webgpu.ops.rms_norm import TYPICAL_ADAPTERS
+    # 16 KB of workgroup storage: 16 x 16 tiles step K by 8; CPU adapters: dot
+    assert matmul.choose(_gpu(storage=16384), 2048, 2048, 2048).name == "mm4-16x16"
+    assert matmul.choose(_gpu(storage=8192), 2048, 2048, 2048).name == "mm4-16x8"
+    assert matmul.choose(_gpu(invocations=64), 2048, 2048, 2048).name == "mm4-8x16"
+    assert matmul.choose(TYPICAL_ADAPTERS["chromium-swiftshader"], 1, 64, 64).name == "dot"
+    for name in ("gemv4-64x3", "mm4-16x6", "gemv4-48x1", "fast"):
+        with pytest.raises(UnsupportedError):
+            matmul.parse(name)

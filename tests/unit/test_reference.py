@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pte_webgpu import dtypes, formats, reference
-from pte_webgpu.errors import UnsupportedError
+from pte_webgpu.errors import InputError, UnsupportedError
 from pte_webgpu.graph import ListValue, Null, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import binary, rms_norm
 from pte_webgpu.ops.registry import supported_ops
@@ -277,12 +277,12 @@ def test_embedding_any_index_shape(shape, idx_dtype):
     np.testing.assert_array_equal(run_embedding(weight, indices, idx_dtype), weight[indices])
 
 
-def test_embedding_out_of_range_gives_zeros_like_the_gpu():
+@pytest.mark.parametrize("bad", [4, -1])
+def test_embedding_out_of_range_raises_as_torch_does(bad):
     weight = RNG.standard_normal((4, 3)).astype(np.float32) + 5
-    got = run_embedding(weight, np.array([[3, 4], [-1, 0]]))
-    np.testing.assert_array_equal(got[0, 0], weight[3])
-    np.testing.assert_array_equal(got[1, 1], weight[0])
-    assert not got[0, 1].any() and not got[1, 0].any()
+    with pytest.raises(InputError, match=rf"embedding: id {bad} at position 1 is outside "
+                                         r"\[0, 4\)"):
+        run_embedding(weight, np.array([[3, bad], [0, 0]]))
 
 
 def test_integer_tensors_round_trip():

@@ -9,13 +9,14 @@ from pte_webgpu.errors import InputError
 from pte_webgpu.runtime import dynamic
 from pte_webgpu.runtime.state import mutable_plan_values
 from pte_webgpu.runtime.storage import Storage
-from pte_webgpu.runtime.tensor import Tensor, to_host_tensor
+from pte_webgpu.runtime.inputs import read_input
+from pte_webgpu.runtime.tensor import Tensor
 from pte_webgpu.steps import name_outputs, plan_calls
 from tests.decoders import DECODERS
 
 
 def _t(a):
-    return to_host_tensor(np.asarray(a), 0)
+    return read_input(np.asarray(a), 0)
 
 
 def test_step_inputs_run_in_step_then_input_order():

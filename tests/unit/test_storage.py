@@ -10,7 +10,7 @@ import pytest
 from pte_webgpu import dtypes
 from pte_webgpu.errors import InputError, UnsupportedError
 from pte_webgpu.graph import TensorValue
-from pte_webgpu.runtime import storage, tensor
+from pte_webgpu.runtime import inputs, storage
 from pte_webgpu.runtime.storage import WIDE, Storage
 
 
@@ -66,9 +66,9 @@ def test_host_tensors_of_int64_in_every_form():
     ids = np.arange(6, dtype=np.int64).reshape(2, 3)
     for x in (ids, (ids.tobytes(), (2, 3)), (array("q", range(6)), (2, 3)),
               memoryview(ids)):
-        t = tensor.to_host_tensor(x, 0, "int64")
+        t = inputs.read_input(x, 0, "int64")
         assert t.dtype.name == "int64" and t.shape == (2, 3) and t.tobytes() == ids.tobytes()
-    t = tensor.to_host_tensor((array("i", range(6)), (2, 3)), 0, "int64")
+    t = inputs.read_input((array("i", range(6)), (2, 3)), 0, "int64")
     assert t.dtype.name == "int32"  # typed buffers keep their own dtype (execute refuses it)
-    assert tensor.to_host_tensor((array("l", range(6)), (6,)), 0).dtype.itemsize == \
+    assert inputs.read_input((array("l", range(6)), (6,)), 0).dtype.itemsize == \
         array("l").itemsize  # C long: 8 bytes here, 4 in wasm32

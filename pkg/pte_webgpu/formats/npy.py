@@ -1,7 +1,8 @@
 """NumPy ``.npy`` / ``.npz`` reading and writing without numpy (Pyodide has none offline).
 
-Arrays come back as ``runtime.Tensor``; C order, little-endian, the dtypes in
-``dtypes.BY_NAME``. Errors are FormatError naming the member and what was wrong.
+Arrays come back as ``runtime.Tensor``; C order, the dtypes in ``dtypes.BY_NAME``
+(big-endian members are byte-swapped to little-endian). Errors are FormatError naming
+the member and what was wrong.
 """
 
 from __future__ import annotations
@@ -43,17 +44,20 @@ def read_npy(data, name: str = ".npy"):
         descr, fortran, shape = header["descr"], header["fortran_order"], tuple(header["shape"])
     except (ValueError, SyntaxError, KeyError, TypeError) as e:
         raise FormatError(f"{name}: unreadable .npy header ({e})", offset=start) from None
-    if descr not in _DESCR:
-        raise FormatError(f"{name}: dtype {descr!r} is not supported (little-endian "
-                          f"{', '.join(sorted(set(_DESCR.values())))})")
+    little = "<" + descr[1:] if isinstance(descr, str) and descr[:1] == ">" else descr
+    if little not in _DESCR:
+        raise FormatError(f"{name}: dtype {descr!r} is not supported ("
+                          f"{', '.join(sorted(set(_DESCR.values())))}, either byte order)")
     if fortran and len(shape) > 1:
         raise FormatError(f"{name}: Fortran-ordered arrays are not supported")
-    dtype = dtypes.BY_NAME[_DESCR[descr]]
+    dtype = dtypes.BY_NAME[_DESCR[little]]
     nbytes = dtypes.numel(shape) * dtype.itemsize
     body = view[start + hlen:]
     if len(body) < nbytes:
         raise FormatError(f"{name}: shape {list(shape)} needs {nbytes} bytes, the file has "
                           f"{len(body)}")
+    if descr != little:  # big-endian: Tensor swaps the bytes
+        return Tensor(body[:nbytes], shape, descr)
     return Tensor(body[:nbytes], shape, dtype)
 
 

@@ -86,6 +86,10 @@ class BrowserDevice(GpuDevice):
     def _destroy_buffer(self, handle):
         handle.destroy()
 
+    def flush(self):
+        if self.lost_reason is None and not self.closed:
+            self.queue.submit(self._array_of())
+
     # Measured in Chromium: to_js copies 4 MiB in ~3 ms, a view of the wasm heap costs
     # ~0.1 ms fixed; below this size the copy is cheaper.
     ZERO_COPY_BYTES = 256 * 1024

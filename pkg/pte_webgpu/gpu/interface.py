@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 import struct
+import threading
 import time
 from dataclasses import dataclass, field
 
-from ..errors import GpuLimitError
+from ..errors import ClosedError, GpuLimitError, GpuValidationError, PteError
 
 # WebGPU limit names (camelCase, as navigator.gpu spells them) the runtime relies on.
 LIMIT_NAMES = (
@@ -24,7 +25,8 @@ LIMIT_NAMES = (
     "minStorageBufferOffsetAlignment", "minUniformBufferOffsetAlignment",
 )
 # Features used when the adapter has them.
-WANTED_FEATURES = ("timestamp-query", "shader-f16", "subgroups")
+# "subgroups" is the browser's name, "subgroup" wgpu-native's.
+WANTED_FEATURES = ("timestamp-query", "shader-f16", "subgroups", "subgroup")
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,12 @@ class GpuDevice:
         self.info = info
         self.live_buffers: set[int] = set()
         self._buffers: dict[int, Buffer] = {}
+        # close() while another thread (or task) runs waits for the run to end: wgpu-native
+        # aborts the process when a submit names a destroyed buffer.
+        self._state = threading.Lock()
+        self._running = 0
+        self.closed = False
+        self._close_pending = False
 
     # --- resources -------------------------------------------------------------------
     def create_buffer(self, size: int, usage: tuple[str, ...], label: str) -> Buffer:
@@ -116,7 +124,14 @@ class GpuDevice:
         if limit and size > limit:
             raise GpuLimitError(f"buffer {label!r} needs {size} bytes; the adapter's "
                                 f"maxBufferSize is {limit}")
-        buf = Buffer(self._create_buffer(size, usage, label), size, label)
+        try:
+            handle = self._create_buffer(size, usage, label)
+        except PteError:
+            raise
+        except Exception as e:  # out of memory, a lost device
+            raise GpuValidationError(f"creating buffer {label!r} of {size} bytes: "
+                                     f"{type(e).__name__}: {str(e)[:2000]}") from e
+        buf = Buffer(handle, size, label)
         self._buffers[id(buf)] = buf
         return buf
 
@@ -156,7 +171,28 @@ class GpuDevice:
         offsets), submit once, map ``staging`` once; returns each output's bytes (views
         of one copy). With ``profile``, also each dispatch's GPU time in microseconds
         (timestamp queries; wall time without them)."""
-        self.check_alive()
+        with self._state:
+            if self.closed:
+                raise ClosedError("the GPU device is closed (Runtime.close()); create a new "
+                                  "Runtime")
+            self._running += 1
+        try:
+            self.check_alive()
+            return await self._run(recording, outputs, staging, profile)
+        except PteError:
+            raise
+        except Exception as e:  # wgpu's GPUValidationError, a JsException, ...
+            raise GpuValidationError(f"running the recorded work: {type(e).__name__}: "
+                                     f"{str(e)[:2000]}") from e
+        finally:
+            with self._state:
+                self._running -= 1
+                close_now = self._close_pending and not self._running
+                self._close_pending = self._close_pending and not close_now
+            if close_now:
+                self._release_all()
+
+    async def _run(self, recording, outputs, staging, profile):
         if profile and "timestamp-query" not in self.info.features:
             return await self._run_timed_by_wall(recording, outputs, staging)
         dispatches = sum(isinstance(s, Dispatch) for s in recording.steps) if profile else 0
@@ -287,6 +323,19 @@ class GpuDevice:
         (unless ``raise_errors`` is False: the scopes are only closed)."""
         raise NotImplementedError
 
+    def flush(self) -> None:
+        """Submit queued writes (an empty submit): wgpu keeps the staging memory of
+        ``write_buffer`` calls, even to buffers since destroyed, until the next submit."""
+
     def close(self) -> None:
+        """Destroy every buffer now, or when the runs in flight end."""
+        with self._state:
+            self.closed = True
+            if self._running:
+                self._close_pending = True
+                return
+        self._release_all()
+
+    def _release_all(self) -> None:
         for buf in list(self._buffers.values()):
             self.destroy_buffer(buf)

@@ -76,8 +76,20 @@ class NativeDevice(GpuDevice):
     def _destroy_buffer(self, handle):
         handle.destroy()
 
+    def flush(self):
+        if self.closed:
+            return
+        try:
+            self.device.queue.submit([])
+        except Exception:  # noqa: BLE001 - a lost device has nothing left to flush
+            pass
+
     def write_buffer(self, buf, data, offset=0):
-        self.device.queue.write_buffer(buf.handle, offset, data)
+        try:
+            self.device.queue.write_buffer(buf.handle, offset, data)
+        except Exception as e:  # a destroyed buffer, a write past its end
+            raise GpuValidationError(f"writing {len(data)} bytes to {buf.label!r}: "
+                                     f"{type(e).__name__}: {str(e)[:2000]}") from e
 
     async def create_pipeline(self, wgsl, entry, constants, label):
         try:

@@ -1,6 +1,7 @@
 """The op library. Importing this package imports every op family, which registers
 its ops (ops/registry.py); this is the one place that names the families."""
 
-from . import (attention, binary, embedding, indexing, matmul, norm, reduce, rms_norm,  # noqa: F401
-               rope, symint, unary, view)
+from . import (any_reduce, attention, binary, bmm, copying, embedding, fill,  # noqa: F401
+               index_put, indexing, matmul, mixed, norm, reduce, rms_norm, rope, symint, unary,
+               view)
 from . import registry  # noqa: F401

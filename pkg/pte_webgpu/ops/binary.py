@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Callable
 
+from .. import f32
 from ..errors import FormatError
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
 from . import cpu
@@ -97,9 +98,13 @@ async def gather(ctx, op, x_id: int, out_id: int, out_shape, src_strides) -> Non
 
 async def build(ctx, op):
     row = TABLE[ROW[op.name]]
+    if op.name == "aten.sub.Tensor" and ctx.tensor(op.args[-1], op).dtype.name in ("int32", "int64"):
+        from .mixed import sub_int  # integer operands: a kernel of their own
+        return await sub_int(ctx, op)
     if row.alpha:
         a_id, b_id, alpha_id, out_id = ctx.args(op, 4)
-        alpha = ctx.float_scalar(alpha_id, 1.0)
+        alpha = f32.checked_f32(ctx.float_scalar(alpha_id, 1.0), f"{op.name}: alpha",
+                                lambda m: FormatError(m, field=ctx.where(op)))
     else:
         (a_id, b_id, out_id), alpha = ctx.args(op, 3), 1.0
     a, b, out = (ctx.float_tensor(i, op) for i in (a_id, b_id, out_id))

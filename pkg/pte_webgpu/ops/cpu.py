@@ -6,8 +6,8 @@ them in float64 and rounds each result to its tensor's dtype."""
 from __future__ import annotations
 
 import math
-import struct
 
+from .. import f32
 from ..errors import FormatError
 from ..graph import ListValue, Null, Scalar
 from .common import contiguous_strides
@@ -24,15 +24,12 @@ class Array:
 
 def round_one(v: float, code: str) -> float:
     """``v`` through struct format ``code`` ("f", "e"); beyond its range, +-inf."""
-    try:
-        return struct.unpack("<" + code, struct.pack("<" + code, v))[0]
-    except OverflowError:
-        return math.copysign(math.inf, v)
+    return f32.to_f32(v) if code == "f" else f32.to_f16(v)
 
 
 def to_f32(value: float) -> float:
     """``value`` rounded to float32, as torch casts a scalar argument (beyond range: +-inf)."""
-    return round_one(value, "f")
+    return f32.to_f32(value)
 
 
 # --- index maps ----------------------------------------------------------------------

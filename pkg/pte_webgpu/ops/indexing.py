@@ -43,7 +43,7 @@ def _ref_take(x, dim, rows):
 def reference_index(read, values, args):
     x = read(args[0])
     given = [(p, v) for p, v in enumerate(values[args[1]].items)
-             if not isinstance(values[v], Null)]
+             if v >= 0 and not isinstance(values[v], Null)]
     dim, idx_id = given[0]
     rows = [int(r) + (x.shape[dim] if r < 0 else 0) for r in read(idx_id).values]
     return _ref_take(x, dim, rows)
@@ -65,11 +65,13 @@ def reference_slice(read, values, args):
 PARAMS = Uniform(("numel", "u32"), ("inner", "u32"), ("out_len", "u32"), ("in_len", "u32"),
                  ("step", "u32"), ("start_slot", "u32"))
 _BINDINGS = (Binding(0, "src", type="word"), Binding(1, "idx", type="i32"),
-             Binding(2, "out", "read_write", type="word"), Binding(3, "ints", type="i32"))
-KERNEL = Kernel("indexing", _BINDINGS, PARAMS, snippets=("flat_index",),
+             Binding(2, "out", "read_write", type="word"), Binding(3, "ints", type="i32"),
+             # ids out of range: count, claimed, position, value (runtime/id_checks.py)
+             Binding(5, "flag", "read_write", type="atomic<u32>"))
+KERNEL = Kernel("indexing", _BINDINGS, PARAMS, uniform_binding=4, snippets=("flat_index",),
                 generated="alias word = elem;")
-WORDS = Kernel("indexing", _BINDINGS, PARAMS, snippets=("flat_index",), half=False,
-               generated="alias word = u32;", name="indexing_u32")  # int32, int64, bool
+WORDS = Kernel("indexing", _BINDINGS, PARAMS, uniform_binding=4, snippets=("flat_index",),
+               half=False, generated="alias word = u32;", name="indexing_u32")  # 4-byte words
 
 
 async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len, step,
@@ -85,7 +87,8 @@ async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len
                                      in_len=in_len, step=step, start_slot=start_slot),
                          f"{op.name} params")
     # each entry binds what it uses: `take` the index tensor, `strided` the start slot
-    extra = [(1, idx_id)] if entry == "take" else [(3, ints)]
+    extra = [(1, idx_id), (5, ctx.id_check(idx_id, in_len, op, negative=True))] \
+        if entry == "take" else [(3, ints)]
     ctx.dispatch(op, pipeline, [(0, src_id), (2, out_id), (4, params)] + extra,
                  ctx.grid(-(-out.numel // wg)))
     follow_actual_size(ctx, out_id, wg)
@@ -114,10 +117,11 @@ async def build_index(ctx, op):
     src_id, list_id, out_id = ctx.args(op, 3)
     src, out = _tensors(ctx, op, src_id, out_id)
     items = ctx.graph.values[list_id]
-    if getattr(items, "kind", "") != "value_list":
+    # a plan kernel (aten::index.Tensor_out) holds an optional_tensor_list, -1 for None
+    if getattr(items, "kind", "") not in ("value_list", "tensor_list", "optional_tensor_list"):
         raise FormatError(f"{op.name}: indices should be a ValueList", field=ctx.where(op))
     given = [(p, v) for p, v in enumerate(items.items)
-             if not isinstance(ctx.graph.values[v], Null)]
+             if v >= 0 and not isinstance(ctx.graph.values[v], Null)]
     if len(given) != 1:
         raise UnsupportedError(f"{op.name}: {len(given)} index tensors; pte-webgpu supports "
                                f"one ({ctx.where(op)})")

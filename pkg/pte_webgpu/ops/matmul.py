@@ -1,37 +1,298 @@
-"""Matrix products (matmul.wgsl): ``aten.linear.default [input, weight, bias|Null, out]``.
+"""Matrix products: ``aten.linear.default [input, weight, bias|Null, out]``.
 
 input ``[..., K]`` (leading dims flattened into M), weight ``[N, K]``, bias ``[N]``;
-out ``[..., N]`` = input · weightᵀ + bias, computed in tiles of (4·tw)² outputs, or one dot
-product per output on CPU adapters (``choose``).
+out ``[..., N]`` = input · weightᵀ + bias, f32 accumulation in every form (float16
+tensors are stored as f16). A family of kernels, one chosen per op from M, N, K and the
+adapter (``choose``), as rms_norm's is:
+
+- ``gemv4-WGxC`` (shaders/matmul_gemv.wgsl): matrix-vector for decode, up to 4 rows per
+  workgroup of WG lanes that sweep K together (a long K is split across them), C (1, 2
+  or 4) output columns each; lane sums meet in a halving tree in workgroup memory. ``gemvsg4-WGxC``:
+  the same summed with subgroupAdd (adapters with subgroups; no barrier when WG fits in
+  one subgroup).
+- ``mm4-TWxTK`` (shaders/matmul_tile8.wgsl): tiled matrix-matrix for prefill, TW x TW
+  lanes per (8 TW)² output tile, 8 x 8 outputs per lane in registers, K in steps of TK
+  through workgroup memory. ``record`` takes any bindings and sizes: bmm can reuse it.
+- ``tiled`` (shaders/matmul.wgsl): the original (4 tw)² tiles, 4 x 4 per lane.
+- ``dot`` (same file): one output per invocation, no workgroup memory and no barrier:
+  CPU adapters, where a barrier costs more than the reuse.
+
+A ``4`` after the kind means vec4 loads; when K % 4 != 0 the same shape loads scalars.
+Forcing a variant (tests, benchmarks): the build option ``matmul_variant``, else the
+environment variable ``PTE_WEBGPU_MATMUL``.
 """
 
 from __future__ import annotations
 
 import math
 import operator
+import os
+import re
+from dataclasses import dataclass, replace
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
-from ..graph import Null
+from ..graph import Null, TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
-from .common import elementwise_workgroup
 from . import sizes
+from .common import elementwise_workgroup
 from .registry import define
-from .rms_norm import is_cpu
+from .rms_norm import TYPICAL_ADAPTERS, is_cpu, max_invocations
 
-MAX_THREADS_PER_SIDE = 8  # 8 x 8 invocations, 32 x 32 outputs per workgroup
-VARIANTS = ("tiled", "dot")
+MAX_THREADS_PER_SIDE = 8  # tiled: 8 x 8 invocations, 32 x 32 outputs per workgroup
+GEMV_COLS = (1, 2, 4)  # columns per gemv workgroup (shaders/matmul_gemv.wgsl)
+GEMV_MAX_ROWS = 4  # rows per gemv workgroup (the vec4 of sums)
+DECODE_ROWS = 8  # up to this many rows the matrix-vector form is chosen
 OPTION = "matmul_variant"
+ENV_VAR = "PTE_WEBGPU_MATMUL"  # forces a variant where no build option is given
+_NAME = re.compile(r"^(gemv|gemvsg|mm)(4?)-(\d+)x(\d+)$")
 
 PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("has_bias", "u32"),
-                 ("tiles_n", "u32"),  # tiles across N
-                 ("tiles", "u32"))  # tiles in all
+                 ("tiles_n", "u32"),  # workgroups across N
+                 ("tiles", "u32"))  # workgroups in all
+# Bindings 0-2 in two views each (entry points main: scalars, main_vec4: vec4s).
 # Without a bias the weight stands in for binding 4; the shader never reads it.
-KERNEL = Kernel("matmul", (Binding(0, "input"), Binding(1, "weight"),
-                           Binding(2, "out", "read_write"), Binding(4, "bias")), PARAMS,
-                uniform_binding=3, entries=(Entry("dot", "dot_item", "params.m * params.n"),))
+_BINDINGS = (Binding(0, "input"), Binding(1, "weight"), Binding(2, "out", "read_write"),
+             Binding(4, "bias"), Binding(0, "input4", type="elem4"),
+             Binding(1, "weight4", type="elem4"))
+KERNEL = Kernel("matmul", _BINDINGS[:4], PARAMS, uniform_binding=3,
+                entries=(Entry("dot", "dot_item", "params.m * params.n"),))
+_STAGE = "fn stage(m0: u32, n0: u32, k0: u32, li: u32) {{ stage_{}(m0, n0, k0, li); }}\n"
+TILE8 = {vec: Kernel("matmul_tile8", _BINDINGS, PARAMS, uniform_binding=3,
+                     generated=_STAGE.format("vec4" if vec else "scalar"),
+                     name="matmul_tile8" + ("_vec4" if vec else ""))
+         for vec in (False, True)}
+
+# The gemv reductions, appended to shaders/matmul_gemv.wgsl's sweeps.
+_GEMV_ENTRY = """
+@compute @workgroup_size(wg_size)
+fn {name}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32{sg_params}) {{
+  let g = group_index(wid, groups);
+  if (g >= params.tiles) {{
+    return;  // uniform for the whole workgroup
+  }}
+  let b = block_of(g);
+  write_column(b, lane, lanes_sum({sweep}(b, lane), lane{sg_args}));
+}}
+"""
+_TREE_SUM = """
+var<workgroup> part: array<vec4<f32>, wg_size * cols>;  // [column][lane]
+
+// Lane c (< cols) gets column c's total over the workgroup's lanes: a halving tree.
+fn lanes_sum(s: Sums, lane: u32) -> vec4<f32> {
+  part[lane] = s.c0;
+  if (cols > 1u) { part[wg_size + lane] = s.c1; }
+  if (cols > 2u) {
+    part[2u * wg_size + lane] = s.c2;
+    part[3u * wg_size + lane] = s.c3;
+  }
+  workgroupBarrier();
+  for (var stride = wg_size / 2u; stride > 0u; stride /= 2u) {
+    if (lane < stride) {
+      for (var c = 0u; c < cols; c++) {
+        part[c * wg_size + lane] += part[c * wg_size + lane + stride];
+      }
+    }
+    workgroupBarrier();
+  }
+  return part[min(lane, cols - 1u) * wg_size];
+}
+"""
+_SUBGROUP_SUM = """
+var<workgroup> part: array<vec4<f32>, wg_size * cols>;  // [column][lane]
+
+// Lane c (< cols) gets column c's total: subgroupAdd, and when the workgroup spans
+// several subgroups their totals meet in workgroup memory (which lanes share a subgroup
+// is the implementation's choice: each subgroup's first lane posts, the others zeros).
+fn lanes_sum(s: Sums, lane: u32, sg_size: u32, sg_lane: u32) -> vec4<f32> {
+  var t = Sums(subgroupAdd(s.c0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+  if (cols > 1u) { t.c1 = subgroupAdd(s.c1); }
+  if (cols > 2u) {
+    t.c2 = subgroupAdd(s.c2);
+    t.c3 = subgroupAdd(s.c3);
+  }
+  if (sg_size >= wg_size) {  // the whole workgroup is one subgroup: no barrier
+    return select(select(select(t.c0, t.c1, lane == 1u), t.c2, lane == 2u), t.c3, lane == 3u);
+  }
+  let lead = sg_lane == 0u;
+  let zero = vec4<f32>(0.0);
+  part[lane] = select(zero, t.c0, lead);
+  if (cols > 1u) { part[wg_size + lane] = select(zero, t.c1, lead); }
+  if (cols > 2u) {
+    part[2u * wg_size + lane] = select(zero, t.c2, lead);
+    part[3u * wg_size + lane] = select(zero, t.c3, lead);
+  }
+  workgroupBarrier();
+  var all = vec4<f32>(0.0);
+  if (lane < cols) {
+    for (var i = 0u; i < wg_size; i++) {
+      all += part[lane * wg_size + i];
+    }
+  }
+  return all;
+}
+"""
 
 
+def _gemv_generated(subgroups: bool, rows: int) -> str:
+    sg_params = sg_args = ""
+    if subgroups:
+        sg_params = (",\n    @builtin(subgroup_size) sg_size: u32,"
+                     " @builtin(subgroup_invocation_id) sg_lane: u32")
+        sg_args = ", sg_size, sg_lane"
+    entries = "".join(_GEMV_ENTRY.format(name=n, sweep=s, sg_params=sg_params, sg_args=sg_args)
+                      for n, s in (("main", "sweep_scalar"), ("main_vec4", "sweep_vec4")))
+    return (f"const rows: u32 = {rows}u;  // input rows per workgroup\n"
+            + (_SUBGROUP_SUM if subgroups else _TREE_SUM) + entries)
+
+
+def _gemv_kernels(name: str, subgroups: bool, enables: tuple = ()) -> dict:
+    """One kernel per row count (a const: naga 29 panics when ``rows`` is an override)."""
+    return {rows: Kernel("matmul_gemv", _BINDINGS, PARAMS, uniform_binding=3,
+                         snippets=("flat_index",), generated=_gemv_generated(subgroups, rows),
+                         enables=enables, name=f"{name}_r{rows}")
+            for rows in range(1, GEMV_MAX_ROWS + 1)}
+
+
+GEMV = _gemv_kernels("matmul_gemv", False)
+# Chromium needs `enable subgroups;`; wgpu-native's naga rejects it and takes the
+# builtins when the device has the "subgroup" feature.
+GEMV_SG = {"browser": _gemv_kernels("matmul_gemv_sg", True, ("subgroups",)),
+           "native": _gemv_kernels("matmul_gemv_sg_native", True)}
+
+
+@dataclass(frozen=True)
+class Variant:
+    kind: str  # "gemv" | "gemvsg" | "mm" | "tiled" | "dot"
+    vec4: bool = False
+    a: int = 0  # gemv: lanes per workgroup; mm: lanes per side
+    b: int = 0  # gemv: columns per workgroup; mm: K per step
+
+    @property
+    def name(self) -> str:
+        if self.kind in ("tiled", "dot"):
+            return self.kind
+        return f"{self.kind}{'4' if self.vec4 else ''}-{self.a}x{self.b}"
+
+    def for_k(self, k: int) -> "Variant":
+        """vec4 loads need K % 4 == 0: other K load scalars, same shape."""
+        return self if not self.vec4 or k % 4 == 0 else replace(self, vec4=False)
+
+    @property
+    def entry(self) -> str:
+        return "main_vec4" if self.vec4 else "main"
+
+
+def parse(name: str) -> Variant:
+    name = name.strip()
+    if name in ("tiled", "dot"):
+        return Variant(name)
+    m = _NAME.match(name)
+    if not m:
+        raise UnsupportedError(f"matmul variant {name!r}: names look like gemv4-64x4, "
+                               "gemvsg4-32x4, mm4-16x8, tiled, dot")
+    v = Variant(m.group(1), m.group(2) == "4", int(m.group(3)), int(m.group(4)))
+    if not _pow2(v.a):
+        raise UnsupportedError(f"matmul variant {name!r}: {v.a} lanes: a power of two")
+    if v.kind == "mm" and (v.b < 4 or v.b % 4):
+        raise UnsupportedError(f"matmul variant {name!r}: K per step must be a multiple of 4")
+    if v.kind != "mm" and v.b not in GEMV_COLS:
+        raise UnsupportedError(f"matmul variant {name!r}: {GEMV_COLS} columns")
+    return v
+
+
+def _pow2(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def _floor_pow2(n: int) -> int:
+    return 1 << (max(1, n).bit_length() - 1)
+
+
+# --- adapters -------------------------------------------------------------------------
+def has_subgroups(adapter) -> bool:
+    return bool({"subgroups", "subgroup"} & set(adapter.features))
+
+
+def _storage(adapter) -> int:
+    return int(adapter.limits.get("maxComputeWorkgroupStorageSize") or 16384)
+
+
+def supported(v: Variant, adapter) -> str | None:
+    """Why ``v`` cannot run on ``adapter`` (None when it can)."""
+    top = max_invocations(adapter)
+    lanes = v.a * v.a if v.kind == "mm" else v.a
+    if v.kind in ("gemv", "gemvsg", "mm") and lanes > top:
+        return f"{lanes} invocations per workgroup exceed the adapter's {top}"
+    if v.kind in ("gemv", "gemvsg") and 16 * v.a * v.b > _storage(adapter):
+        return "workgroup storage too small"
+    if v.kind == "mm" and 64 * v.a * v.b > _storage(adapter):
+        return "workgroup storage too small"
+    if v.kind == "gemvsg" and not has_subgroups(adapter):
+        return "needs subgroups"
+    return None
+
+
+def choose(adapter, m: int, n: int, k: int) -> Variant:
+    """The selection rule (measured on an H200, native Vulkan: docs/performance.md).
+
+    CPU adapters: ``dot`` (no barriers). GPUs, up to DECODE_ROWS rows: matrix-vector in
+    workgroups of 32 lanes (one subgroup on NVIDIA: subgroup sums need no barrier; wider
+    workgroups were slower at every decode shape measured), 4 columns each from N =
+    16384, 2 from 1024, else 1; subgroup sums where the adapter has them. More rows:
+    the 8 x 8-per-lane tiles, 128 wide when that gives at least 128 tiles, else 64,
+    K in steps of 16 (8 where workgroup storage is short).
+    """
+    if is_cpu(adapter):
+        return Variant("dot")
+    top = max_invocations(adapter)
+    if m <= DECODE_ROWS:
+        cols = 4 if n >= 16384 else 2 if n >= 1024 else 1
+        kind = "gemvsg" if has_subgroups(adapter) else "gemv"
+        pick = Variant(kind, True, min(32, _floor_pow2(top)), cols)
+        while pick.b > 1 and supported(pick, adapter):
+            pick = replace(pick, b=pick.b // 2)
+    else:
+        tw = 16 if -(-m // 128) * -(-n // 128) >= 128 else 8
+        pick = Variant("tiled")
+        for t, step in ((tw, 16), (tw, 8), (8, 16), (8, 8)):
+            v = Variant("mm", True, t, step)
+            if supported(v, adapter) is None:
+                pick = v
+                break
+    return pick.for_k(k)
+
+
+def candidates(adapter, m: int, k: int) -> list[Variant]:
+    """Variants worth measuring for M rows (bench/), all runnable here."""
+    if m <= DECODE_ROWS:
+        names = [f"gemv4-{wg}x{c}" for wg in (32, 64, 128, 256) for c in GEMV_COLS]
+        names += [f"gemvsg4-{wg}x{c}" for wg in (32, 64, 128) for c in GEMV_COLS]
+    else:
+        names = ["mm4-16x8", "mm4-16x16", "mm4-16x4", "mm4-8x8", "mm4-8x16", "tiled"]
+    if is_cpu(adapter):
+        names += ["dot"]
+    out = []
+    for name in names:
+        v = parse(name).for_k(k)
+        if supported(v, adapter) is None and v not in out:
+            out.append(v)
+    return out
+
+
+def resolve(adapter, m, n, k, forced: str | None = None) -> tuple[Variant, str]:
+    if forced:
+        v = parse(forced).for_k(k)
+        why = supported(v, adapter)
+        if why:
+            raise UnsupportedError(f"matmul variant {forced!r} cannot run on "
+                                   f"{adapter.summary()}: {why}")
+        return v, "forced"
+    return choose(adapter, m, n, k), "auto"
+
+
+# --- recording ------------------------------------------------------------------------
 def threads_per_side(max_invocations: int) -> int:
     """The largest power of two t <= 8 with t * t invocations within the adapter's limit."""
     t = MAX_THREADS_PER_SIDE
@@ -44,6 +305,39 @@ def tile_counts(m: int, n: int, tile: int) -> tuple[int, int]:
     """(tiles across N, tiles in all) for an M x N output in tile x tile blocks."""
     tiles_n = -(-n // tile)
     return tiles_n, tiles_n * -(-m // tile)
+
+
+def _shape(ctx, v: Variant, m: int, n: int):
+    """(kernel, constants, tiles_n, tiles, workgroups) of variant ``v``."""
+    if v.kind == "dot":
+        wg = elementwise_workgroup(ctx)
+        return KERNEL, {"wg_size": wg}, 0, 0, -(-m * n // wg)
+    if v.kind == "tiled":
+        t = threads_per_side(ctx.limit("maxComputeInvocationsPerWorkgroup", 256))
+        tiles_n, tiles = tile_counts(m, n, 4 * t)
+        return KERNEL, {"tw": t}, tiles_n, tiles, tiles
+    if v.kind == "mm":
+        tiles_n, tiles = tile_counts(m, n, 8 * v.a)
+        return TILE8[v.vec4], {"tw": v.a, "tk": v.b}, tiles_n, tiles, tiles
+    kernels = GEMV if v.kind == "gemv" else GEMV_SG[
+        "browser" if ctx.device.info.backend == "browser" else "native"]
+    rows = min(GEMV_MAX_ROWS, m)
+    tiles_n = -(-n // v.b)
+    tiles = tiles_n * -(-m // rows)
+    return kernels[rows], {"wg_size": v.a, "cols": v.b}, tiles_n, tiles, tiles
+
+
+async def record(ctx, op, v: Variant, bindings, m: int, n: int, k: int, has_bias: bool,
+                 half: bool = False) -> None:
+    """Record one product of variant ``v``: ``bindings`` maps 0 input [M, K], 1 weight
+    [N, K], 2 out [M, N], 4 bias [N] (anything when ``has_bias`` is False) to value ids
+    or buffers. Also used by bench/ (and meant for bmm's batches)."""
+    kernel, constants, tiles_n, tiles, groups = _shape(ctx, v, m, n)
+    entry = {"dot": "dot", "tiled": "main", "mm": "main"}.get(v.kind, v.entry)
+    pipeline = await ctx.pipeline(kernel, constants, entry, half)
+    params = PARAMS.pack(m=m, n=n, k=k, has_bias=int(has_bias), tiles_n=tiles_n, tiles=tiles)
+    uniform = ctx.uniform(params, f"{op.name} params")
+    ctx.dispatch(op, pipeline, list(bindings) + [(3, uniform)], ctx.grid(groups))
 
 
 def linear_dims(in_shape, w_shape, out_shape, name: str) -> tuple[int, int, int]:
@@ -70,34 +364,25 @@ async def build_linear(ctx, op):
                               field=ctx.where(op))
     if m * n == 0:
         return
-    variant, picked = choose(ctx)
-    t = threads_per_side(ctx.limit("maxComputeInvocationsPerWorkgroup", 256))
-    tiles_n, tiles = tile_counts(m, n, 4 * t)
-    params = PARAMS.pack(m=m, n=n, k=k, has_bias=int(has_bias), tiles_n=tiles_n, tiles=tiles)
-    uniform = ctx.uniform(params, f"{op.name} params")
-    if variant == "dot":
-        wg = elementwise_workgroup(ctx)
-        pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg}, "dot", half=ctx.half(out_id))
-        grid = ctx.grid(-(-m * n // wg))
-    else:
-        pipeline = await ctx.pipeline(KERNEL, {"tw": t}, half=ctx.half(out_id))
-        grid = ctx.grid(tiles)
-    # Without a bias the weight stands in for binding 4; the shader never reads it.
-    ctx.dispatch(op, pipeline, [(0, x_id), (1, w_id), (2, out_id), (3, uniform),
-                                (4, b_id if has_bias else w_id)], grid)
-    ctx.note_kernel(op, variant=variant, picked=picked)
+    forced = (ctx.options or {}).get(OPTION) or os.environ.get(ENV_VAR, "").strip() or None
+    v, how = resolve(ctx.device.info, m, n, k, forced)
+    await record(ctx, op, v, [(0, x_id), (1, w_id), (2, out_id), (4, b_id if has_bias else w_id)],
+                 m, n, k, has_bias, ctx.half(out_id))
+    ctx.note_kernel(op, variant=v.name, picked=how)
 
 
-def choose(ctx) -> tuple[str, str]:
-    """("tiled" | "dot", "auto" | "forced"): tiles with workgroup memory on GPUs; on CPU
-    adapters, where a barrier costs more than the reuse, one dot product per output.
-    Forced with the option ``matmul_variant``."""
-    forced = ctx.options.get(OPTION)
-    if forced:
-        if forced not in VARIANTS:
-            raise UnsupportedError(f"matmul variant {forced!r}: use one of {VARIANTS}")
-        return forced, "forced"
-    return ("dot" if is_cpu(ctx.device.info) else "tiled"), "auto"
+def choices(graph, op) -> dict[str, str]:
+    """The variant each typical adapter would run for this op (shown by inspect)."""
+    if len(op.args) != 4:
+        return {}
+    x, w = graph.values[op.args[0]], graph.values[op.args[1]]
+    if not (isinstance(x, TensorValue) and isinstance(w, TensorValue) and x.shape
+            and len(w.shape) == 2):
+        return {}  # malformed op: inspect shows it, the build refuses it
+    m, (n, k) = prod(x.shape[:-1]), w.shape
+    if not m * n * k:
+        return {}
+    return {name: choose(a, m, n, k).name for name, a in TYPICAL_ADAPTERS.items()}
 
 
 def reference(read, values, args):
@@ -116,4 +401,5 @@ def reference(read, values, args):
     return out
 
 
-define("aten.linear.default", build_linear, reference, 4, half=True, sizes=sizes.linear)
+define("aten.linear.default", build_linear, reference, 4, half=True, choices=choices,
+       sizes=sizes.linear)

@@ -42,9 +42,9 @@ _BINDINGS = (Binding(0, "x"), Binding(1, "weight"), Binding(2, "y", "read_write"
              Binding(2, "y4", "read_write", "elem4"))
 KERNELS = {
     "rms_norm": Kernel("rms_norm", _BINDINGS, PARAMS,
-                       snippets=("bits", "nan_minmax", "flat_index", "tree")),
+                       snippets=("bits", "nan_minmax", "flat_index", "tree", "rms_rescue")),
     "rms_norm_subgroup": Kernel("rms_norm_subgroup", _BINDINGS, PARAMS, half=False,
-                                enables=("subgroups",),
+                                enables=("subgroups",), snippets=("bits", "rms_rescue"),
                                 entries=(Entry("main", "row_scalar", "params.num_rows", "group", True),
                                          Entry("main_vec4", "row_vec4", "params.num_rows", "group",
                                                True))),
@@ -279,11 +279,13 @@ def rms_norm(x: cpu.Array, weight: cpu.Array, eps: float) -> list:
         raise FormatError(f"rms_norm: weight has {len(weight.values)} elements, "
                           f"the row width is {width}")
     w, out = weight.values, []
+    eps = cpu.round_one(eps, "f")  # as torch's float32 (beyond its range: +-inf)
     for start in range(0, len(x.values), width):
         row = x.values[start:start + width]
-        # torch sums the squares in float32 (also for float16): past its range, inf -> 0.
-        squares = cpu.round_one(math.fsum(v * v for v in row), "f")
-        scale = 1.0 / math.sqrt(squares / width + eps)
+        # The exact mean square (float64), as the kernels' rescaled pass for rows whose
+        # float32 sum under- or overflows (where torch's float32 sum gives inf or zeros).
+        mean = math.fsum(v * v for v in row) / width + eps
+        scale = math.nan if not mean >= 0 else (1.0 / math.sqrt(mean) if mean else math.inf)
         out += [v * scale * w[k] for k, v in enumerate(row)]
     return out
 

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from .. import f32
 from ..errors import FormatError, UnsupportedError
 from ..graph import Null, Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
@@ -60,22 +61,30 @@ def _pow_scalars(values, args, where):
     return {"row": row, "a": e, "flag": is_int, "odd": odd}
 
 
-def clamp_bounds(low, high) -> tuple[float, float]:
-    """float32 (min, max) from Int/Double values or None (no bound: -inf / +inf)."""
-    return (-math.inf if low is None else cpu.to_f32(float(low)),
-            math.inf if high is None else cpu.to_f32(float(high)))
+def clamp_bounds(low, high, error=FormatError) -> tuple[float, float]:
+    """float32 (min, max) from Int/Double values or None (no bound: -inf / +inf); a
+    finite bound beyond float32 raises ``error``, as torch's Scalar.to<float>() does."""
+    return (-math.inf if low is None else f32.checked_f32(low, "clamp min", error),
+            math.inf if high is None else f32.checked_f32(high, "clamp max", error))
 
 
 def _clamp_scalars(values, args, where):
-    a, b = clamp_bounds(*(_number(values, i, where, optional=True) for i in args[1:3]))
+    a, b = clamp_bounds(*(_number(values, i, where, optional=True) for i in args[1:3]),
+                        error=lambda m: FormatError(m, field=where))
     return {"a": a, "b": b}
 
 
 def _add_scalars(values, args, where):
-    # torch rounds both scalars to the tensor's float32 before multiplying.
-    other = cpu.to_f32(float(_number(values, args[1], where)))
-    alpha = cpu.to_f32(float(_number(values, args[2], where, optional=True, default=1.0)))
-    return {"a": cpu.to_f32(alpha * other)}
+    # torch rounds both scalars to the tensor's float32 before multiplying: other as a
+    # tensor cast (beyond the range: inf), alpha checked (beyond the range: refused).
+    other = f32.to_f32(_number(values, args[1], where))
+    alpha = f32.checked_f32(_number(values, args[2], where, optional=True, default=1.0),
+                            "alpha", lambda m: FormatError(m, field=where))
+    return {"a": f32.to_f32(alpha * other)}
+
+
+def _mul_scalars(values, args, where):
+    return {"a": cpu.to_f32(float(_number(values, args[1], where)))}
 
 
 def _gelu_scalars(values, args, where):
@@ -93,7 +102,8 @@ def _gelu_scalars(values, args, where):
 
 
 def _slope_scalars(values, args, where):
-    return {"a": cpu.to_f32(float(_number(values, args[1], where, optional=True, default=0.01)))}
+    return {"a": f32.checked_f32(_number(values, args[1], where, optional=True, default=0.01),
+                                 "negative_slope", lambda m: FormatError(m, field=where))}
 
 
 # --- reference math of one value ------------------------------------------------------
@@ -162,6 +172,7 @@ TABLE = [
     Unary("aten.pow.Tensor_Scalar", "pow_scalar(v)", lambda v, s: _pow(v, s["a"]), 3,
           _pow_scalars),
     Unary("aten.add.Scalar", "v + params.a", lambda v, s: v + s["a"], 4, _add_scalars),
+    Unary("aten.mul.Scalar", "v * params.a", lambda v, s: v * s["a"], 3, _mul_scalars),
     Unary("round_to_half", "round_half(v)", lambda v, s: cpu.round_one(v, "e"), torch=False),
     Unary("aten.tanh.default", "tanh_f32(v)", lambda v, s: math.tanh(v)),
     Unary("aten.gelu.default", "gelu(v)", _gelu, 3, _gelu_scalars),
@@ -224,6 +235,18 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, row: int, scalars: dict) ->
 async def round_to_half(ctx, op, x_id: int, out_id: int) -> None:
     """float32 -> float16 values (both held as f32): round to float16's precision."""
     await _dispatch(ctx, op, x_id, out_id, ROUND_HALF, {})
+
+
+async def round_buffer_to_half(ctx, op, src, out_id: int) -> None:
+    """Like ``round_to_half`` from a scratch Buffer holding out's f32 values."""
+    out = ctx.float_tensor(out_id, op)
+    if out.numel == 0:
+        return
+    wg = elementwise_workgroup(ctx)
+    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg, "op": ROUND_HALF})
+    params = PARAMS.pack(numel=out.numel, inf=math.inf, nan=math.nan)
+    ctx.dispatch(op, pipeline, [(0, src), (1, out_id), (2, ctx.uniform(params, f"{op.name} params"))],
+                 ctx.grid(-(-out.numel // wg)))
 
 
 async def build(ctx, op):

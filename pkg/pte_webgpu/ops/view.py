@@ -24,7 +24,7 @@ from .common import (check_rank, contiguous_strides, int_arg, int_list_arg, norm
                      normalize_dims, same_numel)
 from . import sizes
 from .registry import define, register
-from .unary import round_to_half
+from .unary import round_buffer_to_half, round_to_half
 
 
 def same_values(read, values, args):
@@ -89,9 +89,15 @@ def _check_shape(ctx, op, out_id: int, want) -> None:
 
 
 def _reshape(ctx, op, x_id: int, out_id: int, want) -> None:
-    """out, of shape ``want``, holds x's elements in the same order."""
-    ctx.float_tensor(x_id, op)
-    ctx.float_tensor(out_id, op)
+    """out, of shape ``want``, holds x's elements in the same order (the bytes are shared
+    or copied, never converted): one dtype (int causal masks reshape too), or integer ids
+    int32/int64 (both held as int32)."""
+    x, out = ctx.tensor(x_id, op), ctx.tensor(out_id, op)
+    ids = ("int32", "int64")
+    if x.dtype is not out.dtype and not (x.dtype is not None and out.dtype is not None
+                                         and x.dtype.name in ids and out.dtype.name in ids):
+        ctx.float_tensor(x_id, op)
+        ctx.float_tensor(out_id, op)
     same_numel(ctx, op, x_id, out_id)
     _check_shape(ctx, op, out_id, want)
     ctx.view(op, x_id, out_id)
@@ -192,6 +198,17 @@ async def build_to_dim_order_copy(ctx, op):
     x, out = ctx.tensor(x_id, op), ctx.tensor(out_id, op)
     _check_dim_order(ctx, op, order_id, len(x.shape))
     kinds = {x.dtype.name, out.dtype.name}
+    if x.dtype.name in ("int32", "int64", "bool") and out.dtype.name in ("float32", "float16"):
+        from .mixed import to_float  # a conversion kernel (ops/mixed.py)
+        _check_shape(ctx, op, out_id, x.shape)
+        if out.dtype.name == "float16" and not ctx.half(out_id):
+            # float16 widened to f32: convert into scratch, then round to float16's precision
+            scratch = ctx.resources.buffer(ctx.storage.nbytes(out), f"{op.name} scratch")
+            await to_float(ctx, op, x_id, out_id, into=scratch)
+            await round_buffer_to_half(ctx, op, scratch, out_id)
+        else:
+            await to_float(ctx, op, x_id, out_id)
+        return
     if x.dtype != out.dtype and kinds != {"float32", "float16"}:
         raise UnsupportedError(f"{op.name}: converting {x.dtype.name} to {out.dtype.name} is "
                                f"not supported ({ctx.where(op)})")

@@ -10,11 +10,14 @@ destroy what it made.
 
 from __future__ import annotations
 
+import struct
+
 from .. import formats
-from ..errors import FormatError, GpuLimitError, UnsupportedError
-from ..gpu.interface import Buffer, Copy, Dispatch, fold_grid
+from ..errors import FormatError, GpuLimitError, PteError, UnsupportedError, count
+from ..gpu.interface import Buffer, Copy, Dispatch, align4, fold_grid
 from ..graph import Graph, ListValue, Scalar, TensorValue
 from ..ops import registry
+from .id_checks import FLAG_BYTES, IdCheck
 from .storage import WIDE, Storage
 
 STORAGE = ("storage", "copy_src", "copy_dst")
@@ -23,21 +26,32 @@ STORAGE = ("storage", "copy_src", "copy_dst")
 class Resources:
     """GPU buffers owned by one Method: destroyed together on close or failure."""
 
-    def __init__(self, device):
+    def __init__(self, device, budget=None):
         self.device = device
+        self.budget = budget  # runtime/budget.py: shared by every Method of a program
         self.buffers: list[Buffer] = []
 
     def buffer(self, size: int, label: str, usage=STORAGE) -> Buffer:
         limit = self.device.limit("maxStorageBufferBindingSize", 1 << 27)
         if "storage" in usage and size > limit:
-            raise GpuLimitError(f"{label} needs {size} bytes; the adapter binds at most {limit}")
-        buf = self.device.create_buffer(size, usage, label)
+            raise GpuLimitError(f"{label} needs {count(size)} bytes; the adapter binds at "
+                                f"most {limit}")
+        if self.budget is not None:
+            self.budget.charge(align4(size), label)
+        try:
+            buf = self.device.create_buffer(size, usage, label)
+        except BaseException:
+            if self.budget is not None:
+                self.budget.refund(align4(size))
+            raise
         self.buffers.append(buf)
         return buf
 
     def release(self) -> None:
         for buf in self.buffers:
             self.device.destroy_buffer(buf)
+            if self.budget is not None:
+                self.budget.refund(buf.size)
         self.buffers = []
 
 
@@ -55,6 +69,7 @@ class BuildContext:
         self.io_ids: set[int] = set()  # graph inputs/outputs: they own plan buffers
         self.op_index = -1
         self.kernels: list[dict] = []  # one entry per op: where it runs, dispatch count, ...
+        self.id_checks: list[IdCheck] = []  # flags of ops that index by ids (id_checks.py)
         # Set by the Method (runtime/dynamic.py, runtime/state.py): execute-time integers,
         # this graph's key among them, graph id -> plan id of delegate I/O, persistent state.
         self.dyn = None
@@ -142,6 +157,15 @@ class BuildContext:
         self.recording.steps.append(Dispatch(pipeline, group, grid, op.name))
         self.kernels[-1]["dispatches"] += 1
 
+    def id_check(self, ids_vid: int, vocab: int, op, negative: bool = False) -> Buffer:
+        """A flag buffer the op's kernel sets for an id outside [0, vocab) ([-vocab, vocab)
+        when ``negative`` ids count from the end); execute zeroes it, reads it back and
+        raises InputError when set (id_checks.py)."""
+        flag = self.resources.buffer(FLAG_BYTES, f"{self.where(op)} id flag")
+        self.id_checks.append(IdCheck(flag, ids_vid, vocab, self.where(op),
+                                      low=-vocab if negative else 0))
+        return flag
+
     def bind_size(self, vid: int) -> int:
         return self.storage.nbytes(self.graph.values[vid])
 
@@ -223,8 +247,20 @@ async def build_delegate(device, vk: formats.VulkanDelegate, named: formats.Name
         ctx.begin_op(i, op)
         if getattr(ctx, "before_op", None) is not None:
             ctx.before_op(ctx, op)
-        await handler(ctx, op)
+        await call_handler(handler, ctx, op)
     return ctx
+
+
+async def call_handler(handler, ctx: BuildContext, op) -> None:
+    """Run an op's build; argument values its kernel cannot encode (an f32 parameter
+    beyond f32's range, a u32 beyond 2^32) become a typed error naming the op."""
+    try:
+        await handler(ctx, op)
+    except PteError:
+        raise
+    except (OverflowError, struct.error, ValueError, ZeroDivisionError) as e:
+        raise UnsupportedError(f"{ctx.where(op)}: an argument is outside what the kernel can "
+                               f"take ({type(e).__name__}: {str(e)[:500]})") from None
 
 
 def _allocate(ctx: BuildContext, vk, named) -> None:
@@ -237,25 +273,41 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
             pools[v.mem_obj_id] = max(pools.get(v.mem_obj_id, 4), ctx.bind_size(vid))
     pool_buffers = {m: ctx.resources.buffer(size, f"{ctx.label} mem_obj {m}")
                     for m, size in sorted(pools.items())}
+    constants: dict[tuple, Buffer] = {}  # tensors sharing a constant share its one upload
     for vid, v in enumerate(graph.values):
         if not isinstance(v, TensorValue) or vid in ctx.buffers:
             continue
         if v.constant_id >= 0:
             ref = graph.constants[v.constant_id]
-            data = formats.resolve(ref, v.nbytes, named, vk.constant_bytes).data
-            # Its own buffer even when constants share a key: a planned constant
-            # (mem_obj_id >= 0) is state written in place, e.g. a KV cache (state.py).
-            buf = ctx.resources.buffer(ctx.bind_size(vid), f"{ctx.label} constant {ref.index}")
-            data = ctx.storage.to_storage(data, v.dtype, f"{ctx.label} constant value {vid}",
-                                          UnsupportedError)
-            upload(ctx.device, buf, data)
-            if v.mem_obj_id >= 0 and ctx.state is not None:
-                ctx.state.add(buf, ctx.bind_size(vid), data, f"{ctx.label} value {vid}")
+            key = constant_key(ref, v, vid)
+            if key not in constants:
+                data = formats.resolve(ref, v.nbytes, named, vk.constant_bytes).data
+                data = ctx.storage.to_storage(data, v.dtype, f"{ctx.label} constant value {vid}",
+                                              UnsupportedError)
+                constants[key] = ctx.resources.buffer(ctx.bind_size(vid),
+                                                      f"{ctx.label} constant {ref.index}")
+                upload(ctx.device, constants[key], data)
+                # A planned constant (mem_obj_id >= 0) is state written in place, e.g. a KV
+                # cache (state.py): constant_key gives each one its own buffer.
+                if v.mem_obj_id >= 0 and ctx.state is not None:
+                    ctx.state.add(constants[key], ctx.bind_size(vid), data,
+                                  f"{ctx.label} value {vid}")
+            buf = constants[key]
         elif v.mem_obj_id >= 0 and vid not in dedicated:
             buf = pool_buffers[v.mem_obj_id]
         else:
             buf = ctx.resources.buffer(ctx.bind_size(vid), f"{ctx.label} value {vid}")
         ctx.buffers[vid] = buf
+
+
+def constant_key(ref, tensor: TensorValue, vid: int) -> tuple:
+    """Tensors with equal keys share one buffer: read-only constants of the same named
+    data or inline offset, dtype and element count. A memory-planned constant
+    (``mem_obj_id >= 0``) is state an op writes in place (a KV cache), so its own."""
+    if tensor.mem_obj_id >= 0:
+        return ("value", vid),
+    source = ("named", ref.named_key) if ref.offset is None else ("inline", ref.offset)
+    return source, tensor.dtype, tensor.numel
 
 
 def upload(device, buf: Buffer, data) -> None:

@@ -10,19 +10,21 @@ staging buffer that holds all outputs.
 
 from __future__ import annotations
 
-import asyncio
 import time
 
-from ..errors import InputError, UnsupportedError
+from ..errors import ClosedError, DataTooSmallError, InputError, UnsupportedError
 from ..formats.pte import DelegateCall, ExecutionPlan, KernelCall, MoveCall, PlanTensor
 from ..gpu.interface import Copy, Recording
 from ..ops import registry
 from ..graph import Scalar
 from . import dynamic
-from .build import BuildContext, Resources, build_delegate, upload
+from .build import BuildContext, Resources, build_delegate, call_handler, upload
+from .exclusive import Exclusive
 from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
+from .id_checks import IdChecks
+from .inputs import read_input, read_list
 from .state import State, mutable_plan_values
-from .tensor import numpy_available, output, to_host_tensor
+from .tensor import numpy_available, output
 
 # int64 is held as int32, bool as u32 (storage.py)
 PLAN_DTYPES = ("float32", "float16", "int32", "int64", "bool")
@@ -45,16 +47,17 @@ class Method:
         self.storage = storage  # how float16 is held (runtime/storage.py), one rule per program
         self.name = plan.name
         self.graph = plan_as_graph(plan)
-        self.resources = Resources(device)
+        self.resources = Resources(device, getattr(program, "budget", None))
         self.recording = Recording()
         self.plan_buffers: dict = {}
         self.outputs: list = []
         self.staging = None
         self.kernels: list[dict] = []  # one entry per op: where it runs, how, dispatches
+        self.id_checks = IdChecks()  # ids outside a table: InputError (id_checks.py)
         self.notes: list[str] = []
         self.load_seconds = 0.0
         self.last_profile: list[dict] | None = None
-        self._lock = asyncio.Lock()
+        self._lock = Exclusive()  # safe across threads and event loops
         self.closed = False
         self.dyn = dynamic.DynamicEnv()  # SymInts and actual sizes, per execute
         self.state = State(device)  # what persists across executes; reset() restores it
@@ -89,6 +92,7 @@ class Method:
                     continue
                 size = self.storage.nbytes(self.graph.values[vid])
                 self.outputs.append((self._buffer(vid, file), size))
+            self.outputs += self.id_checks.readbacks()  # read back after the outputs
             total = sum(size for _, size in self.outputs)
             if self.outputs:
                 self.staging = self.resources.buffer(total, f"{plan.name} outputs staging",
@@ -143,7 +147,10 @@ class Method:
         nbytes = t.numel * t.dtype.itemsize
         where = f"plan {self.plan.name!r} value {vid}"
         if t.external:
-            data, _ = file.named.lookup(t.fully_qualified_name)
+            data, source = file.named.lookup(t.fully_qualified_name)
+            if len(data) < nbytes:
+                raise DataTooSmallError(f"{where}: named data {t.fully_qualified_name!r} in "
+                                        f"{source}", nbytes, len(data))
             return data[:nbytes]
         return file.constant_tensor_bytes(t, nbytes, where)
 
@@ -173,6 +180,8 @@ class Method:
                                    setup=setup)
         dynamic.leave_delegate(self.dyn, key, graph.output_ids, plan_ids)
         self.kernels += [dict(k, delegate=call.delegate_index) for k in ctx.kernels]
+        self.id_checks.add(ctx.id_checks, dict(zip(graph.input_ids, call.args)).get,
+                           self.plan.inputs)
 
     async def _build_kernel(self, index: int, call: KernelCall, file, pipelines) -> None:
         op = kernel_op(self.plan, call)
@@ -181,13 +190,19 @@ class Method:
         ctx = BuildContext(self.device, self.graph, self.resources, self.recording, pipelines,
                            label, self.options, self.storage)
         for vid in op.args:
-            if isinstance(self.plan.values[vid], PlanTensor):
-                ctx.buffers[vid] = self._buffer(vid, file)
+            value = self.plan.values[vid]
+            # tensors inside a tensor list (index/index_put indices) are operands too
+            items = value.items if getattr(value, "kind", "") in (
+                "tensor_list", "optional_tensor_list") else (vid,)
+            for item in items:
+                if item >= 0 and isinstance(self.plan.values[item], PlanTensor):
+                    ctx.buffers[item] = self._buffer(item, file)
         ctx.io_ids = set(ctx.buffers)  # plan buffers persist: views copy, never alias
         self._attach(ctx, -1, {vid: vid for vid in self.plan.inputs})
         ctx.begin_op(0, op)
         dynamic.track(ctx, op)
-        await handler(ctx, op)
+        await call_handler(handler, ctx, op)
+        self.id_checks.add(ctx.id_checks, lambda vid: vid, self.plan.inputs)
         self.kernels += [dict(k, delegate=None, kernel="::".join(self.plan.operators[call.op_index]))
                          for k in ctx.kernels]
 
@@ -210,25 +225,25 @@ class Method:
                 for v in self.plan.inputs]
 
     async def execute(self, inputs, *, as_numpy: bool | None = None, profile: bool = False):
-        """Run once. ``inputs``: one array per plan input (see runtime.tensor).
+        """Run once. ``inputs``: one array per plan input (forms: runtime/inputs.py).
 
         With ``profile=True`` the GPU time of every dispatch is kept in
         ``method.last_profile`` (timestamp queries; wall time without them).
         """
         if self.closed:
-            raise InputError(f"method {self.name!r} is closed")
-        inputs = list(inputs)
-        if len(inputs) != len(self.plan.inputs):
-            raise InputError(f"method {self.name!r} takes {len(self.plan.inputs)} inputs, "
-                             f"got {len(inputs)}")
+            raise ClosedError(f"method {self.name!r} is closed (its program or Runtime was "
+                              "closed); load the program again to run it")
+        inputs = read_list(inputs, len(self.plan.inputs), self.name)
         hosts, env, shapes, host_inputs = [], self.dyn, {}, {}
+        id_hosts = []  # unpadded storage bytes and shape of each input, for the id checks
         for i, (x, vid) in enumerate(zip(inputs, self.plan.inputs)):
             want = self.plan.values[vid]
-            t = to_host_tensor(x, i, want.dtype.name)
+            t = read_input(x, i, want.dtype.name)
             if t.dtype.name != want.dtype.name:
                 raise InputError(f"input {i}: expected dtype {want.dtype.name}, got "
                                  f"{t.dtype.name}")
             data = self.storage.to_storage(t.memoryview(), t.dtype, f"input {i}")
+            id_hosts.append((data, t.shape))
             if env.is_dynamic(-1, vid):
                 dynamic.check_dynamic_shape(t.shape, want.sizes, i)
                 shapes[("shape", -1, vid)] = t.shape
@@ -240,6 +255,8 @@ class Method:
             host_inputs[vid] = t
             hosts.append((vid, data))
         async with self._lock:  # the execute-time integers belong to this call only
+            if self.closed:  # closed by another thread while this one waited
+                raise ClosedError(f"method {self.name!r} was closed")
             env.values, env.host_inputs = shapes, host_inputs
             try:
                 for buf, data in (env.run(self.recording) if env.active else ()):
@@ -248,12 +265,17 @@ class Method:
                               for vid in self.plan.outputs]
             finally:
                 env.host_inputs = {}
+            # after the host steps, whose checks (e.g. a position past the KV cache) say more
+            self.id_checks.check_inputs([d for d, _ in id_hosts], [sh for _, sh in id_hosts])
             for vid, data in hosts:
                 upload(self.device, self.plan_buffers[vid], data)
+            self.id_checks.reset(upload, self.device)
             raw, times = [], []
             if self.outputs:
                 raw, times = await self.device.run(self.recording, self.outputs, self.staging,
                                                    profile=profile)
+        flags = len(self.id_checks.checks)  # read back after the outputs
+        self.id_checks.check_flags(raw[len(raw) - flags:] if flags else [])
         if profile:
             self.last_profile = self._profile_rows(times)
         as_numpy = numpy_available() if as_numpy is None else as_numpy
@@ -287,5 +309,6 @@ class Method:
 
     def close(self) -> None:
         if not self.closed:
-            self.resources.release()
             self.closed = True
+            # An execute in flight (another task or thread) releases them when it ends.
+            self._lock.when_free(self.resources.release)

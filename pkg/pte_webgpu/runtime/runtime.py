@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 
 from .. import formats
+from ..errors import ClosedError
 from .program import Program
 
 
@@ -28,6 +29,7 @@ class Runtime:
         self.device = device
         self.options = dict(options or {})
         self.programs: list[Program] = []
+        self.closed = False
 
     @classmethod
     async def create(cls, backend: str = "auto", options: dict | None = None) -> "Runtime":
@@ -53,13 +55,19 @@ class Runtime:
     async def load_program(self, pte, data_files=()) -> Program:
         """Parse ``pte`` (bytes-like) with external ``.ptd`` files (bytes or (name, bytes))
         and build every method on the GPU."""
+        if self.closed:
+            raise ClosedError("this Runtime is closed; create a new one to load programs")
         program = Program(self, formats.open_program(pte, data_files))
         await program._build()
         self.programs.append(program)
         return program
 
     def close(self) -> None:
-        for p in self.programs:
+        """Close every program loaded from this Runtime, then the device."""
+        if self.closed:
+            return
+        self.closed = True
+        for p in list(self.programs):  # Program.close removes itself from the list
             p.close()
         self.programs.clear()
         self.device.close()

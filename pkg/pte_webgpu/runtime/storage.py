@@ -55,6 +55,9 @@ class Storage:
         int32 raises ``error`` naming ``what`` (e.g. "input 0")."""
         if self.dtype(dtype) is dtype:
             return data
+        if len(data) % dtype.itemsize:
+            raise error(f"{what}: {len(data)} bytes is not a whole number of "
+                        f"{dtype.name} elements")
         if dtype is dtypes.INT64:
             return _narrow_int64(data, what, error)
         if dtype is dtypes.BOOL:

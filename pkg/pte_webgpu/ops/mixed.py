@@ -1,0 +1,198 @@
+"""Elementwise ops over bools, ints and floats together (shaders/mixed.wgsl), with NumPy
+broadcasting (0-dim operands included).
+
+``TABLE`` is the one definition of each op: its name, argument count, tensor operand
+count, the WGSL expression of the loaded operands ``x``, ``y``, ``z`` (f32 for float
+tensors, i32 for int32/int64, u32 0/1 for bool; ``{s}`` is the scalar argument as the
+same type as ``x``, ``{zx}``/``{zy}`` the zero of x's/y's type) and the CPU reference
+``ref(x, y, z, s)``. Comparisons with a Scalar and the logical ops give bool; ``where``
+gives its value operands' type. The integer form of ``aten.sub.Tensor`` (ops/binary.py
+sends int tensors on) and int/bool -> float conversion (ops/view.py's
+``_to_dim_order_copy``) live here too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import FormatError, UnsupportedError
+from ..graph import Scalar
+from ..shaders.compose import Binding, Entry, Kernel, Uniform
+from . import cpu
+from .copying import broadcast_strides
+from .common import check_rank, elementwise_workgroup
+from .registry import define
+from .sizes import broadcast
+
+
+@dataclass(frozen=True)
+class Mixed:
+    name: str
+    args: int  # with the output
+    operands: int  # tensor operands, first in args
+    wgsl: str
+    ref: Callable  # (x, y, z, s) -> value
+    out: str | None = None  # "bool", or None: the type of y (where) / x
+
+
+def _eq(x, s):
+    return int(x == s)  # NaN equals nothing, -inf equals -inf
+
+
+TABLE = [
+    Mixed("aten.eq.Scalar", 3, 1, "u32(x == {s})", lambda x, y, z, s: _eq(x, s), "bool"),
+    Mixed("aten.le.Scalar", 3, 1, "u32(x <= {s})", lambda x, y, z, s: int(x <= s), "bool"),
+    Mixed("aten.logical_not.default", 2, 1, "u32(x == {zx})",
+          lambda x, y, z, s: int(x == 0), "bool"),
+    Mixed("aten.logical_and.default", 3, 2, "u32(x != {zx} && y != {zy})",
+          lambda x, y, z, s: int(x != 0 and y != 0), "bool"),
+    Mixed("aten.where.self", 4, 3, "select(z, y, x != {zx})",
+          lambda x, y, z, s: y if x else z),
+    Mixed("sub_int", 4, 2, "x - {s} * y", lambda x, y, z, s: x - s * y),
+    Mixed("to_float", 2, 1, "f32(x)", lambda x, y, z, s: float(x), "float"),
+]
+ROW = {row.name: row for row in TABLE}
+
+PARAMS = Uniform(("numel", "u32"), ("rank", "u32"), ("a", "f32"), ("n", "i32"),
+                 ("out_shape", "vec8"), ("a_strides", "vec8"), ("b_strides", "vec8"),
+                 ("c_strides", "vec8"))
+_WGSL_TYPE = {"float": "elem", "int": "i32", "bool": "u32"}
+_ZERO = {"float": "0.0", "int": "0i", "bool": "0u"}
+_KERNELS: dict = {}
+
+
+def type_of(dtype) -> str:
+    name = dtype.name
+    if name in ("float32", "float16"):
+        return "float"
+    if name in ("int32", "int64"):
+        return "int"
+    if name == "bool":
+        return "bool"
+    raise UnsupportedError(f"{name} tensors are not supported here (float, int32, int64, bool)")
+
+
+def _kernel(row: Mixed, types: tuple, out_type: str, scalar_int: bool) -> Kernel:
+    """The kernel of ``row`` for operand types ``types`` (declared once per combination)."""
+    key = (row.name, types, out_type, scalar_int)
+    if key not in _KERNELS:
+        names = "abc"[:len(types)]
+        bindings = tuple(Binding(i, n, type=_WGSL_TYPE[t]) for i, (n, t) in enumerate(zip(names, types)))
+        bindings += (Binding(3, "out", "read_write", type=_WGSL_TYPE[out_type]),)
+        casts = ["f32" if t == "float" else "" for t in types]
+        if row.out == "bool" and "{s}" in row.wgsl:  # a comparison: x as the scalar's type
+            casts[0] = "i32" if scalar_int else "f32"
+        loads = [f"  let {v} = {cast}({n}[o.{c}]);"
+                 for v, n, cast, c in zip("xyz", names, casts, "xyz")]
+        expr = row.wgsl.format(s="params.n" if scalar_int else "params.a",
+                               zx=_ZERO[types[0]], zy=_ZERO[types[min(1, len(types) - 1)]])
+        store = f"elem({expr})" if out_type == "float" else expr
+        item = ("fn item(i: u32) {\n  let o = operand_offsets(i);\n" + "\n".join(loads)
+                + f"\n  out[i] = {store};\n}}\n")
+        _KERNELS[key] = Kernel("mixed", bindings, PARAMS, uniform_binding=4,
+                               snippets=("shape_index",), generated=item,
+                               entries=(Entry("main", "item", "params.numel"),),
+                               half="float" in types or out_type == "float",
+                               name="mixed_" + "_".join([row.name, *types, out_type,
+                                                         "i" if scalar_int else "f"]))
+    return _KERNELS[key]
+
+
+def _scalar(row: Mixed, values, args, x_type: str, where: str):
+    """(scalar value, whether the kernel compares it as i32)."""
+    if row.name == "sub_int":
+        v = values[args[2]]
+        alpha = 1 if not isinstance(v, Scalar) else v.value
+        if not isinstance(alpha, int) or isinstance(alpha, bool):
+            raise UnsupportedError(f"{where}: integer sub with alpha {alpha!r}")
+        return alpha, True
+    if row.operands != 1 or row.args != 3:
+        return 0, False
+    v = values[args[1]]
+    if not (isinstance(v, Scalar) and v.kind in ("int", "double", "bool")):
+        raise FormatError(f"{row.name}: value {args[1]} should be a Scalar, found {v.kind}",
+                          field=where)
+    if x_type != "float" and v.kind != "double":
+        return int(v.value), True
+    return cpu.to_f32(float(v.value)), False
+
+
+async def dispatch(ctx, op, row: Mixed, args, into=None) -> None:
+    """``into``: a Buffer written instead of the output tensor's own (same layout)."""
+    ids = args[:row.operands]
+    out_id = args[-1]
+    tensors = [ctx.tensor(v, op) for v in ids]
+    out = ctx.tensor(out_id, op)
+    where = ctx.where(op)
+    try:
+        types = tuple(type_of(t.dtype) for t in tensors)
+        out_type = type_of(out.dtype)
+    except UnsupportedError as e:
+        raise UnsupportedError(f"{op.name} ({where}): {e}") from None
+    want = row.out or (types[1] if row.name == "aten.where.self" else types[0])
+    if out_type != want or (row.name == "aten.where.self" and (types[0] != "bool" or types[1] != types[2])) \
+            or (row.name == "sub_int" and types != ("int", "int")):
+        raise UnsupportedError(f"{op.name} ({where}): operands {list(types)} -> {out_type} "
+                               "are not supported")
+    halves = {ctx.half(v) for v, t in zip(list(ids) + [out_id], list(types) + [out_type])
+              if t == "float"}
+    if len(halves) > 1:
+        raise UnsupportedError(f"{op.name} ({where}): float16 and float32 operands mixed")
+    check_rank(op, out.shape)
+    strides = [broadcast_strides(t.shape, out.shape, op.name) for t in tensors]
+    if out.numel == 0:
+        return
+    scalar, scalar_int = _scalar(row, ctx.graph.values, args, types[0], where)
+    kernel = _kernel(row, types, out_type, scalar_int)
+    params = PARAMS.pack(numel=out.numel, rank=len(out.shape),
+                         a=scalar if not scalar_int else 0, n=scalar if scalar_int else 0,
+                         out_shape=out.shape, **dict(zip(("a_strides", "b_strides", "c_strides"),
+                                                         strides)))
+    wg = elementwise_workgroup(ctx)
+    pipeline = await ctx.pipeline(kernel, {"wg_size": wg}, half=bool(halves and halves.pop()))
+    bindings = [(i, v) for i, v in enumerate(ids)] + [(3, out_id if into is None else into),
+                                                     (4, ctx.uniform(params, f"{op.name} params"))]
+    ctx.dispatch(op, pipeline, bindings, ctx.grid(-(-out.numel // wg)))
+
+
+def _build(row: Mixed):
+    async def build(ctx, op):
+        await dispatch(ctx, op, row, ctx.args(op, row.args))
+    return build
+
+
+async def sub_int(ctx, op) -> None:
+    """``aten.sub.Tensor`` on int32/int64 tensors (wrapping in int32, as stored)."""
+    await dispatch(ctx, op, ROW["sub_int"], ctx.args(op, 4))
+
+
+async def to_float(ctx, op, x_id: int, out_id: int, into=None) -> None:
+    """int32/int64/bool -> float (``_to_dim_order_copy``; ops/view.py sends it here);
+    ``into``: a scratch Buffer written instead of out."""
+    await dispatch(ctx, op, ROW["to_float"], (x_id, out_id), into=into)
+
+
+def _reference(row: Mixed):
+    def fn(read, values, args):
+        arrays = [read(v) for v in args[:row.operands]]
+        out_shape = values[args[-1]].shape
+        maps = [cpu.broadcast_index_map(a.shape, out_shape) for a in arrays]
+        x_type = type_of(values[args[0]].dtype)
+        s = _scalar(row, values, args, x_type, row.name)[0]
+        n = math.prod(out_shape)
+        cols = [[a.values[i] for i in m] for a, m in zip(arrays, maps)]
+        cols += [[None] * n] * (3 - len(cols))
+        return [row.ref(x, y, z, s) for x, y, z in zip(*cols)]
+    return fn
+
+
+def reference_sub_int(read, values, args):
+    return _reference(ROW["sub_int"])(read, values, args)
+
+
+for _row in TABLE:
+    if _row.name not in ("sub_int", "to_float"):
+        # elementwise: correct inside the padded layout of dynamic shapes as recorded
+        define(_row.name, _build(_row), _reference(_row), _row.args, half=True, sizes=broadcast)

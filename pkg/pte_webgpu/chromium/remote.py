@@ -143,6 +143,9 @@ def demo_mounts(dist: Path) -> dict:
         for entry in json.loads((fixtures / "index.json").read_text()):
             allow.update(p for p in [entry.get("pte"), entry.get("npz"), *entry.get("ptd_files", [])] if p)
         mounts.append(("/fixtures/", fixtures, allow))
+    llm = paths.build_dir() / "llm"  # `make llm`'s models, for web/chat.html
+    if llm.is_dir():
+        mounts.append(("/llm/", llm, None))
     return mounts
 
 

@@ -1,0 +1,274 @@
+"""Text generation over an exported llama-style program (``pte_webgpu.export.llm``).
+
+The program's ``forward(tokens int64[1, n], input_pos int64[1]) -> logits [1, vocab]`` keeps
+the KV cache inside it: a call writes the cache rows ``input_pos .. input_pos + n - 1`` and
+attends to rows ``0 .. input_pos + n - 1`` only. So the cache can be rolled back for free by
+feeding from an earlier position: ``generate`` reuses the longest prefix of the new prompt
+that is already cached (a chat conversation re-rendered each turn only feeds the new turn)
+and ``reset()`` forgets everything.
+
+Prefill is ONE execute when the tokens input has a dynamic length (chunks of its bound),
+else token by token. The logits row of every step is read back (196 KB a step for a
+49152-word vocab, float32) and the token chosen on the host; picking it on the GPU is
+left to issue 10.
+"""
+
+from __future__ import annotations
+
+import array
+import random
+import time
+from dataclasses import dataclass, field
+
+from ..errors import InputError, UnsupportedError
+from ..runtime.tensor import Tensor
+from .chat import ChatTemplate
+from .sampling import choose
+from .tokenizer import Tokenizer
+
+try:  # numpy is optional (absent in an offline Pyodide)
+    import numpy as _np
+except ImportError:  # pragma: no cover - the browser path
+    _np = None
+
+
+def _int64(values: list[int], shape) -> Tensor:
+    return Tensor(array.array("q", values), shape, "int64")
+
+
+def last_row(logits, vocab: int):
+    """The last ``vocab`` values of an output (``[1, vocab]`` or ``[1, n, vocab]``), flat."""
+    if _np is not None and isinstance(logits, _np.ndarray):
+        return logits.reshape(-1)[-vocab:]
+    if logits.dtype.name == "float32":
+        return logits.memoryview().cast("f")[-vocab:]
+    flat = logits.tolist()
+    while flat and isinstance(flat[0], list):
+        flat = [x for row in flat for x in row]
+    return flat[-vocab:]
+
+
+def _argmax(row) -> int:
+    if _np is not None and isinstance(row, _np.ndarray):
+        return int(_np.argmax(row))  # first index on ties, as torch
+    return max(range(len(row)), key=row.__getitem__)  # also the first on ties
+
+
+def pick(row, rng: random.Random, temperature: float, top_k, top_p) -> int:
+    if not temperature:
+        return _argmax(row)
+    return choose(row, rng, temperature=temperature, top_k=top_k, top_p=top_p)
+
+
+@dataclass
+class Generation:
+    """What the last ``generate``/``tokens`` call did (for --json and benchmarks)."""
+
+    prompt_ids: list[int] = field(default_factory=list)
+    ids: list[int] = field(default_factory=list)    # generated, including a final stop id
+    text: str = ""
+    reused: int = 0          # prompt tokens already in the KV cache (not fed again)
+    prefill_ms: float = 0.0  # feeding the prompt up to the first token's logits
+    prefill_calls: int = 0
+    decode_ms: float = 0.0   # the one-token steps after the first token
+    decode_steps: int = 0
+    stopped: str = ""        # "eos", "stop string", "max_new_tokens" or "context"
+
+    @property
+    def decode_tok_s(self) -> float:
+        return self.decode_steps / (self.decode_ms / 1e3) if self.decode_ms > 0 else 0.0
+
+
+class LanguageModel:
+    """A loaded program + tokenizer. ``generate`` streams text pieces; ``reset`` clears the
+    cache. ``method`` is the program's ``forward``."""
+
+    def __init__(self, method, tokenizer: Tokenizer | None, *, max_context_len: int,
+                 vocab_size: int, prefill_chunk: int, stop_ids=None, program=None):
+        self.method, self.tokenizer, self.program = method, tokenizer, program
+        self.max_context_len = max_context_len  # KV cache rows
+        self.vocab_size = vocab_size
+        self.prefill_chunk = prefill_chunk      # tokens one execute takes (1: static program)
+        if stop_ids is None:
+            stop_ids = [tokenizer.eos_id] if tokenizer and tokenizer.eos_id is not None else []
+        self.stop_ids = set(stop_ids)
+        template = tokenizer.chat_template if tokenizer else None
+        self.template = ChatTemplate.from_template(template) if template else None
+        self.history: list[int] = []  # the tokens whose keys/values the cache holds, in order
+        self.last = Generation()
+
+    @classmethod
+    async def load(cls, runtime, pte, tokenizer=None, data_files=()) -> "LanguageModel":
+        """``tokenizer``: a Tokenizer, its JSON text, or None (token ids only)."""
+        program = await runtime.load_program(pte, data_files=data_files)
+        try:
+            return cls.from_program(program, tokenizer)
+        except BaseException:
+            program.close()
+            raise
+
+    @classmethod
+    def from_program(cls, program, tokenizer=None) -> "LanguageModel":
+        if isinstance(tokenizer, (str, bytes)):
+            tokenizer = Tokenizer.from_json(tokenizer)
+        method = program.load_method("forward")
+        plan = method.plan
+        if len(plan.inputs) != 2 or len(plan.outputs) != 1:
+            raise UnsupportedError(
+                f"forward takes {len(plan.inputs)} inputs and gives {len(plan.outputs)} outputs; "
+                "a llama-style program has (tokens int64[1, n], input_pos int64[1]) -> logits")
+        (tok_shape, tok_dtype), (pos_shape, pos_dtype) = method.input_specs()
+        if tok_dtype != "int64" or len(tok_shape) != 2 or tok_shape[0] != 1 \
+                or pos_dtype != "int64" or tuple(pos_shape) != (1,):
+            raise UnsupportedError(
+                f"forward inputs are {tok_dtype}{list(tok_shape)} and {pos_dtype}"
+                f"{list(pos_shape)}; expected tokens int64[1, n] and input_pos int64[1]")
+        dynamic = bool(plan.values[plan.inputs[0]].shape_dynamism)
+        logits = plan.values[plan.outputs[0]]
+        vocab = int(logits.sizes[-1]) if getattr(logits, "sizes", None) else 0
+        consts = _constants(program)
+        if tokenizer is not None and tokenizer.vocab_size > vocab > 0:
+            raise InputError(f"the tokenizer has {tokenizer.vocab_size} tokens, the program's "
+                             f"logits only {vocab}")
+        context = consts.get("get_max_context_len") or consts.get("get_max_seq_len")
+        if not context:
+            raise UnsupportedError("the program has no get_max_context_len/get_max_seq_len "
+                                   "method: its KV cache length is unknown")
+        return cls(method, tokenizer, max_context_len=int(context), vocab_size=vocab,
+                   prefill_chunk=int(tok_shape[1]) if dynamic else 1, program=program)
+
+    def close(self) -> None:
+        if self.program is not None:
+            self.program.close()
+
+    def reset(self) -> None:
+        """Forget the conversation: the next prompt starts at position 0."""
+        self.method.reset()
+        self.history = []
+
+    # --- prompts ---------------------------------------------------------------------
+    def prompt_ids(self, prompt: str | None = None, messages=None) -> list[int]:
+        """Token ids of a plain prompt or of chat messages through the chat template."""
+        if (prompt is None) == (messages is None):
+            raise InputError("give a prompt or chat messages (exactly one)")
+        if self.tokenizer is None:
+            raise InputError("this model was loaded without a tokenizer: pass ids=")
+        if messages is not None:
+            if self.template is None:
+                raise InputError("this model has no chat template")
+            prompt = self.template.render(messages, add_generation_prompt=True)
+        return self.tokenizer.encode(prompt, add_special=True)
+
+    # --- the loop --------------------------------------------------------------------
+    async def _forward(self, ids: list[int]):
+        """Feed ``ids`` after the cached history; the logits of the last one."""
+        out = await self.method.execute(
+            [_int64(ids, (1, len(ids))), _int64([len(self.history)], (1,))])
+        self.history += ids
+        return last_row(out[0], self.vocab_size)
+
+    async def _feed(self, ids: list[int]):
+        reuse = 0
+        for a, b in zip(self.history, ids[:-1]):  # the last token is always fed: its logits
+            if a != b:
+                break
+            reuse += 1
+        if len(ids) > self.max_context_len:
+            raise InputError(f"the prompt has {len(ids)} tokens; the context holds "
+                             f"{self.max_context_len}")
+        del self.history[reuse:]  # rows past here are overwritten before they are read
+        self.last.reused = reuse
+        logits = None
+        for start in range(reuse, len(ids), self.prefill_chunk):
+            logits = await self._forward(ids[start:start + self.prefill_chunk])
+            self.last.prefill_calls += 1
+        return logits
+
+    async def tokens(self, ids: list[int], *, max_new_tokens: int = 128, temperature: float = 0.0,
+                     top_k: int | None = None, top_p: float | None = None,
+                     seed: int | None = None):
+        """Yield generated token ids after the prompt ``ids`` (a stop id is yielded, then the
+        loop ends). Greedy unless ``temperature`` > 0."""
+        ids = [int(i) for i in ids]
+        if not ids:
+            raise InputError("the prompt has no tokens")
+        if max_new_tokens < 0:
+            raise InputError(f"max_new_tokens must be >= 0 (got {max_new_tokens})")
+        bad = [i for i in ids if not 0 <= i < self.vocab_size]
+        if bad:
+            raise InputError(f"token id {bad[0]} is outside the vocab of {self.vocab_size}")
+        rng = random.Random(seed)
+        self.last = gen = Generation(prompt_ids=list(ids))
+        gen.stopped = "max_new_tokens"
+        t0 = time.perf_counter()
+        logits = await self._feed(ids)
+        gen.prefill_ms = (time.perf_counter() - t0) * 1e3
+        for n in range(max_new_tokens):
+            token = pick(logits, rng, temperature, top_k, top_p)
+            gen.ids.append(token)
+            if token in self.stop_ids:
+                gen.stopped = "eos"  # before the yield: the consumer may stop pulling here
+                yield token
+                return
+            yield token
+            if n + 1 == max_new_tokens:
+                return
+            if len(self.history) >= self.max_context_len:
+                gen.stopped = "context"
+                return
+            t1 = time.perf_counter()
+            logits = await self._forward([token])
+            gen.decode_ms += (time.perf_counter() - t1) * 1e3
+            gen.decode_steps += 1
+
+    async def generate(self, prompt: str | None = None, *, messages=None, ids=None,
+                       max_new_tokens: int = 128, temperature: float = 0.0,
+                       top_k: int | None = None, top_p: float | None = None,
+                       seed: int | None = None, stop=()):
+        """Yield text pieces as they are decoded (never half a UTF-8 character). Stops at an
+        end-of-sequence id, at any of the ``stop`` strings (not yielded), or after
+        ``max_new_tokens``. ``self.last`` then holds the ids, text and timings."""
+        if self.tokenizer is None:
+            raise InputError("this model was loaded without a tokenizer: use tokens()")
+        if ids is None:
+            ids = self.prompt_ids(prompt, messages)
+        elif prompt is not None or messages is not None:
+            raise InputError("give a prompt, chat messages or ids (exactly one)")
+        stops = [s for s in ([stop] if isinstance(stop, str) else stop) if s]
+        decoder = self.tokenizer.stream_decoder(skip_special=True)
+        held, text = "", []  # held: text that may be the start of a stop string
+        async for token in self.tokens(ids, max_new_tokens=max_new_tokens,
+                                       temperature=temperature, top_k=top_k, top_p=top_p,
+                                       seed=seed):
+            if token in self.stop_ids:
+                break
+            held += decoder.push(token)
+            hit = min((held.find(s) for s in stops if s in held), default=-1)
+            if hit >= 0:
+                held = held[:hit]
+                self.last.stopped = "stop string"
+                break
+            keep = max((k for s in stops for k in range(len(s), 0, -1)
+                        if held.endswith(s[:k])), default=0)
+            if len(held) > keep:
+                piece, held = held[:len(held) - keep], held[len(held) - keep:]
+                text.append(piece)
+                yield piece
+        if self.last.stopped != "stop string":
+            held += decoder.flush()
+        if held:
+            text.append(held)
+            yield held
+        self.last.text = "".join(text)
+
+
+def _constants(program) -> dict:
+    """The values of the program's constant methods (get_max_seq_len, ...), ints only."""
+    found = {}
+    for name, method in program.methods.items():
+        if name == "forward" or method.plan.inputs or len(method.plan.outputs) != 1:
+            continue
+        value = method.plan.values[method.plan.outputs[0]]
+        if getattr(value, "kind", None) == "int":
+            found[name] = int(value.value)
+    return found

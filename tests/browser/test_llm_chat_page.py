@@ -1,0 +1,59 @@
+"""web/chat.html: the chat page downloads a model (into the Cache API), loads it in Pyodide
+and streams the answer; it must equal the same generation run natively, and a reload must
+take the model from the cache. Runs on a tiny llama decoder with a tiny tokenizer."""
+
+import pytest
+
+from tests.llm_models import tiny_case, write_tiny_tokenizer
+
+pytestmark = pytest.mark.browser
+NAME = "llama_dynamic_hfrope"
+QUESTION = "Hi"
+
+
+def _native_answer(tok_path) -> str:
+    pytest.importorskip("wgpu")
+    import pte_webgpu
+    from pte_webgpu.llm.generate import LanguageModel
+    from tests.native.gpu_thread import run_sync
+
+    async def go():
+        rt = await pte_webgpu.Runtime.create("native")
+        try:
+            lm = await LanguageModel.load(rt, tiny_case(NAME)["pte"].read_bytes(),
+                                          tok_path.read_text())
+            msgs = [{"role": "user", "content": QUESTION}]
+            return "".join([p async for p in lm.generate(messages=msgs, max_new_tokens=256)])
+        finally:
+            rt.close()
+    return run_sync(go())
+
+
+def test_chat_page_streams_the_native_answer_and_caches_the_model(browser_session, web_server,
+                                                                   tmp_path):
+    tok = write_tiny_tokenizer(tmp_path, NAME)
+    web_server.mount("/chat-test/", tmp_path)
+    want = _native_answer(tok)
+    page = browser_session.page.context.browser.new_page()  # its own context
+    try:
+        url = (f"{web_server.url}chat.html?model=/fixtures/decoders/{NAME}.pte"
+               f"&tokenizer=/chat-test/{tok.name}")
+        page.goto(url)
+        page.wait_for_function("window.chatReady === true", timeout=180_000)
+        page.fill("#input", QUESTION)
+        page.click("#send")
+        page.wait_for_selector(".assistant[data-done=true]", timeout=180_000)
+        got = page.inner_text(".assistant")
+        speed = page.inner_text("#speed")
+        fetched = sum(f"{NAME}.pte" in line for line in web_server.request_log)
+        page.reload()
+        page.wait_for_function("window.chatReady === true", timeout=180_000)
+        cached = page.evaluate("caches.open('pte-webgpu-models').then(c => c.keys())"
+                               ".then(ks => ks.map(r => r.url))")
+        refetched = sum(f"{NAME}.pte" in line for line in web_server.request_log) - fetched
+    finally:
+        page.close()
+    assert got == want and want
+    assert "tok/s" in speed
+    assert fetched >= 1 and refetched == 0  # the reload read the Cache API
+    assert any(u.endswith(f"{NAME}.pte") for u in cached), cached

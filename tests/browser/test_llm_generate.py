@@ -1,0 +1,86 @@
+"""Generation in Pyodide on headless Chromium's WebGPU: `pte-webgpu generate --backend
+browser` on a tiny llama decoder (always), and SmolLM2-135M from `make llm` in the shared
+page (when build/llm has it): greedy tokens equal eager torch's, streamed piece by piece."""
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from pte_webgpu.llm.tokenizer import Tokenizer
+from tests.llm_models import LLM_NAME, llm_files, tiny_case, write_tiny_tokenizer
+
+pytestmark = pytest.mark.browser
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "pte_webgpu", *map(str, args)],
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_cli_generate_in_the_browser_streams_torch_greedy_tokens(tmp_path, pyodide_dist):
+    name = "llama_dynamic_hfrope"  # its prompt ids are all ASCII characters
+    case = tiny_case(name)
+    model = tmp_path / f"{name}.pte"
+    model.write_bytes(case["pte"].read_bytes())
+    tok = Tokenizer.from_file(write_tiny_tokenizer(tmp_path, name))
+    prompt = tok.decode(case["prompt"])
+    assert tok.encode(prompt) == case["prompt"]
+    n = len(case["greedy"])
+    done = _cli("generate", model, "--prompt", prompt, "--max-new-tokens", n, "--json")
+    assert done.returncode == 0, done.stderr
+    result, err = json.loads(done.stdout), done.stderr
+    assert result["backend"] == "browser" and result["prefill_calls"] == 1
+    assert result["prompt_ids"] == case["prompt"] and result["ids"] == case["greedy"]
+    assert result["text"] == tok.decode(case["greedy"], skip_special=True)
+    assert err == result["text"] + "\n"  # every piece came back through the page binding
+
+
+def _page_generate(page, prompt: dict, n: int, variant: str = "") -> dict:
+    code = f"""
+from pte_webgpu.llm.generate import LanguageModel
+if "_smollm{variant}" not in globals():
+    _t0 = time.perf_counter()
+    _smollm{variant} = await LanguageModel.load(
+        await runtime(), await fetch_bytes("/llm/{LLM_NAME}{variant}.pte"),
+        (await fetch_bytes("/llm/{LLM_NAME}.tokenizer.json")).decode())
+    _smollm_load_s = time.perf_counter() - _t0
+_lm = _smollm{variant}
+_lm.reset()
+_msgs = [{{"role": "user", "content": {prompt["text"]!r}}}] if {prompt["chat"]} else None
+_ids = _lm.prompt_ids(None if _msgs else {prompt["text"]!r}, messages=_msgs)
+_row0 = list(await _lm._feed(_ids))
+_lm.reset()
+_pieces = [p async for p in _lm.generate(ids=_ids, max_new_tokens={n})]
+{{"prompt_ids": _ids, "ids": _lm.last.ids, "pieces": _pieces, "text": _lm.last.text,
+  "row0": _row0, "prefill_ms": _lm.last.prefill_ms, "tok_s": _lm.last.decode_tok_s}}
+"""
+    return page.run_python("import time\n" + code)
+
+
+@pytest.fixture(scope="module")
+def llm_page(browser_session, web_server):
+    files = llm_files()
+    web_server.mount("/llm/", files["pte"].resolve().parent)  # build/llm may hold links
+    browser_session.run_python((__import__("pathlib").Path(__file__).parent
+                                / "page_support.py").read_text())
+    return files, browser_session
+
+
+def test_smollm_capital_of_france_in_the_browser(llm_page):
+    files, page = llm_page
+    prompt = next(p for p in files["reference"]["prompts"] if p["name"] == "chat_capital")
+    want = prompt["eager_ids"]
+    started = time.perf_counter()
+    got = _page_generate(page, prompt, len(want))
+    print(f"\nbrowser chat_capital: {len(got['ids'])} tokens in "
+          f"{time.perf_counter() - started:.1f} s (with load), prefill {got['prefill_ms']:.0f} ms, "
+          f"decode {got['tok_s']:.2f} tok/s: {got['text']!r}")
+    assert got["prompt_ids"] == prompt["prompt_ids"]
+    err = float(np.abs(np.asarray(got["row0"]) - np.load(files["logits"])["chat_capital"]).max())
+    assert err <= 1e-3, err
+    assert got["ids"] == want == prompt["hf_ids"]
+    assert "".join(got["pieces"]) == got["text"] == prompt["eager_text"]

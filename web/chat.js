@@ -1,0 +1,120 @@
+// The chat page: downloads the model with progress (kept in the Cache API, so a reload does
+// not fetch it again), loads it in Python (pte_webgpu.llm.page_chat) and streams answers.
+// ?model=URL.pte&tokenizer=URL.json (default: build/llm's SmolLM2 under /llm/).
+import { bootPyodide } from "./boot.js";
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+const MODEL = params.get("model") ?? "/llm/smollm2-135m-instruct.pte";
+const TOKENIZER = params.get("tokenizer") ?? MODEL.replace(/(-fp16)?\.pte$/, ".tokenizer.json");
+const CACHE = "pte-webgpu-models";
+$("model-url").textContent = MODEL;
+
+const status = (text) => ($("status").textContent = text);
+function fail(error) {
+  $("error").textContent = error.message ?? String(error);
+  $("error").hidden = false;
+  status("stopped");
+  $("progress").hidden = true;
+}
+
+/** The bytes at `url`, from the Cache API when there, else downloaded with progress. */
+async function cachedBytes(url, label) {
+  const cache = "caches" in self ? await caches.open(CACHE) : null;
+  let response = cache && (await cache.match(url));
+  const cached = Boolean(response);
+  if (!response) {
+    response = await fetch(url);
+    if (!response.ok) throw new Error(`${url}: HTTP ${response.status} (run \`make llm\`?)`);
+    if (cache) await cache.put(url, response.clone());
+  }
+  const total = Number(response.headers.get("Content-Length")) || 0;
+  const reader = response.body.getReader();
+  const bar = $("progress");
+  const out = total ? new Uint8Array(total) : null;
+  const parts = [];
+  let got = 0;
+  bar.hidden = !total;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (out) out.set(value, got); else parts.push(value);
+    got += value.length;
+    if (total) bar.value = got / total;
+    status(`${cached ? "reading cached" : "downloading"} ${label}: ${(got / 2 ** 20).toFixed(1)}` +
+           (total ? ` / ${(total / 2 ** 20).toFixed(1)} MiB` : " MiB"));
+  }
+  bar.hidden = true;
+  if (out) return out;
+  const joined = new Uint8Array(got);
+  let at = 0;
+  for (const p of parts) { joined.set(p, at); at += p.length; }
+  return joined;
+}
+
+let chat = null; // PyProxy of pte_webgpu.llm.page_chat
+const started = performance.now();
+window.bootStages = [];
+window.pyodideReady = bootPyodide({
+  indexURL: params.get("indexURL") ?? "/pyodide/",
+  onProgress(stage, detail) {
+    window.bootStages.push({ stage, ...detail });
+    status(`starting Python: ${stage}`);
+  },
+}).then((pyodide) => (window.pyodide = pyodide));
+
+async function main() {
+  const pyodide = await window.pyodideReady;
+  chat = pyodide.pyimport("pte_webgpu.llm.page_chat");
+  const tokenizer = new TextDecoder().decode(await cachedBytes(TOKENIZER, "tokenizer"));
+  let pte = await cachedBytes(MODEL, "model");
+  status(`uploading ${(pte.length / 2 ** 20).toFixed(0)} MiB of weights to the GPU…`);
+  const t0 = performance.now();
+  const info = (await chat.load(pte, tokenizer)).toJs({ dict_converter: Object.fromEntries });
+  pte = null; // Python holds its own copy until the weights are on the GPU
+  $("adapter").textContent = `WebGPU adapter: ${info.adapter}`;
+  status(`ready: loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s ` +
+         `(page up ${((performance.now() - started) / 1000).toFixed(1)} s)`);
+  for (const id of ["input", "send", "new-chat"]) $(id).disabled = false;
+  window.chatReady = true;
+}
+
+function bubble(role, text) {
+  const div = document.createElement("div");
+  div.className = `msg ${role}`;
+  div.textContent = text;
+  $("log").append(div);
+  return div;
+}
+
+$("form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = $("input").value.trim();
+  if (!text || $("send").disabled) return;
+  $("input").value = "";
+  $("send").disabled = true;
+  bubble("user", text);
+  const answer = bubble("assistant", "");
+  const t0 = performance.now();
+  try {
+    const onPiece = (piece, tokens) => {
+      answer.textContent += piece;
+      const s = (performance.now() - t0) / 1000;
+      $("speed").textContent = `${tokens} tokens, ${(tokens / s).toFixed(2)} tok/s`;
+    };
+    const result = (await chat.send(text, onPiece)).toJs({ dict_converter: Object.fromEntries });
+    $("speed").textContent = `${result.tokens} tokens; prefill ${result.prompt_tokens - result.reused}` +
+      ` tokens in ${result.prefill_ms.toFixed(0)} ms; decode ${result.decode_tok_s.toFixed(2)} tok/s`;
+    answer.dataset.done = "true";
+  } catch (error) {
+    fail(error);
+  } finally {
+    $("send").disabled = false;
+  }
+});
+$("new-chat").addEventListener("click", () => {
+  chat.new_chat();
+  $("log").replaceChildren();
+});
+
+main().catch(fail);

@@ -11,8 +11,8 @@ import pytest
 from tests.unit.test_op_structure import GRAPH, MODULES
 
 # Top to bottom, as docs/ARCHITECTURE.md draws them.
-ORDER = ["__main__", "cli", "chromium", "pte_webgpu", "preflight", "webapp", "jobs", "inputs",
-         "steps", "inspect", "reference", "runtime", "ops", "shaders", "gpu", "method_meta",
+ORDER = ["__main__", "cli", "export", "llm", "chromium", "pte_webgpu", "preflight", "webapp",
+         "jobs", "inputs", "steps", "inspect", "reference", "runtime", "ops", "shaders", "gpu", "method_meta",
          "formats", "graph", "f32", "dtypes", "errors"]  # "pte_webgpu": the package's __init__.py
 # Known upward imports, each waiting for a move (docs/ARCHITECTURE.md, ✗).
 PENDING = {("pte_webgpu.formats.npy", "pte_webgpu.runtime.tensor")}

@@ -11,6 +11,20 @@ fn is_nan(v: f32) -> bool {
   return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
 
+// An integer that orders non-NaN floats as their values do (subnormals included, +0 and
+// -0 equal): compare these where a flushing adapter would see subnormals as 0, or where a
+// compiler could turn a compare-and-select into a max/min that loses -0 or NaN.
+fn order_key(v: f32) -> i32 {
+  let u = bitcast<u32>(v);
+  let mag = i32(u & 0x7fffffffu);
+  return select(mag, -mag, u >= 0x80000000u);
+}
+
+// v < w on the bits; false when either is NaN.
+fn less_bits(v: f32, w: f32) -> bool {
+  return !is_nan(v) && !is_nan(w) && order_key(v) < order_key(w);
+}
+
 // v * 2^k on the bits (inf beyond float32, truncated toward 0 below FLT_MIN): exact for
 // subnormal v too, and no float arithmetic a flushing adapter or a reassociating compiler
 // could turn into 0, inf or NaN. NaN, inf and +-0 come back as they are.
@@ -50,13 +64,13 @@ fn below_flt_min(v: f32) -> bool {
 fn max_nan(p: f32, q: f32) -> f32 {
   if (is_nan(p)) { return p; }
   if (is_nan(q)) { return q; }
-  return select(q, p, p >= q);
+  return select(q, p, order_key(p) >= order_key(q));  // bits: no fmax to fold into
 }
 
 fn min_nan(p: f32, q: f32) -> f32 {
   if (is_nan(p)) { return p; }
   if (is_nan(q)) { return q; }
-  return select(q, p, p <= q);
+  return select(q, p, order_key(p) <= order_key(q));
 }
 
 // ==== flat_index

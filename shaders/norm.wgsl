@@ -41,8 +41,10 @@ fn normalize_row(row: u32, lane: u32) {
   // (flushed subnormals) with an eps too small to dominate: lane 0 redoes it scaled by
   // its largest |deviation|, as careful BLAS norms do; the other lanes skip it. No early
   // return: the entry's barriers stay in uniform control flow.
+  // Bit tests: a flushing adapter compares subnormals as 0.
+  let eps_bits = bitcast<u32>(params.eps);
   let rescue = bitcast<u32>(total) == 0x7f800000u ||
-               (total < NORM_FLT_MIN && params.eps < NORM_TINY_EPS);
+               (below_flt_min(total) && (eps_bits >= 0x80000000u || eps_bits < NORM_TINY_EPS));
   if (rescue && lane == 0u) {
     rstd = rescue_row(base, k + m, total);
   }
@@ -66,34 +68,38 @@ fn affine(j: u32, normalized: f32) -> f32 {
   return v;
 }
 
-const NORM_FLT_MIN: f32 = 1.17549435e-38;
-const NORM_TINY_EPS: f32 = 7.88860905e-31;  // 2^-100: a larger eps dwarfs a var < FLT_MIN
+const NORM_TINY_EPS: u32 = 0x0d800000u;  // bits of 2^-100: a larger eps dwarfs a var < FLT_MIN
 
-// Writes a rare row from the exact variance: with s the largest |x - mean|,
-// y = ((x - mean) / s) * inverseSqrt(mean(((x - mean) / s)^2) + eps / s^2); returns
-// rstd (inf where it exceeds float32). Rows with inf, constant rows and rows where eps
-// dominates after all keep the plain formula.
+// Writes a rare row from the exact variance: with 2^k bringing the largest |x - mean|
+// into [1, 2), y = (x - mean) 2^k * inverseSqrt(mean(((x - mean) 2^k)^2) + eps 2^2k);
+// returns rstd (inf where it exceeds float32). Powers of two scale exactly on the bits
+// (eps / s^2 in floats is 0 / 0 where a compiler forms s * s and the adapter flushes it).
+// Rows with inf, constant rows and rows where eps dominates after all keep the plain
+// formula.
 fn rescue_row(base: u32, mean: f32, total: f32) -> f32 {
   let width = params.width;
   let n = f32(width);
-  var s = 0.0;
+  var smax = 0u;  // no NaN here (the total would be NaN)
   for (var j = 0u; j < width; j++) {
-    s = max(s, abs(f32(x[base + j]) - mean));  // no NaN here (the total would be NaN)
+    smax = max(smax, bitcast<u32>(f32(x[base + j]) - mean) & 0x7fffffffu);
+  }
+  var k = 0;
+  if (smax != 0u && smax < 0x7f800000u) {
+    k = pow2_to_unit(smax);
   }
   var ss = 0.0;
   for (var j = 0u; j < width; j++) {
-    let d = (f32(x[base + j]) - mean) / s;
+    let d = scale_pow2(f32(x[base + j]) - mean, k);
     ss += d * d;
   }
-  let t = (params.eps / s) / s;
-  var div = s;
+  let t = scale_pow2(scale_pow2(params.eps, k), k);
   var r = inverseSqrt(ss / n + t);
-  if (s == 0.0 || not_finite(s) || not_finite(t)) {
-    div = 1.0;
+  if (smax == 0u || smax >= 0x7f800000u || not_finite(t)) {
+    k = 0;
     r = inverseSqrt(total / n + params.eps);
   }
   for (var j = 0u; j < width; j++) {
-    y[base + j] = elem(affine(j, (f32(x[base + j]) - mean) / div * r));
+    y[base + j] = elem(affine(j, scale_pow2(f32(x[base + j]) - mean, k) * r));
   }
-  return r / div;
+  return scale_pow2(r, k);
 }

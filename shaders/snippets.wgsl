@@ -11,19 +11,66 @@ fn is_nan(v: f32) -> bool {
   return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
 
+// An integer that orders non-NaN floats as their values do (subnormals included, +0 and
+// -0 equal): compare these where a flushing adapter would see subnormals as 0, or where a
+// compiler could turn a compare-and-select into a max/min that loses -0 or NaN.
+fn order_key(v: f32) -> i32 {
+  let u = bitcast<u32>(v);
+  let mag = i32(u & 0x7fffffffu);
+  return select(mag, -mag, u >= 0x80000000u);
+}
+
+// v < w on the bits; false when either is NaN.
+fn less_bits(v: f32, w: f32) -> bool {
+  return !is_nan(v) && !is_nan(w) && order_key(v) < order_key(w);
+}
+
+// v * 2^k on the bits (inf beyond float32, truncated toward 0 below FLT_MIN): exact for
+// subnormal v too, and no float arithmetic a flushing adapter or a reassociating compiler
+// could turn into 0, inf or NaN. NaN, inf and +-0 come back as they are.
+fn scale_pow2(v: f32, k: i32) -> f32 {
+  let b = bitcast<u32>(v);
+  let sign = b & 0x80000000u;
+  let mag = b & 0x7fffffffu;
+  if (mag == 0u || mag >= 0x7f800000u) { return v; }
+  var m = mag & 0x7fffffu;   // v = m * 2^(e - 150) ...
+  var e = i32(mag >> 23u);
+  if (e == 0) { e = 1; } else { m |= 0x800000u; }
+  let shift = i32(countLeadingZeros(m)) - 8;
+  m <<= u32(shift);          // ... with m now in [2^23, 2^24)
+  let ne = e - shift + k;
+  if (ne >= 255) { return bitcast<f32>(sign | 0x7f800000u); }
+  if (ne >= 1) { return bitcast<f32>(sign | (u32(ne) << 23u) | (m & 0x7fffffu)); }
+  if (ne <= -23) { return bitcast<f32>(sign); }
+  return bitcast<f32>(sign | (m >> u32(1 - ne)));
+}
+
+// The k that brings the nonzero finite magnitude with bits `mag` into [1, 2) by
+// scale_pow2 (subnormals included).
+fn pow2_to_unit(mag: u32) -> i32 {
+  let e = i32(mag >> 23u);
+  if (e == 0) { return 127 + (i32(countLeadingZeros(mag)) - 8); }
+  return 127 - e;
+}
+
+// 0, or a subnormal: what a flushing adapter's float tests cannot tell apart.
+fn below_flt_min(v: f32) -> bool {
+  return (bitcast<u32>(v) & 0x7fffffffu) < 0x00800000u;
+}
+
 // ==== nan_minmax
 // torch.maximum / minimum: NaN if either is NaN (GPUs' max/min may drop it), else the
 // larger (smaller); on a tie (+0 and -0) the first operand, as torch.
 fn max_nan(p: f32, q: f32) -> f32 {
   if (is_nan(p)) { return p; }
   if (is_nan(q)) { return q; }
-  return select(q, p, p >= q);
+  return select(q, p, order_key(p) >= order_key(q));  // bits: no fmax to fold into
 }
 
 fn min_nan(p: f32, q: f32) -> f32 {
   if (is_nan(p)) { return p; }
   if (is_nan(q)) { return q; }
-  return select(q, p, p <= q);
+  return select(q, p, order_key(p) <= order_key(q));
 }
 
 // ==== flat_index
@@ -75,61 +122,78 @@ fn tree(lane: u32, width: u32, value: f32, take_max: bool) -> f32 {
 // and params.width, params.eps). A row needs it when its f32 sum of squares overflowed
 // (inf), or underflowed (0 or subnormal: squares flushed by adapters that flush
 // denormals, or too few bits left) while eps is too small to dominate. One invocation
-// redoes the row scaled by its largest |x|, as careful BLAS norms do, so the result
-// follows the exact mean square: y = (x / s) * inverseSqrt(mean((x / s)^2) + eps / s^2)
-// * w. The common path pays one test. Rows holding NaN have a NaN total and never come
+// redoes the row scaled by the power of two 2^k that brings its largest |x| into [1, 2),
+// as careful BLAS norms do, so the result follows the exact mean square:
+// y = (x 2^k) * inverseSqrt(mean((x 2^k)^2) + eps 2^2k) * w. The common path pays one test. Rows holding NaN have a NaN total and never come
 // here; rows holding inf, zero rows and rows where eps dominates after all take the
 // plain formula.
-const RMS_FLT_MIN: f32 = 1.17549435e-38;
-const RMS_TINY_EPS: f32 = 7.88860905e-31;  // 2^-100: a larger eps dwarfs a mean < FLT_MIN
+const RMS_TINY_EPS: u32 = 0x0d800000u;  // bits of 2^-100: a larger eps dwarfs a mean < FLT_MIN
 
+// Bit tests only: a flushing adapter may compare subnormals as 0 and a compiler may
+// rewrite float tests.
 fn rms_needs_rescue(total: f32) -> bool {
   let overflow = bitcast<u32>(total) == 0x7f800000u;
-  return overflow || (total < RMS_FLT_MIN && params.eps < RMS_TINY_EPS);
+  let eps = bitcast<u32>(params.eps);
+  let tiny_eps = eps >= 0x80000000u || eps < RMS_TINY_EPS;
+  return overflow || (below_flt_min(total) && tiny_eps);
 }
 
-// (divisor, rstd) of a rare row from its largest |x| `s`, the sum of its (x / s)^2 and
-// the plain total.
-fn rms_rescue_scale(s: f32, ss: f32, total: f32) -> vec2<f32> {
-  let t = (params.eps / s) / s;
-  let n = f32(params.width);
-  if (s == 0.0 || not_finite(s) || not_finite(t)) {
-    return vec2<f32>(1.0, inverseSqrt(total / n + params.eps));
+// (k, rstd) of a rare row whose largest |x| has bits `smax`, from the sum `ss` of its
+// (x * 2^k)^2 and the plain total: x * 2^k * rstd is the normalised x. Powers of two
+// scale exactly, on the bits (eps / s^2 in floats is 0 / 0 where a compiler forms s * s
+// and the adapter flushes it).
+fn rms_rescue_scale(smax: u32, k: i32, ss: f32, total: f32) -> vec2<f32> {
+  let t = scale_pow2(scale_pow2(params.eps, k), k);
+  if (smax == 0u || smax >= 0x7f800000u || not_finite(t)) {
+    return vec2<f32>(0.0, inverseSqrt(total / f32(params.width) + params.eps));
   }
-  return vec2<f32>(s, inverseSqrt(ss / n + t));
+  return vec2<f32>(f32(k), inverseSqrt(ss / f32(params.width) + t));
+}
+
+fn rms_rescue_k(smax: u32) -> i32 {
+  if (smax == 0u || smax >= 0x7f800000u) { return 0; }
+  return pow2_to_unit(smax);
 }
 
 fn rms_rescue_row(base: u32, total: f32) {
   let width = params.width;
-  var s = 0.0;
+  var smax = 0u;  // no NaN here (the total would be NaN)
   for (var j = 0u; j < width; j++) {
-    s = max(s, abs(f32(x[base + j])));  // no NaN here (the total would be NaN)
+    smax = max(smax, bitcast<u32>(f32(x[base + j])) & 0x7fffffffu);
   }
+  let k = rms_rescue_k(smax);
   var ss = 0.0;
   for (var j = 0u; j < width; j++) {
-    let v = f32(x[base + j]) / s;
+    let v = scale_pow2(f32(x[base + j]), k);
     ss += v * v;
   }
-  let k = rms_rescue_scale(s, ss, total);
+  let r = rms_rescue_scale(smax, k, ss, total);
+  let kk = i32(r.x);
   for (var j = 0u; j < width; j++) {
-    y[base + j] = elem(f32(x[base + j]) / k.x * k.y * f32(weight[j]));
+    y[base + j] = elem(scale_pow2(f32(x[base + j]), kk) * r.y * f32(weight[j]));
   }
 }
 
 fn rms_rescue_row4(base: u32, total: f32) {
   let width4 = params.width / 4u;
-  var m = vec4<f32>(0.0);
+  var m = vec4<u32>(0u);
   for (var j = 0u; j < width4; j++) {
-    m = max(m, abs(vec4<f32>(x4[base + j])));
+    m = max(m, bitcast<vec4<u32>>(vec4<f32>(x4[base + j])) & vec4<u32>(0x7fffffffu));
   }
-  let s = max(max(m.x, m.y), max(m.z, m.w));
+  let smax = max(max(m.x, m.y), max(m.z, m.w));
+  let k = rms_rescue_k(smax);
   var ss = 0.0;
   for (var j = 0u; j < width4; j++) {
-    let v = vec4<f32>(x4[base + j]) / s;
+    let v = scale4(vec4<f32>(x4[base + j]), k);
     ss += dot(v, v);
   }
-  let k = rms_rescue_scale(s, ss, total);
+  let r = rms_rescue_scale(smax, k, ss, total);
+  let kk = i32(r.x);
   for (var j = 0u; j < width4; j++) {
-    y4[base + j] = vec4<elem>(vec4<f32>(x4[base + j]) / k.x * k.y * vec4<f32>(weight4[j]));
+    y4[base + j] = vec4<elem>(scale4(vec4<f32>(x4[base + j]), kk) * r.y * vec4<f32>(weight4[j]));
   }
+}
+
+fn scale4(v: vec4<f32>, k: i32) -> vec4<f32> {
+  return vec4<f32>(scale_pow2(v.x, k), scale_pow2(v.y, k), scale_pow2(v.z, k), scale_pow2(v.w, k));
 }

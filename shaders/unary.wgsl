@@ -195,9 +195,11 @@ fn gelu(v: f32) -> f32 {
 // clamp and hardtanh as torch: a value below lo is lo, then one above hi is hi (so
 // lo > hi gives hi); NaN stays NaN; -0 is kept (it is not below 0).
 fn clamp_f32(v: f32, lo: f32, hi: f32) -> f32 {
+  // Compared on the bits: a compiler folds float compare-and-select into max/min, which
+  // turn -0 into +0 (and may drop NaN), and a flushing adapter sees subnormals as 0.
   if (is_nan(v)) { return v; }
-  let r = select(v, lo, v < lo);
-  return select(r, hi, r > hi);
+  let r = select(v, lo, less_bits(v, lo));
+  return select(r, hi, less_bits(hi, r));
 }
 
 // True for v < 0 (not -0, not NaN), tested on the bits so no compiler turns a select
@@ -213,13 +215,14 @@ fn below_zero(v: f32) -> bool {
 // NaN below 0 (and for NaN), -inf at +-0, inf at inf.
 fn log_f32(v: f32) -> f32 {
   if (is_nan(v) || below_zero(v)) { return params.nan; }
-  if (v == 0.0) { return -params.inf; }
-  if (v == params.inf) { return v; }
-  var bits = bitcast<u32>(v);
+  var bits = bitcast<u32>(v);  // bit tests: a flushing adapter sees subnormals as 0
+  if ((bits & 0x7fffffffu) == 0u) { return -params.inf; }
+  if (bits == 0x7f800000u) { return v; }
   var e = 0;
-  if (bits < 0x00800000u) {  // subnormal: scale into the normal range first
-    bits = bitcast<u32>(v * 8388608.0);
-    e = -23;
+  if (bits < 0x00800000u) {  // subnormal: normalise the mantissa with integer ops
+    let shift = countLeadingZeros(bits) - 8u;
+    bits = ((bits << shift) & 0x007fffffu) | 0x00800000u;  // as if exponent field 1
+    e = -i32(shift);
   }
   e += i32(bits >> 23u) - 127;
   var m = bitcast<f32>((bits & 0x007fffffu) | 0x3f800000u);
@@ -355,10 +358,11 @@ fn reciprocal_f32(v: f32) -> f32 {
 }
 
 // torch.sign: -1, 0 or 1; 0 for +-0 and for NaN (as torch computes it).
+// On the bits: a subnormal is nonzero (a flushing adapter compares it equal to 0).
 fn sign_f32(v: f32) -> f32 {
-  if (below_zero(v)) { return -1.0; }
-  if (is_nan(v) || v == 0.0) { return 0.0; }
-  return 1.0;
+  let mag = bitcast<u32>(v) & 0x7fffffffu;
+  if (mag == 0u || mag > 0x7f800000u) { return 0.0; }
+  return select(1.0, -1.0, bitcast<u32>(v) >= 0x80000000u);
 }
 
 // min(max(v + 3, 0), 6) / 6 (hardsigmoid); hardswish is v times it. NaN propagates.

@@ -52,7 +52,7 @@ async def linear_variant(variant, m, k, n, x_b64, w_b64, b_b64, half):
         if b_b64 is not None:
             bufs[2] = buf(base64.b64decode(b_b64), 4 * n, "b")
         staging = resources.buffer(-(-4 * m * n // 16) * 16, "staging", ("map_read", "copy_dst"))
-        opts = {matmul.OPTION: variant} if variant else {}
+        opts = {"variants": {"matmul": variant}} if variant else {}
         ctx = BuildContext(device, graph, resources, Recording(), {}, "test", opts)
         ctx.buffers = bufs
         ctx.half = lambda vid: half
@@ -66,11 +66,11 @@ async def linear_variant(variant, m, k, n, x_b64, w_b64, b_b64, half):
 
 
 async def fixture_with_variant(variant, name, ptd_files):
-    os.environ[matmul.ENV_VAR] = variant
+    os.environ[matmul.VARIANTS.env_var] = variant
     try:
         return await run_fixture(name, ptd_files)
     finally:
-        del os.environ[matmul.ENV_VAR]
+        del os.environ[matmul.VARIANTS.env_var]
 
 
 def adapter_supports(variant):

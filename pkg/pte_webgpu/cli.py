@@ -111,7 +111,6 @@ def _check_output(path: str | None) -> None:
 
 
 def cmd_run(args) -> int:
-    import asyncio
     import base64
 
     from .preflight import check_run
@@ -124,9 +123,9 @@ def cmd_run(args) -> int:
     check_run(pte, data, inputs, cast=args.cast,
               inputs_name=os.path.basename(args.inputs) if args.inputs else "")
     if args.backend == "native":
-        from .jobs import run_job
+        from . import jobs
 
-        result = asyncio.run(run_job(pte, data, inputs, args.repeat, backend="native",
+        result = jobs.run_coroutine(jobs.run_job(pte, data, inputs, args.repeat, backend="native",
                                      profile=args.profile, cast=args.cast, progress=progress))
     else:
         from .chromium.remote import run_in_browser

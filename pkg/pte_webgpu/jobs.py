@@ -10,7 +10,9 @@ stepK_outJ, seq_outJ) are compared with it.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import concurrent.futures
 import statistics
 import time
 
@@ -84,3 +86,14 @@ def _compare(got, want) -> dict:
     diff = max((abs(x - y) if x == x and y == y else (0.0 if x != x and y != y else float("inf"))
                 for x, y in zip(a, b)), default=0.0)
     return {"max_abs_error": diff}
+
+
+def run_coroutine(coro):
+    """``asyncio.run(coro)``, also when this thread already runs an event loop (a
+    notebook, Playwright's sync API): then in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -93,11 +93,10 @@ def cmd_generate(args) -> int:
 
 
 def _native(model: Path, tok: Path, data: list, options: dict, on_piece) -> dict:
-    import asyncio
-
+    from ..jobs import run_coroutine
     from .job import generate_job
 
-    return asyncio.run(generate_job(
+    return run_coroutine(generate_job(
         model.read_bytes(), tok.read_text(encoding="utf-8"),
         [(p.name, p.read_bytes()) for p in data], backend="native", on_piece=on_piece,
         **options))

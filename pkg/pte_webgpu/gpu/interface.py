@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import struct
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -143,19 +144,27 @@ class GpuDevice:
         offsets), submit once, map ``staging`` once; returns each output's bytes (views
         of one copy). With ``profile``, also each dispatch's GPU time in microseconds
         (timestamp queries; wall time without them)."""
+        with self.in_use():
+            try:
+                self.check_alive()
+                return await self._run(recording, outputs, staging, profile)
+            except PteError:
+                raise
+            except Exception as e:  # wgpu's GPUValidationError, a JsException, ...
+                raise GpuValidationError(f"running the recorded work: {type(e).__name__}: "
+                                         f"{str(e)[:2000]}") from e
+
+    @contextlib.contextmanager
+    def in_use(self):
+        """Hold the device open for a span of work (uploads, then a run): close() from
+        another thread waits for the span to end instead of destroying its buffers."""
         with self._state:
             if self.closed:
                 raise ClosedError("the GPU device is closed (Runtime.close()); create a new "
                                   "Runtime")
             self._running += 1
         try:
-            self.check_alive()
-            return await self._run(recording, outputs, staging, profile)
-        except PteError:
-            raise
-        except Exception as e:  # wgpu's GPUValidationError, a JsException, ...
-            raise GpuValidationError(f"running the recorded work: {type(e).__name__}: "
-                                     f"{str(e)[:2000]}") from e
+            yield self
         finally:
             with self._state:
                 self._running -= 1

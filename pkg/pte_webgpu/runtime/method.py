@@ -257,23 +257,26 @@ class Method:
         async with self._lock:  # the execute-time integers belong to this call only
             if self.closed:  # closed by another thread while this one waited
                 raise ClosedError(f"method {self.name!r} was closed")
-            env.values, env.host_inputs = shapes, host_inputs
-            try:
-                for buf, data in (env.run(self.recording) if env.active else ()):
-                    upload(self.device, buf, data)
-                out_shapes = [env.shape(-1, vid, getattr(self.plan.values[vid], "sizes", ()))
-                              for vid in self.plan.outputs]
-            finally:
-                env.host_inputs = {}
-            # after the host steps, whose checks (e.g. a position past the KV cache) say more
-            self.id_checks.check_inputs([d for d, _ in id_hosts], [sh for _, sh in id_hosts])
-            for vid, data in hosts:
-                upload(self.device, self.plan_buffers[vid], data)
-            self.id_checks.reset(upload, self.device)
-            raw, times = [], []
-            if self.outputs:
-                raw, times = await self.device.run(self.recording, self.outputs, self.staging,
-                                                   profile=profile)
+            # held open: a Runtime.close() from another thread waits for the uploads and
+            # the run instead of destroying the buffers they name
+            with self.device.in_use():
+                env.values, env.host_inputs = shapes, host_inputs
+                try:
+                    for buf, data in (env.run(self.recording) if env.active else ()):
+                        upload(self.device, buf, data)
+                    out_shapes = [env.shape(-1, vid, getattr(self.plan.values[vid], "sizes", ()))
+                                  for vid in self.plan.outputs]
+                finally:
+                    env.host_inputs = {}
+                # after the host steps, whose checks (e.g. a position past the KV cache) say more
+                self.id_checks.check_inputs([d for d, _ in id_hosts], [sh for _, sh in id_hosts])
+                for vid, data in hosts:
+                    upload(self.device, self.plan_buffers[vid], data)
+                self.id_checks.reset(upload, self.device)
+                raw, times = [], []
+                if self.outputs:
+                    raw, times = await self.device.run(self.recording, self.outputs, self.staging,
+                                                       profile=profile)
         flags = len(self.id_checks.checks)  # read back after the outputs
         self.id_checks.check_flags(raw[len(raw) - flags:] if flags else [])
         if profile:

@@ -42,7 +42,7 @@ import pte_webgpu
 from pte_webgpu.formats import npy
 from pte_webgpu.gpu.interface import Dispatch, align4
 from pte_webgpu.runtime.build import upload
-from pte_webgpu.runtime.tensor import to_host_tensor, output
+from pte_webgpu.tensor import to_host_tensor, output
 
 _obj = lambda v: to_js(v, dict_converter=js.Object.fromEntries)
 _now = js.performance.now

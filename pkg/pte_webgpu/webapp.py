@@ -23,7 +23,7 @@ from .formats.pte import DelegateCall, KernelCall
 from .graph import TensorValue
 from .ops import registry
 from .runtime import Runtime, Tensor
-from .runtime.plan_graph import kernel_op, linear_chain, plan_as_graph
+from .plan_graph import kernel_op, linear_chain, plan_as_graph
 
 FIRST_VALUES = 8
 MAX_REPEAT = 1000

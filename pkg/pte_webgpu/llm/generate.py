@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import InputError, UnsupportedError
-from ..runtime.tensor import Tensor
+from ..tensor import Tensor
 from .chat import ChatTemplate
 from .sampling import choose
 from .tokenizer import Tokenizer

@@ -20,11 +20,11 @@ from ..graph import Scalar
 from . import dynamic
 from .build import BuildContext, Resources, build_delegate, call_handler, upload
 from .exclusive import Exclusive
-from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
+from ..plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
 from .id_checks import IdChecks
 from .inputs import read_input, read_list
 from .state import State, mutable_plan_values
-from .tensor import numpy_available, output
+from ..tensor import numpy_available, output
 
 # int64 is held as int32, bool as u32 (storage.py)
 PLAN_DTYPES = ("float32", "float16", "int32", "int64", "bool")

@@ -47,7 +47,7 @@ async def decoder_report(rt, pte, npz):
     try:
         method = program.load_method("forward")
         report = {"mode": mode, "errors": [], "argmax": [], "want_argmax": [],
-                  "state": method.state.labels()}
+                  "state": method._state.labels()}
         for inputs, want in zip(calls, wants):
             outs = await method.execute(inputs, as_numpy=False)
             report["errors"].append(max(_max_error(o, w) for o, w in zip(outs, want)))

@@ -22,7 +22,7 @@ def test_llama_caches_are_state_with_their_own_buffers(runtime):
         program = await runtime.load_program((DECODERS / "llama_static_rope.pte").read_bytes())
         try:
             method = program.load_method()
-            return [buf.handle for buf, *_ in method.state.entries]
+            return [buf.handle for buf, *_ in method._state.entries]
         finally:
             program.close()
 

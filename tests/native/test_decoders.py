@@ -48,11 +48,13 @@ def test_dynamic_decoder_with_gpu_matmul_forms(runtime, name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if INDEX[n].get("dynamic")])
-def test_decode_step_dispatches_only_the_actual_rows(runtime, name):
+def test_decode_step_dispatches_only_the_actual_rows(runtime, name, monkeypatch):
     """One token through a program whose sequence length is dynamic: the element-wise,
     row-wise and matmul kernels follow the actual size, so the step dispatches far fewer
-    workgroups than a full-length one (before: the bound's, at every decode step)."""
+    workgroups than a full-length one (before: the bound's, at every decode step). One
+    matmul form throughout, so that workgroup counts compare."""
     import numpy as np
+    monkeypatch.setenv("PTE_WEBGPU_MATMUL", "dot")
 
     async def workgroups(program, length):
         method = program.load_method("forward")
@@ -74,3 +76,14 @@ def test_decode_step_dispatches_only_the_actual_rows(runtime, name):
 
     one, full = run_sync(go())
     assert one * 4 < full, (one, full)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n.startswith("llama_")])
+def test_decoder_with_the_per_element_attention(runtime, name, monkeypatch):
+    """The other sdpa_with_kv_cache kernel (one invocation per output element) gives the
+    same steps as the default one (a workgroup per query row and head)."""
+    monkeypatch.setenv("PTE_WEBGPU_SDPA", "elements")
+    pte = (DECODERS / f"{name}.pte").read_bytes()
+    npz = (DECODERS / f"{name}.npz").read_bytes()
+    report = run_sync(decoder_report(runtime, pte, npz))
+    check_report(name, report)

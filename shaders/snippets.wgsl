@@ -127,6 +127,20 @@ fn tree(lane: u32, width: u32, value: f32, take_max: bool) -> f32 {
 // y = (x 2^k) * inverseSqrt(mean((x 2^k)^2) + eps 2^2k) * w. The common path pays one test. Rows holding NaN have a NaN total and never come
 // here; rows holding inf, zero rows and rows where eps dominates after all take the
 // plain formula.
+//
+// Where the rare row is redone (override rescue_mode, ops/rms_norm.py Variant.rescue):
+//   RESCUE_INLINE  by the row's first lane, while the others wait to skip their stores
+//                  (the first design: the rescue sits inside the common path)
+//   RESCUE_TAIL    the same, out of line: the row's lanes leave before the common stores,
+//                  which are then exactly the kernel without a rescue
+//   RESCUE_SPLIT   not here: the row's first lane sets rescue_flags[row] (the row's
+//                  plain result is written and later overwritten) and a second dispatch,
+//                  rms_norm.wgsl `rescue`, redoes the flagged rows and clears the flags
+override rescue_mode: u32 = 0u;
+const RESCUE_INLINE: u32 = 0u;
+const RESCUE_TAIL: u32 = 1u;
+const RESCUE_SPLIT: u32 = 2u;
+
 const RMS_TINY_EPS: u32 = 0x0d800000u;  // bits of 2^-100: a larger eps dwarfs a mean < FLT_MIN
 
 // Bit tests only: a flushing adapter may compare subnormals as 0 and a compiler may

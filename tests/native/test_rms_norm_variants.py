@@ -104,6 +104,50 @@ def test_overflowing_sum_is_rescaled_to_the_float64_result(runtime, variant):
     np.testing.assert_allclose(got[1], reference(x[1:2], w, 1e-6)[0], rtol=2e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("variant", ["tree4-256-split", "row4-16-split", "tile-2x64-split"])
+def test_split_form_clears_its_flags_for_the_next_run(runtime, variant):
+    """The split form's first dispatch flags rare rows, its second redoes and clears them:
+    after each run of the same recording every flag is 0 again (a stale flag would only
+    cost time, invisible in the values), and rare rows after plain ones are still redone."""
+    x, w = _data(5, 68, scale=1e20)
+    x[[1, 3]] *= 1e-20
+    plain = _data(5, 68)[0]
+
+    async def go():
+        device = runtime.device
+        f32 = dtypes.FLOAT32
+        graph = Graph([TensorValue(f32, x.shape), TensorValue(f32, (68,)), Scalar("double", 0.0),
+                       TensorValue(f32, x.shape)], [OpCall("et_vk.rms_norm.default", (0, 1, 2, 3))],
+                      [0], [3], [])
+        resources = Resources(device)
+        try:
+            bx, bw, by = (resources.buffer(x.nbytes, n) for n in ("x", "w", "y"))
+            staging = resources.buffer(2 * x.nbytes, "staging", ("map_read", "copy_dst"))
+            device.write_buffer(bw, w.tobytes())
+            ctx = BuildContext(device, graph, resources, Recording(), {}, "test")
+            ctx.buffers = {0: bx, 1: bw, 3: by}
+            ctx.begin_op(0, graph.ops[0])
+            await rms_norm.record(ctx, graph.ops[0], rms_norm.parse(variant), [(0, 0), (1, 1), (2, 3)],
+                                  5, 68, 0.0)
+            assert ctx.kernels[-1]["dispatches"] == 2
+            (flags,) = [b for b in resources.buffers if "rescue flags" in b.label]
+            runs = []
+            for data in (x, plain, x):
+                device.write_buffer(bx, data.tobytes())
+                (y, f), _ = await device.run(ctx.recording, [(by, x.nbytes), (flags, 20)], staging)
+                runs.append((np.frombuffer(y, np.float32).reshape(x.shape).copy(),
+                             np.frombuffer(f, np.uint32).copy()))
+            return runs
+        finally:
+            resources.release()
+
+    for data, (got, flags) in zip((x, plain, x), run_sync(go())):
+        assert not flags.any(), flags
+        x64 = data.astype(np.float64)
+        want = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True)) * w
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+
+
 def test_the_choice_is_recorded(runtime, monkeypatch):
     monkeypatch.delenv(rms_norm.VARIANTS.env_var, raising=False)
     x, w = _data(4, 4096)

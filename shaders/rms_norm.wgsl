@@ -103,28 +103,7 @@ fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
   let width4 = params.width / 4u;
   let base = s.row * width4;
   if (width4 <= 4u * lanes) {  // uniform: the row fits in registers, read it once
-    let j0 = s.sub;
-    let j1 = j0 + lanes;
-    let j2 = j1 + lanes;
-    let j3 = j2 + lanes;
-    let a = load4(base + j0, s.live && j0 < width4);
-    let b = load4(base + j1, s.live && j1 < width4);
-    let c = load4(base + j2, s.live && j2 < width4);
-    let d = load4(base + j3, s.live && j3 < width4);
-    let sum = ((dot(a, a) + dot(b, b)) + dot(c, c)) + dot(d, d);
-    let total = row_total(sum, li);
-    let rescue = rms_needs_rescue(total);
-    if (rescue_mode == RESCUE_TAIL && rescue) {  // a..d are dead in here
-      rescue_tail4(s, base, total);
-      return;
-    }
-    let in_place = rare_row4(s, base, total, rescue);
-    let rstd = inverseSqrt(total / f32(params.width) + params.eps);
-    let live = s.live && !in_place;
-    store4(base + j0, j0, a, rstd, live && j0 < width4);
-    store4(base + j1, j1, b, rstd, live && j1 < width4);
-    store4(base + j2, j2, c, rstd, live && j2 < width4);
-    store4(base + j3, j3, d, rstd, live && j3 < width4);
+    row_in_registers(s, base, width4, li);
     return;
   }
   var sum = 0.0;
@@ -154,6 +133,34 @@ fn main_vec4(@builtin(workgroup_id) wid: vec3<u32>,
   for (var j = s.sub; j < width4; j += lanes) {
     store4(base + j, j, vec4<f32>(x4[base + j]), rstd, live);
   }
+}
+
+// main_vec4 when the row fits in 4 vec4s per lane. A function of its own: its rare-row
+// return (RESCUE_TAIL, non-uniform) must not make main_vec4's later barriers
+// non-uniform (WGSL's uniformity analysis; control flow reconverges at a call's end).
+fn row_in_registers(s: Slot, base: u32, width4: u32, li: u32) {
+  let j0 = s.sub;
+  let j1 = j0 + lanes;
+  let j2 = j1 + lanes;
+  let j3 = j2 + lanes;
+  let a = load4(base + j0, s.live && j0 < width4);
+  let b = load4(base + j1, s.live && j1 < width4);
+  let c = load4(base + j2, s.live && j2 < width4);
+  let d = load4(base + j3, s.live && j3 < width4);
+  let sum = ((dot(a, a) + dot(b, b)) + dot(c, c)) + dot(d, d);
+  let total = row_total(sum, li);
+  let rescue = rms_needs_rescue(total);
+  if (rescue_mode == RESCUE_TAIL && rescue) {  // a..d are dead in here
+    rescue_tail4(s, base, total);
+    return;
+  }
+  let in_place = rare_row4(s, base, total, rescue);
+  let rstd = inverseSqrt(total / f32(params.width) + params.eps);
+  let live = s.live && !in_place;
+  store4(base + j0, j0, a, rstd, live && j0 < width4);
+  store4(base + j1, j1, b, rstd, live && j1 < width4);
+  store4(base + j2, j2, c, rstd, live && j2 < width4);
+  store4(base + j3, j3, d, rstd, live && j3 < width4);
 }
 
 // main_vec4's rare row under RESCUE_TAIL: its first lane redoes it, all lanes then leave.

@@ -90,6 +90,20 @@ def test_rows_beyond_one_grid_dimension_fold(runtime, variant):
     np.testing.assert_allclose(got, reference(x, w, 1e-5), rtol=2e-5, atol=2e-6)
 
 
+def test_split_rescue_dispatch_folds_its_grid(runtime):
+    """-split's second dispatch runs one invocation per row: past 65535 * 64 rows its grid
+    folds into y; rare rows at both ends of such a tensor are redone."""
+    _runnable(runtime, "row4-64-split")
+    x, w = _data(70000 * 64, 4)
+    x[[0, -1, -70]] *= np.float32(1e20)
+    got, _ = run_sync(run_variant(runtime.device, "row4-64-split", x, w, 1e-5))
+    want = reference(x, w, 1e-5)
+    rare = [0, x.shape[0] - 1, x.shape[0] - 70]
+    x64 = x[rare].astype(np.float64)
+    want[rare] = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-5) * w
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_overflowing_sum_is_rescaled_to_the_float64_result(runtime, variant):
     """torch's float32 sum overflows to inf (zeros out); the rescaled pass of the rare

@@ -187,10 +187,12 @@ def choose(adapter, rows: int, width: int) -> Variant:
 
 def candidates(adapter, width: int) -> list[Variant]:
     """Variants worth measuring on this adapter (bench/): the seed, the chosen family's
-    neighbours and the other shapes; all runnable here."""
+    neighbours, the other shapes and the other rare-row forms; all runnable here."""
     names = ["tree-64", "tree4-64", "tree4-128", "tree4-256", "tree4-512", "tree4-1024",
              "tile4-4x256", "tile4-8x256", "tile4-16x256", "tile4-32x256", "tile4-16x128",
-             "row4-64", "sg4-32", "sg4-256"]
+             "row4-64", "sg4-32", "sg4-256",
+             # the rare-row forms of the rule's two GPU picks (issue 12)
+             "tree4-256-inline", "tree4-256-split", "tile4-8x256-inline", "tile4-8x256-split"]
     if adapter.traits.is_cpu:
         names = ["tree-64", "tree4-64", "tile4-4x64", "row4-16", "row4-64", "row-64",
                  "sg4-4", "sg-4"]

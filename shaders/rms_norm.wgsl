@@ -163,10 +163,11 @@ fn row_in_registers(s: Slot, base: u32, width4: u32, li: u32) {
   store4(base + j3, j3, d, rstd, live && j3 < width4);
 }
 
-// main_vec4's rare row under RESCUE_TAIL: its first lane redoes it, all lanes then leave.
+// main_vec4's rare row under RESCUE_TAIL: its first lane redoes it (one float at a
+// time: few registers), all lanes then leave.
 fn rescue_tail4(s: Slot, base: u32, total: f32) {
   if (s.live && s.sub == 0u) {
-    rms_rescue_row4(base, total);
+    rms_rescue_row4_lean(base, total);
   }
 }
 

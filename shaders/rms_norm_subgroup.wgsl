@@ -69,7 +69,7 @@ fn row_vec4(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
   let rescue = rms_needs_rescue(total);
   if (rescue_mode == RESCUE_TAIL && rescue) {
     if (li == 0u) {
-      rms_rescue_row4(base, total);
+      rms_rescue_row4_lean(base, total);
     }
     return;
   }

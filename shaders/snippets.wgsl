@@ -208,6 +208,29 @@ fn rms_rescue_row4(base: u32, total: f32) {
   }
 }
 
+// rms_rescue_row4 one float at a time (a component of x4, y4, weight4 per step): the
+// -tail form's rescue sits in the hot kernel, and the registers its code needs can set
+// the kernel's register count (and so its occupancy); one float live, not four vec4s.
+fn rms_rescue_row4_lean(base4: u32, total: f32) {
+  let width = params.width;
+  var smax = 0u;
+  for (var j = 0u; j < width; j++) {
+    smax = max(smax, bitcast<u32>(f32(x4[base4 + j / 4u][j % 4u])) & 0x7fffffffu);
+  }
+  let k = rms_rescue_k(smax);
+  var ss = 0.0;
+  for (var j = 0u; j < width; j++) {
+    let v = scale_pow2(f32(x4[base4 + j / 4u][j % 4u]), k);
+    ss += v * v;
+  }
+  let r = rms_rescue_scale(smax, k, ss, total);
+  let kk = i32(r.x);
+  for (var j = 0u; j < width; j++) {
+    let v = scale_pow2(f32(x4[base4 + j / 4u][j % 4u]), kk) * r.y;
+    y4[base4 + j / 4u][j % 4u] = elem(v * f32(weight4[j / 4u][j % 4u]));
+  }
+}
+
 fn scale4(v: vec4<f32>, k: i32) -> vec4<f32> {
   return vec4<f32>(scale_pow2(v.x, k), scale_pow2(v.y, k), scale_pow2(v.z, k), scale_pow2(v.w, k));
 }

@@ -74,6 +74,10 @@ llm-export-deps:
 	$(EXPORT_PYTHON) -c "import executorch, torch, gguf, transformers" 2>/dev/null || { \
 		$(EXPORT_PYTHON) -m pip install --index-url $(TORCH_INDEX) torch==2.13.0 && \
 		$(EXPORT_PYTHON) -m pip install -e '.[export]'; }
+	@# the shaders live outside pkg/: the export needs this checkout installed, not PYTHONPATH
+	$(EXPORT_PYTHON) -c "import pte_webgpu.shaders, pathlib, sys; \
+		sys.exit(pathlib.Path(pte_webgpu.shaders.__file__).resolve().parent != pathlib.Path('shaders').resolve())" \
+		2>/dev/null || $(EXPORT_PYTHON) -m pip install --no-deps -e .
 
 llm: $(LLM_DIR)/$(LLM_NAME).pte $(LLM_DIR)/reference.json
 $(LLM_DIR)/$(LLM_NAME).pte: $(LLM_GGUF) | llm-export-deps

@@ -42,7 +42,8 @@ import pte_webgpu
 from pte_webgpu.formats import npy
 from pte_webgpu.gpu.interface import Dispatch, align4
 from pte_webgpu.runtime.build import upload
-from pte_webgpu.runtime.tensor import to_host_tensor, output
+from pte_webgpu.runtime.inputs import read_input
+from pte_webgpu.tensor import output
 
 _obj = lambda v: to_js(v, dict_converter=js.Object.fromEntries)
 _now = js.performance.now
@@ -101,24 +102,25 @@ async def rt_load(name):
     arrays = npy.read_npz(await _fetch(f"/fixtures/{name}.npz"))
     program = await _rt.load_program(await _fetch(f"/fixtures/{name}.pte"))
     method = program.load_method()
+    gpu = method._gpu_parts()  # the recorded work the JS path drives (Method._gpu_parts)
     inputs = [arrays[k] for k in sorted(arrays) if k.startswith("in")]
     wants = [arrays[k] for k in sorted(arrays) if k.startswith("out")]
     steps = []
-    for s in method.recording.steps:
+    for s in gpu["recording"].steps:
         if isinstance(s, Dispatch):
             steps.append({"kind": "dispatch", "pipeline": s.pipeline, "bindGroup": s.bind_group,
                           "grid": list(s.grid)})
         else:
             steps.append({"kind": "copy", "src": s.src.handle, "dst": s.dst.handle, "size": s.size})
     job = _obj({
-        "device": method.device.device,
-        "inputs": [[method.plan_buffers[vid].handle, to_js(memoryview(t.tobytes()))]
-                   for vid, t in zip(method.plan.inputs, inputs)],
-        "outputs": [[b.handle, size] for b, size in method.outputs],
-        "staging": method.staging.handle, "steps": steps})
-    replay = [_obj(steps), _obj([[b.handle, align4(size)] for b, size in method.outputs]),
-              sum(align4(size) for _, size in method.outputs)]
-    _loaded[name] = (program, method, inputs, wants, job, replay)
+        "device": gpu["device"].device,
+        "inputs": [[gpu["plan_buffers"][vid].handle, to_js(memoryview(t.tobytes()))]
+                   for vid, t in zip(gpu["plan"].inputs, inputs)],
+        "outputs": [[b.handle, size] for b, size in gpu["outputs"]],
+        "staging": gpu["staging"].handle, "steps": steps})
+    replay = [_obj(steps), _obj([[b.handle, align4(size)] for b, size in gpu["outputs"]]),
+              sum(align4(size) for _, size in gpu["outputs"])]
+    _loaded[name] = (program, method, inputs, wants, job, replay, gpu)
     # Correctness: both paths give the fixture's outputs, byte for byte the same.
     py = await method.execute(inputs, as_numpy=False)
     jsout = [bytes(a.to_py()) for a in await js.roundtripJsOnce(job)]
@@ -127,8 +129,8 @@ async def rt_load(name):
         return max((abs(x - y) for x, y in zip(a, b)), default=0.0)
     return {"adapter": _rt.device.info.summary(),
             "kernels": [k.get("variant") or k["op"] for k in method.kernels],
-            "dispatches": sum(isinstance(s, Dispatch) for s in method.recording.steps),
-            "steps": len(method.recording.steps), "inputs": len(inputs), "outputs": len(wants),
+            "dispatches": sum(isinstance(s, Dispatch) for s in gpu["recording"].steps),
+            "steps": len(gpu["recording"].steps), "inputs": len(inputs), "outputs": len(wants),
             "input_bytes": sum(t.nbytes for t in inputs),
             "same_bytes": [p.tobytes() == j for p, j in zip(py, jsout)],
             "max_abs_err": [err(p.tobytes(), w.tobytes()) for p, w in zip(py, wants)]}
@@ -150,20 +152,20 @@ async def time_js(name, n):
 
 async def time_replay(name, n):
     """Python uploads via the runtime, then awaits one JS call for the rest."""
-    _, method, inputs, _, _, (steps, outs, total) = _loaded[name]
-    dev, jsdev = method.device, method.device.device
+    _, method, inputs, _, _, (steps, outs, total), gpu = _loaded[name]
+    dev, jsdev = gpu["device"], gpu["device"].device
     out = []
     for _ in range(n):
         t0 = _now()
-        for vid, t in zip(method.plan.inputs, inputs):
-            upload(dev, method.plan_buffers[vid], t.memoryview())
-        raw = (await js.replayJs(jsdev, steps, outs, method.staging.handle, total)).to_bytes()
+        for vid, t in zip(gpu["plan"].inputs, inputs):
+            upload(dev, gpu["plan_buffers"][vid], t.memoryview())
+        raw = (await js.replayJs(jsdev, steps, outs, gpu["staging"].handle, total)).to_bytes()
         out.append(_now() - t0)
     return out
 
 
 async def count_calls(name):
-    _, method, inputs, _, job, _ = _loaded[name]
+    _, method, inputs, _, job, *_ = _loaded[name]
     js.countGpuCalls(True)
     try:
         await method.execute(inputs)
@@ -177,8 +179,8 @@ async def count_calls(name):
 
 async def phases(name, n):
     """One execute split in its phases (the same code as Method.execute, inlined)."""
-    _, method, inputs, *_ = _loaded[name]
-    dev = method.device
+    _, method, inputs, *_, gpu = _loaded[name]
+    dev, plan, storage = gpu["device"], gpu["plan"], gpu["storage"]
     acc = {"validate": [], "upload": [], "encode+submit": [], "await map+read": [], "outputs": [],
            "await resolved promise": [], "run_sync resolved promise": [],
            "replayJs sync part": [], "JS: write..submit": []}
@@ -198,19 +200,18 @@ async def phases(name, n):
     try:
         for _ in range(n):
             t0 = _now()
-            hosts = [(vid, to_host_tensor(x, i, method.plan.values[vid].dtype.name))
-                     for i, (x, vid) in enumerate(zip(inputs, method.plan.inputs))]
+            hosts = [(vid, read_input(x, i, plan.values[vid].dtype.name))
+                     for i, (x, vid) in enumerate(zip(inputs, plan.inputs))]
             t1 = _now()
             for vid, t in hosts:
-                upload(dev, method.plan_buffers[vid], method.storage.to_storage(t.memoryview(), t.dtype))
+                upload(dev, gpu["plan_buffers"][vid], storage.to_storage(t.memoryview(), t.dtype))
             t2 = _now()
-            raw, _ = await dev.run(method.recording, method.outputs, method.staging)
+            raw, _ = await dev.run(gpu["recording"], gpu["outputs"], gpu["staging"])
             t3 = _now()
             outs = []
-            for vid, data in zip(method.plan.outputs, raw):
-                t = method.plan.values[vid]
-                data = method.storage.from_storage(
-                    data[:t.numel * method.storage.dtype(t.dtype).itemsize], t.dtype)
+            for vid, data in zip(plan.outputs, raw):
+                t = plan.values[vid]
+                data = storage.from_storage(data[:t.numel * storage.dtype(t.dtype).itemsize], t.dtype)
                 outs.append(output(data, t.sizes, t.dtype, False))
             t4 = _now()
             await js.Promise.resolve(0)
@@ -219,7 +220,7 @@ async def phases(name, n):
                 run_sync(js.Promise.resolve(0))
                 acc["run_sync resolved promise"].append(_now() - t5)
             t6 = _now()
-            p = js.replayJs(dev.device, r_steps, r_outs, method.staging.handle, r_total)
+            p = js.replayJs(dev.device, r_steps, r_outs, gpu["staging"].handle, r_total)
             acc["replayJs sync part"].append(_now() - t6)
             await p
             acc["validate"].append(t1 - t0); acc["upload"].append(t2 - t1)

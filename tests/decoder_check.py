@@ -47,7 +47,11 @@ async def decoder_report(rt, pte, npz):
     try:
         method = program.load_method("forward")
         report = {"mode": mode, "errors": [], "argmax": [], "want_argmax": [],
-                  "state": method.state.labels()}
+                  "state": method._state.labels(),
+                  # kinds of the linears' kernels (a dynamic linear may have a twin)
+                  "linear_variants": sorted({k[key].split("-")[0].rstrip("4")
+                                             for k in method.kernels for key in ("variant", "twin")
+                                             if k["op"] == "aten.linear.default" and key in k})}
         for inputs, want in zip(calls, wants):
             outs = await method.execute(inputs, as_numpy=False)
             report["errors"].append(max(_max_error(o, w) for o, w in zip(outs, want)))

@@ -18,8 +18,9 @@ from .errors import (
 
 from .method_meta import MethodMeta, TensorInfo
 from .ops.registry import operator_names
-from .runtime import Method, Program, Runtime, Tensor
+from .runtime import Method, Program, Runtime
 from .runtime.options import RuntimeOptions
+from .tensor import Tensor
 
 __version__ = "0.1.0"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import dtypes, reference
 from .errors import InputError
-from .runtime.tensor import Tensor
+from .tensor import Tensor
 
 _INT_RANGE = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
 

@@ -13,7 +13,7 @@ from .errors import PteError
 from .graph import ListValue, Null, Scalar, TensorValue
 from .formats.pte import PlanTensor
 from .ops.registry import kernel_choices, supported_ops
-from .runtime.plan_graph import kernel_op_name
+from .plan_graph import kernel_op_name
 from .runtime.storage import WIDE
 from .runtime.half import program_can_use_half
 

@@ -17,9 +17,9 @@ from .formats.pte import DelegateCall, FreeCall, KernelCall, MoveCall, PlanTenso
 from .graph import ListValue, Scalar, TensorValue
 from .ops import registry
 from .ops.cpu import Array
-from .runtime.plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
+from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
 from .runtime.inputs import read_input
-from .runtime.tensor import Tensor
+from .tensor import Tensor
 
 __all__ = ["Array", "from_tensor", "round_to", "run_delegate", "run_op", "run_op_outputs",
            "run_program", "supported_ops", "to_tensor"]
@@ -41,7 +41,7 @@ def round_to(values: list, dtype: dtypes.DType) -> list:
 
 
 def from_tensor(t) -> Array:
-    """An Array from a runtime.Tensor or a numpy array (any byte order or strides)."""
+    """An Array from a Tensor or a numpy array (any byte order or strides)."""
     t = read_input(t, 0)
     dtype = _dtype(getattr(t.dtype, "name", str(t.dtype)), "input")
     shape = tuple(int(d) for d in t.shape)
@@ -164,7 +164,7 @@ def run_program(program: formats.ProgramFile, inputs: list, method: str = "forwa
     """Run ``method`` of an opened program (formats.open_program) on the CPU.
 
     ``inputs``: one Tensor or numpy array per plan input. Returns one
-    runtime.Tensor per plan output, in the plan's dtypes.
+    Tensor per plan output, in the plan's dtypes.
     """
     plan = program.plan(method)
     if len(inputs) != len(plan.inputs):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from .errors import InputError
-from .runtime.tensor import Tensor
+from .tensor import Tensor
 
 _STEP = re.compile(r"^step(\d+)_in(\d+)$")
 _SEQ = re.compile(r"^seq_in(\d+)$")

@@ -23,7 +23,7 @@ from .formats.pte import DelegateCall, KernelCall
 from .graph import TensorValue
 from .ops import registry
 from .runtime import Runtime, Tensor
-from .runtime.plan_graph import kernel_op, linear_chain, plan_as_graph
+from .plan_graph import kernel_op, linear_chain, plan_as_graph
 
 FIRST_VALUES = 8
 MAX_REPEAT = 1000
@@ -219,7 +219,7 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
         method = program.load_method(method_name)
         load_seconds = time.perf_counter() - started
         tensors, names, source = choose_inputs(method.input_specs(), inputs, seed,
-                                               index_limits(method.plan), cast)
+                                               index_limits(program.file.plan(method_name)), cast)
         times, outputs, cancelled = [], [], False
         for i in range(repeat):
             if i and should_stop is not None and should_stop():

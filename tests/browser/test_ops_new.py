@@ -21,7 +21,7 @@ SUPPORT = (Path(__file__).parent / "page_support.py").read_text() + '''
 async def run_raw(name, inputs=None):
     """Outputs of fixture ``name`` as (dtype, shape, hex bytes); ``inputs``: (dtype, shape,
     hex) to use instead of the fixture's."""
-    from pte_webgpu.runtime.tensor import Tensor
+    from pte_webgpu.tensor import Tensor
     from pte_webgpu import dtypes
     rt = await runtime()
     program = await rt.load_program(await fetch_bytes(f"/fixtures/{name}.pte"))

@@ -37,6 +37,25 @@ def test_program_api_and_with_closes(runtime):
         program.metadata("nope")
 
 
+def test_method_and_program_show_only_their_api(runtime):
+    """As ExecuTorch's Python runtime: the plan, buffers, recording and state of a Method
+    (and a Program's storage rule and budget) are internals, not attributes to lean on."""
+    async def go():
+        with await runtime.load_program((FIXTURES / f"{NAME}.pte").read_bytes()) as program:
+            method = program.load_method("forward")
+            return ({n for n in dir(method) if not n.startswith("_")},
+                    {n for n in dir(program) if not n.startswith("_")},
+                    method.metadata, program.metadata("forward"))
+
+    method_api, program_api, method_meta, program_meta = run_sync(go())
+    assert method_api == {"name", "kernels", "notes", "last_profile", "load_seconds", "closed",
+                          "metadata", "input_specs", "execute", "reset", "close"}
+    assert program_api == {"runtime", "file", "closed", "method_names", "metadata",
+                           "load_method", "close"}
+    assert method_meta == program_meta and method_meta.name == "forward"
+    assert method_meta.num_inputs() == 2 and method_meta.num_outputs() == 2  # min and max
+
+
 def test_with_runtime_closes_every_program():
     async def go():
         with await pte_webgpu.Runtime.create("native") as rt:

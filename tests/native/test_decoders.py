@@ -22,7 +22,7 @@ def test_llama_caches_are_state_with_their_own_buffers(runtime):
         program = await runtime.load_program((DECODERS / "llama_static_rope.pte").read_bytes())
         try:
             method = program.load_method()
-            return [buf.handle for buf, *_ in method.state.entries]
+            return [buf.handle for buf, *_ in method._state.entries]
         finally:
             program.close()
 
@@ -30,3 +30,47 @@ def test_llama_caches_are_state_with_their_own_buffers(runtime):
     n_layers = INDEX["llama_static_rope"]["model_args"]["n_layers"]
     assert len(handles) == 2 * n_layers
     assert len({id(h) for h in handles}) == len(handles)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if INDEX[n].get("dynamic")])
+def test_dynamic_decoder_with_gpu_matmul_forms(runtime, name, monkeypatch):
+    """Lavapipe taken for a GPU (matmul.is_cpu False): the prefill-sized linears record a
+    tiled product and its matrix-vector twin, and each execute runs the one its actual
+    rows call for (the other's grid is empty); prefill and decode both match torch."""
+    from pte_webgpu.ops import matmul
+    monkeypatch.setattr(matmul, "is_cpu", lambda adapter: False)
+    pte = (DECODERS / f"{name}.pte").read_bytes()
+    npz = (DECODERS / f"{name}.npz").read_bytes()
+    report = run_sync(decoder_report(runtime, pte, npz))
+    check_report(name, report)
+    kinds = report["linear_variants"]
+    assert "mm" in kinds and any(k.startswith("gemv") for k in kinds), kinds
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if INDEX[n].get("dynamic")])
+def test_decode_step_dispatches_only_the_actual_rows(runtime, name):
+    """One token through a program whose sequence length is dynamic: the element-wise,
+    row-wise and matmul kernels follow the actual size, so the step dispatches far fewer
+    workgroups than a full-length one (before: the bound's, at every decode step)."""
+    import numpy as np
+
+    async def workgroups(program, length):
+        method = program.load_method("forward")
+        tokens = np.zeros((1, length), dtype=np.int64)
+        await method.execute([tokens, np.array([0], dtype=np.int64)])
+        recording = method._gpu_parts()["recording"]
+        return sum(s.grid[0] * s.grid[1] * s.grid[2] for s in recording.steps
+                   if hasattr(s, "grid") and s.label in ("aten.linear.default",
+                                                         "et_vk.rms_norm.default",
+                                                         "aten.mul.Tensor"))
+
+    async def go():
+        program = await runtime.load_program((DECODERS / f"{name}.pte").read_bytes())
+        try:
+            bound = INDEX[name]["model_args"]["max_seq_len"] - 1
+            return await workgroups(program, 1), await workgroups(program, bound)
+        finally:
+            program.close()
+
+    one, full = run_sync(go())
+    assert one * 4 < full, (one, full)

@@ -67,7 +67,7 @@ def test_ids_reaching_the_kernel_through_gpu_work_raise_from_the_flag(runtime, t
 
 def test_the_view_path_has_no_host_check(token_view):
     """The ids of token_view_2x3 are a view, not the input: only the flag sees them."""
-    assert [c.input_index for c in token_view.id_checks.checks] == [None]
+    assert [c.input_index for c in token_view._id_checks.checks] == [None]
 
 
 def test_nothing_leaks(runtime, token_model, token_view):
@@ -95,7 +95,7 @@ def test_index_tensor_ids_out_of_range_raise(runtime):
                                                             r"(of its ids )?is outside \[-5, 5\)"):
                 run_sync(method.execute([x, bad_ids]))
         # The kernel's flag alone (as for ids computed on the GPU): host check off.
-        for check in method.id_checks.checks:
+        for check in method._id_checks.checks:
             check.input_index = None
         bad_ids = ids.copy()
         bad_ids[0] = 7

@@ -58,7 +58,7 @@ def test_float16_programs_in_both_storage_modes(entry, float16):
             ins = [ref[k] for k in sorted(ref.files) if k.startswith("in")]
             method = program.load_method()
             outs = await method.execute(ins)
-            half = program.storage.half
+            half = program._storage.half
             notes = method.notes
             program.close()
             return outs, [ref[k] for k in sorted(ref.files) if k.startswith("out")], half, notes, \

@@ -81,11 +81,12 @@ def test_wgpu_error_at_execute_is_a_gpu_error(fresh_runtime):
     async def go():
         program = await fresh_runtime.load_program(pte)
         method = program.load_method()
-        out = method.plan_buffers[method.plan.outputs[0]]
-        method.recording.steps.append(Copy(out, out, 4, "self copy"))
+        gpu = method._gpu_parts()
+        out = gpu["plan_buffers"][gpu["plan"].outputs[0]]
+        gpu["recording"].steps.append(Copy(out, out, 4, "self copy"))
         with pytest.raises(pte_webgpu.GpuError) as info:
             await method.execute(ins)
-        method.recording.steps.pop()
+        gpu["recording"].steps.pop()
         again = await method.execute(ins)
         program.close()
         return info.value, again
@@ -105,7 +106,7 @@ def test_shared_constant_is_uploaded_once(fresh_runtime, craft):
     async def used(data):
         program = await fresh_runtime.load_program(data)
         try:
-            return program.budget.used
+            return program._budget.used
         finally:
             program.close()
     base = run_sync(used(plain))
@@ -122,7 +123,7 @@ def test_memory_planned_constants_keep_their_own_buffers(fresh_runtime):
     async def used(data):
         program = await fresh_runtime.load_program(data)
         try:
-            return program.budget.used
+            return program._budget.used
         finally:
             program.close()
     assert run_sync(used(p.build())) - run_sync(used(plain)) == 2 * 256  # two states

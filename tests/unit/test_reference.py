@@ -14,7 +14,7 @@ from pte_webgpu.errors import InputError, UnsupportedError
 from pte_webgpu.graph import ListValue, Null, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import binary, rms_norm
 from pte_webgpu.ops.registry import supported_ops
-from pte_webgpu.runtime.tensor import Tensor
+from pte_webgpu.tensor import Tensor
 from tests.fixture_index import FIXTURES, INDEX, needed_ops, tolerance
 
 SUPPORTED = set(reference.supported_ops())

@@ -10,7 +10,7 @@ from pte_webgpu.runtime import dynamic
 from pte_webgpu.runtime.state import mutable_plan_values
 from pte_webgpu.runtime.storage import Storage
 from pte_webgpu.runtime.inputs import read_input
-from pte_webgpu.runtime.tensor import Tensor
+from pte_webgpu.tensor import Tensor
 from pte_webgpu.steps import name_outputs, plan_calls
 from tests.decoders import DECODERS
 

@@ -1,6 +1,6 @@
 """NumPy ``.npy`` / ``.npz`` reading and writing without numpy (Pyodide has none offline).
 
-Arrays come back as ``runtime.Tensor``; C order, the dtypes in ``dtypes.BY_NAME``
+Arrays come back as ``tensor.Tensor``; C order, the dtypes in ``dtypes.BY_NAME``
 (big-endian members are byte-swapped to little-endian). Errors are FormatError naming
 the member and what was wrong.
 """
@@ -14,6 +14,7 @@ import zipfile
 
 from .. import dtypes
 from ..errors import FormatError
+from ..tensor import Tensor
 
 MAGIC = b"\x93NUMPY"
 _DESCR = {"<f4": "float32", "<f2": "float16", "<f8": "float64", "<i4": "int32",
@@ -23,8 +24,6 @@ _DESCR_OF = {v: k for k, v in _DESCR.items()}
 
 
 def read_npy(data, name: str = ".npy"):
-    from ..runtime.tensor import Tensor
-
     view = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
     if bytes(view[:6]) != MAGIC or len(view) < 10:
         raise FormatError(f"{name}: not a .npy file (magic {bytes(view[:6])!r})", offset=0)
@@ -72,7 +71,7 @@ def read_npz(data, name: str = ".npz") -> dict:
 
 
 def write_npy(tensor) -> bytes:
-    """``.npy`` bytes (version 1.0) of a runtime.Tensor or numpy array."""
+    """``.npy`` bytes (version 1.0) of a Tensor or numpy array."""
     shape = tuple(tensor.shape)
     dtype = tensor.dtype if isinstance(tensor.dtype, dtypes.DType) else \
         dtypes.BY_NAME[str(tensor.dtype)]

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import InputError, UnsupportedError
-from ..runtime.tensor import Tensor
+from ..tensor import Tensor
 from .chat import ChatTemplate
 from .sampling import choose
 from .tokenizer import Tokenizer
@@ -112,7 +112,7 @@ class LanguageModel:
         if isinstance(tokenizer, (str, bytes)):
             tokenizer = Tokenizer.from_json(tokenizer)
         method = program.load_method("forward")
-        plan = method.plan
+        plan = program.file.plan("forward")  # the program model: dynamism, the logits shape
         if len(plan.inputs) != 2 or len(plan.outputs) != 1:
             raise UnsupportedError(
                 f"forward takes {len(plan.inputs)} inputs and gives {len(plan.outputs)} outputs; "
@@ -265,10 +265,10 @@ class LanguageModel:
 def _constants(program) -> dict:
     """The values of the program's constant methods (get_max_seq_len, ...), ints only."""
     found = {}
-    for name, method in program.methods.items():
-        if name == "forward" or method.plan.inputs or len(method.plan.outputs) != 1:
+    for plan in program.file.plans:
+        if plan.name == "forward" or plan.inputs or len(plan.outputs) != 1:
             continue
-        value = method.plan.values[method.plan.outputs[0]]
+        value = plan.values[plan.outputs[0]]
         if getattr(value, "kind", None) == "int":
-            found[name] = int(value.value)
+            found[plan.name] = int(value.value)
     return found

@@ -14,6 +14,7 @@ from . import cpu
 from .common import check_rank, contiguous_strides, elementwise_workgroup
 from .mixed import type_of
 from .registry import define
+from .exec_ints import follow_actual_size
 
 PARAMS = Uniform(("numel", "u32"), ("rank", "u32"), ("count", "u32"), ("kept", "vec8"),
                  ("reduced", "vec8"), ("strides", "vec8"))
@@ -72,6 +73,7 @@ async def build(ctx, op):
     ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id),
                                 (2, ctx.uniform(params, f"{op.name} params"))],
                  ctx.grid(-(-out.numel // wg)))
+    follow_actual_size(ctx, out_id, wg)
 
 
 def reference(read, values, args):

@@ -21,6 +21,7 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
 from . import cpu
 from .common import check_rank, elementwise_workgroup
 from . import sizes
+from .exec_ints import follow_actual_size
 from .registry import define
 
 
@@ -94,6 +95,7 @@ async def gather(ctx, op, x_id: int, out_id: int, out_shape, src_strides) -> Non
                          a_strides=src_strides)
     ctx.dispatch(op, pipeline, [(0, x_id), (2, out_id), (3, ctx.uniform(params, f"{op.name} params"))],
                  ctx.grid(-(-numel // wg)))
+    follow_actual_size(ctx, out_id, wg)
 
 
 async def build(ctx, op):
@@ -122,6 +124,7 @@ async def build(ctx, op):
     ctx.dispatch(op, pipeline, [(0, a_id), (1, b_id), (2, out_id),
                                 (3, ctx.uniform(params, f"{op.name} params"))],
                  ctx.grid(-(-out.numel // wg)))
+    follow_actual_size(ctx, out_id, wg)
 
 
 def add(a: cpu.Array, b: cpu.Array, alpha: float, out_shape: tuple) -> list:

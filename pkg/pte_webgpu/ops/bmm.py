@@ -9,6 +9,7 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
 from .registry import define
 from .sizes import bmm as bmm_size
+from .exec_ints import follow_actual_size
 
 PARAMS = Uniform(("numel", "u32"), ("m", "u32"), ("k", "u32"), ("n", "u32"))
 KERNEL = Kernel("bmm", (Binding(0, "a"), Binding(1, "w"), Binding(2, "out", "read_write")),
@@ -34,6 +35,7 @@ async def build(ctx, op):
     params = ctx.uniform(PARAMS.pack(numel=out.numel, m=m, k=k, n=n), f"{op.name} params")
     ctx.dispatch(op, pipeline, [(0, a_id), (1, w_id), (2, out_id), (3, params)],
                  ctx.grid(-(-out.numel // wg)))
+    follow_actual_size(ctx, out_id, wg)
 
 
 def reference(read, values, args):

@@ -21,6 +21,7 @@ from .common import check_rank, contiguous_strides, elementwise_workgroup, norma
 from .registry import define
 from .sizes import cat as cat_size
 from .sizes import expand as expand_size
+from .exec_ints import follow_actual_size
 
 FLOAT_DTYPES = ("float32", "float16")
 WORD_DTYPES = ("int32", "int64", "bool")  # held in 4 bytes (runtime/storage.py)
@@ -64,6 +65,8 @@ async def strided_copy(ctx, op, src_id, dst_id, shape, src_strides, dst_strides,
     ctx.dispatch(op, pipeline, [(0, src_id), (1, dst_id),
                                 (2, ctx.uniform(params, f"{op.name} params"))],
                  ctx.grid(-(-numel // wg)))
+    if tuple(shape) == tuple(ctx.graph.values[dst_id].shape) and not dst_offset:
+        follow_actual_size(ctx, dst_id, wg)  # the whole output, element i by invocation i
 
 
 def broadcast_strides(shape, out_shape, what: str) -> list[int]:

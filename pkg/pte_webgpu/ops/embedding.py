@@ -15,6 +15,7 @@ from ..errors import FormatError, InputError
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
 from . import sizes
+from .exec_ints import follow_actual_size
 from .registry import register
 
 PARAMS = Uniform(("numel", "u32"), ("dim", "u32"), ("vocab", "u32"))  # numel = rows * dim
@@ -65,3 +66,4 @@ async def build_embedding(ctx, op):
     flag = ctx.id_check(idx_id, vocab, op)
     ctx.dispatch(op, pipeline, [(0, w_id), (1, idx_id), (2, out_id), (3, uniform), (4, flag)],
                  ctx.grid(-(-out.numel // wg)))
+    follow_actual_size(ctx, out_id, wg)

@@ -3,6 +3,8 @@ argument, and binding the method's slot buffer (runtime/dynamic.py)."""
 
 from __future__ import annotations
 
+from math import prod
+
 from ..errors import FormatError, UnsupportedError
 from ..graph import Null, Scalar
 
@@ -42,24 +44,27 @@ def ref_int(read, values, vid: int, default: int | None = None) -> int | None:
     return default
 
 
-def follow_actual_size(ctx, out_id: int, wg: int) -> None:
-    """Make the dispatch just recorded (one invocation per element of ``out_id``) cover only
-    the actual elements at execute, when ``out_id`` has a dynamic shape whose valid elements
-    are the first ones of its buffer (else the bound grid stays)."""
+def follow_actual_size(ctx, out_id: int, per, alternative: bool = False) -> None:
+    """Make the dispatch just recorded cover only the actual elements of ``out_id`` at
+    execute, when ``out_id`` has a dynamic shape whose valid elements are the first ones of
+    its buffer (else the bound grid stays). ``per``: invocations per workgroup for a kernel
+    with one invocation per element, or ``fn(n) -> workgroups`` covering the first n
+    elements (workgroups must take the output in order: flat workgroup g before g + 1).
+    ``alternative``: a twin of an earlier dispatch, run only when ``per`` gives workgroups
+    (none when the valid elements are not a prefix: the earlier one's full grid runs)."""
     env, graph = ctx.dyn, ctx.graph_key
     if env is None or not env.is_dynamic(graph, out_id):
         return
+    groups = per if callable(per) else (lambda n, wg=per: -(-n // wg))
     bound = tuple(ctx.graph.values[out_id].shape)
     full = ctx.recording.steps[-1].grid
 
     def grid(env):
         shape = env.shape(graph, out_id, bound)
         if not is_prefix(shape, bound):
-            return full
-        n = 1
-        for d in shape:
-            n *= d
-        return ctx.grid(-(-n // wg))
+            return (0, 1, 1) if alternative else full
+        n = groups(prod(shape))
+        return ctx.grid(n) if n else (0, 1, 1)  # an empty dispatch: an unused alternative
     env.grids.append((len(ctx.recording.steps) - 1, grid))
 
 

@@ -17,6 +17,7 @@ from .common import elementwise_workgroup
 from .mixed import type_of
 from .registry import define
 from .sizes import same_as_first
+from .exec_ints import follow_actual_size
 
 PARAMS = Uniform(("numel", "u32"), ("a", "f32"), ("b", "f32"), ("n", "i32"), ("m", "i32"))
 # A fill (step 0) stores start itself: -0.0 + 0.0 would be +0.0.
@@ -64,6 +65,7 @@ async def _fill(ctx, op, out_id: int, start, step) -> None:
                                   half=kind == "float" and ctx.half(out_id))
     ctx.dispatch(op, pipeline, [(0, out_id), (1, ctx.uniform(params, f"{op.name} params"))],
                  ctx.grid(-(-out.numel // wg)))
+    follow_actual_size(ctx, out_id, wg)
 
 
 def _fill_arg(op_name: str, fill_index: int):

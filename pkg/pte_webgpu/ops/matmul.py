@@ -34,6 +34,7 @@ from ..errors import FormatError, UnsupportedError
 from ..graph import Null, TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import sizes
+from .exec_ints import follow_actual_size
 from .common import elementwise_workgroup
 from .registry import define
 from .rms_norm import TYPICAL_ADAPTERS
@@ -379,8 +380,22 @@ async def build_linear(ctx, op):
         return
     adapter = ctx.device.info
     v = VARIANTS.pick(ctx, op, lambda: choose(adapter, m, n, k), lambda v: fit(v, adapter, k))
-    await record(ctx, op, v, [(0, x_id), (1, w_id), (2, out_id), (4, b_id if has_bias else w_id)],
-                 m, n, k, has_bias, ctx.half(out_id))
+    bindings = [(0, x_id), (1, w_id), (2, out_id), (4, b_id if has_bias else w_id)]
+    # A dynamic M (one program for prefill and decode): the actual rows' workgroups only,
+    # and where the bound picks a matrix-matrix form, a matrix-vector twin takes the
+    # executes of up to DECODE_ROWS rows (the other one's grid is then empty).
+    decode = choose(adapter, min(m, DECODE_ROWS), n, k)
+    twin = (decode != v and m > DECODE_ROWS and ctx.dyn is not None
+            and ctx.dyn.is_dynamic(ctx.graph_key, out_id)
+            and VARIANTS.forced(ctx.options) is None)
+    if twin:
+        ctx.note_kernel(op, twin=decode.name)
+    for variant, rows_ok in ((v, lambda r: not twin or r > DECODE_ROWS),
+                             (decode, lambda r: r <= DECODE_ROWS))[:1 + twin]:
+        await record(ctx, op, variant, bindings, m, n, k, has_bias, ctx.half(out_id))
+        follow_actual_size(ctx, out_id, lambda e, variant=variant, rows_ok=rows_ok:
+                           _shape(ctx, variant, -(-e // n), n)[4] if rows_ok(-(-e // n)) else 0,
+                           alternative=variant is decode and twin)
 
 
 def choices(graph, op) -> dict[str, str]:

@@ -25,6 +25,7 @@ from .copying import broadcast_strides
 from .common import check_rank, elementwise_workgroup
 from .registry import define
 from .sizes import broadcast
+from .exec_ints import follow_actual_size
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,8 @@ async def dispatch(ctx, op, row: Mixed, args, into=None) -> None:
     bindings = [(i, v) for i, v in enumerate(ids)] + [(3, out_id if into is None else into),
                                                      (4, ctx.uniform(params, f"{op.name} params"))]
     ctx.dispatch(op, pipeline, bindings, ctx.grid(-(-out.numel // wg)))
+    if into is None:
+        follow_actual_size(ctx, out_id, wg)
 
 
 def _build(row: Mixed):

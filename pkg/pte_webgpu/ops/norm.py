@@ -20,6 +20,7 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu
 from .common import int_list_arg, pow2_workgroup
 from .registry import define
+from .exec_ints import follow_actual_size
 
 F32_EPS = 2.0 ** -23  # eps when the graph has none (docs/FORMATS.md §5.4)
 
@@ -89,6 +90,7 @@ async def build_layer_norm(ctx, op):
                 (2, x_id if bias is None else bias), (3, out_id), (4, mean_id),
                 (5, rstd_id), (6, params)]
     ctx.dispatch(op, pipeline, bindings, ctx.grid(rows))
+    follow_actual_size(ctx, out_id, lambda n: -(-n // width))  # one workgroup per row
     ctx.note_kernel(op, wg_size=wg)
 
 

@@ -19,6 +19,7 @@ from . import cpu
 from . import sizes
 from .registry import register
 from .variants import declare
+from .exec_ints import follow_actual_size
 
 
 def reduction_layout(shape, dims) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -106,13 +107,14 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:
         wg = min(LINES_WG, elementwise_workgroup(ctx))
         pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg, "op": code}, "lines",
                                       half=ctx.half(out_id))
-        grid = ctx.grid(-(-lines // wg))
+        grid, per = ctx.grid(-(-lines // wg)), wg
     else:
         wg = pow2_workgroup(ctx, r)
         pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg, "op": code},
                                       half=ctx.half(out_id))
-        grid = ctx.grid(lines)
+        grid, per = ctx.grid(lines), 1  # one workgroup per output line
     ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id), (2, uniform)], grid)
+    follow_actual_size(ctx, out_id, per)
 
 
 @register("aten.mean.dim", half=True, reference=mean_reference, args=5)

@@ -31,6 +31,7 @@ from ..graph import TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu
 from . import sizes
+from .exec_ints import follow_actual_size
 from .registry import define
 from .variants import declare
 
@@ -257,6 +258,7 @@ async def build(ctx, op):
                             fitted(adapter, width))
     await record(ctx, op, variant, [(0, x_id), (1, w_id), (2, out_id)], rows, width, eps,
                  half)
+    follow_actual_size(ctx, out_id, lambda n: variant.workgroups(-(-n // width)))
 
 
 # Two adapters ``inspect`` shows the choice for, without a GPU at hand.

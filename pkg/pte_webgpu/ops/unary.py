@@ -21,6 +21,7 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
 from . import cpu
 from .common import elementwise_workgroup, same_numel
 from . import sizes
+from .exec_ints import follow_actual_size
 from .registry import define
 
 INT_EXP_LIMIT = 1 << 24  # beyond this every f32 is an even integer anyway
@@ -230,6 +231,7 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, row: int, scalars: dict) ->
     params = PARAMS.pack(numel=out.numel, inf=math.inf, nan=math.nan, **scalars)
     ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id), (2, ctx.uniform(params, f"{op.name} params"))],
                  ctx.grid(-(-out.numel // wg)))
+    follow_actual_size(ctx, out_id, wg)
 
 
 async def round_to_half(ctx, op, x_id: int, out_id: int) -> None:
@@ -247,6 +249,7 @@ async def round_buffer_to_half(ctx, op, src, out_id: int) -> None:
     params = PARAMS.pack(numel=out.numel, inf=math.inf, nan=math.nan)
     ctx.dispatch(op, pipeline, [(0, src), (1, out_id), (2, ctx.uniform(params, f"{op.name} params"))],
                  ctx.grid(-(-out.numel // wg)))
+    follow_actual_size(ctx, out_id, wg)
 
 
 async def build(ctx, op):

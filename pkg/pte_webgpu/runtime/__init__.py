@@ -3,6 +3,6 @@
 from .method import Method
 from .program import Program
 from .runtime import Runtime
-from .tensor import Tensor
+from ..tensor import Tensor  # re-exported: pte_webgpu.runtime.Tensor keeps working
 
 __all__ = ["Method", "Program", "Runtime", "Tensor"]

@@ -14,7 +14,7 @@ from ..dtypes import FLOAT16, INT32, INT64
 from ..formats.pte import DelegateCall, KernelCall
 from ..graph import ListValue, TensorValue
 from ..ops import registry
-from .plan_graph import kernel_op, plan_as_graph
+from ..plan_graph import kernel_op, plan_as_graph
 
 
 def program_can_use_half(file) -> bool:

@@ -22,9 +22,9 @@ import array
 
 from .. import dtypes
 from ..errors import InputError
-from .host_buffers import (buffer_bytes, is_numpy, kind, nested, numpy_bytes, pack_values,
+from ..host_buffers import (buffer_bytes, is_numpy, kind, nested, numpy_bytes, pack_values,
                            read_dtype, read_shape)
-from .tensor import Tensor
+from ..tensor import Tensor
 
 try:  # numpy is optional (absent in an offline Pyodide)
     import numpy as _np

@@ -15,16 +15,17 @@ import time
 from ..errors import ClosedError, DataTooSmallError, InputError, UnsupportedError
 from ..formats.pte import DelegateCall, ExecutionPlan, KernelCall, MoveCall, PlanTensor
 from ..gpu.interface import Copy, Recording
-from ..ops import registry
 from ..graph import Scalar
+from ..method_meta import MethodMeta, method_meta
+from ..ops import registry
+from ..plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
+from ..tensor import numpy_available, output
 from . import dynamic
 from .build import BuildContext, Resources, build_delegate, call_handler, upload
 from .exclusive import Exclusive
-from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
 from .id_checks import IdChecks
 from .inputs import read_input, read_list
 from .state import State, mutable_plan_values
-from .tensor import numpy_available, output
 
 # int64 is held as int32, bool as u32 (storage.py)
 PLAN_DTYPES = ("float32", "float16", "int32", "int64", "bool")
@@ -41,41 +42,46 @@ def _row_major(sizes, dim_order) -> bool:
 
 
 class Method:
-    def __init__(self, program, plan: ExecutionPlan, device, storage):
-        self.program, self.plan, self.device = program, plan, device
-        self.options = program.runtime.options
-        self.storage = storage  # how float16 is held (runtime/storage.py), one rule per program
+    """One method of a loaded program (``Program.load_method``), as ExecuTorch's Python
+    ``Method``: ``execute``, ``metadata``, ``reset``, ``close``; ``name``, ``kernels`` (how
+    each op runs), ``notes`` (storage choices), ``load_seconds``, ``last_profile``,
+    ``closed``. Everything else (plan, buffers, recording, state) is the runtime's own."""
+
+    def __init__(self, plan: ExecutionPlan, device, storage, options, budget=None):
+        self._plan, self._device = plan, device
+        self._options = options  # RuntimeOptions of the Runtime that loads it
+        self._storage = storage  # how float16 is held (runtime/storage.py), one rule per program
         self.name = plan.name
-        self.graph = plan_as_graph(plan)
-        self.resources = Resources(device, getattr(program, "budget", None))
-        self.recording = Recording()
-        self.plan_buffers: dict = {}
-        self.outputs: list = []
-        self.staging = None
+        self._graph = plan_as_graph(plan)
+        self._resources = Resources(device, budget)  # budget: the program's, charged per buffer
+        self._recording = Recording()
+        self._plan_buffers: dict = {}
+        self._outputs: list = []
+        self._staging = None
         self.kernels: list[dict] = []  # one entry per op: where it runs, how, dispatches
-        self.id_checks = IdChecks()  # ids outside a table: InputError (id_checks.py)
+        self._id_checks = IdChecks()  # ids outside a table: InputError (id_checks.py)
         self.notes: list[str] = []
         self.load_seconds = 0.0
         self.last_profile: list[dict] | None = None
         self._lock = Exclusive()  # safe across threads and event loops
         self.closed = False
-        self.dyn = dynamic.DynamicEnv()  # SymInts and actual sizes, per execute
-        self.state = State(device)  # what persists across executes; reset() restores it
+        self._dyn = dynamic.DynamicEnv()  # SymInts and actual sizes, per execute
+        self._state = State(device)  # what persists across executes; reset() restores it
         self._mutable = mutable_plan_values(plan)
         self._delegates_built = 0
-        self.dyn.plan_inputs = set(plan.inputs)
+        self._dyn.plan_inputs = set(plan.inputs)
 
     # --- load ----------------------------------------------------------------------
     async def _build(self, file, pipelines: dict) -> None:
         start = time.perf_counter()
-        plan = self.plan
+        plan = self._plan
         for vid in plan.inputs:
             if self._plan_tensor(vid, "input").shape_dynamism:
-                self.dyn.dynamic.add(("shape", -1, vid))
+                self._dyn.dynamic.add(("shape", -1, vid))
         for vid in plan.outputs:
             if not self._scalar_output(vid):
                 self._plan_tensor(vid, "output")
-        await self.device.push_error_scopes()
+        await self._device.push_error_scopes()
         built = False
         try:
             for index, ins in linear_chain(plan):
@@ -90,39 +96,39 @@ class Method:
             for vid in plan.outputs:
                 if self._scalar_output(vid):
                     continue
-                size = self.storage.nbytes(self.graph.values[vid])
-                self.outputs.append((self._buffer(vid, file), size))
-            self.outputs += self.id_checks.readbacks()  # read back after the outputs
-            total = sum(size for _, size in self.outputs)
-            if self.outputs:
-                self.staging = self.resources.buffer(total, f"{plan.name} outputs staging",
+                size = self._storage.nbytes(self._graph.values[vid])
+                self._outputs.append((self._buffer(vid, file), size))
+            self._outputs += self._id_checks.readbacks()  # read back after the outputs
+            total = sum(size for _, size in self._outputs)
+            if self._outputs:
+                self._staging = self._resources.buffer(total, f"{plan.name} outputs staging",
                                                      ("map_read", "copy_dst"))
             built = True
         finally:
             # On failure the scopes are still popped, but the first error is the one raised.
-            await self.device.pop_error_scopes(f"loading method {plan.name!r}",
+            await self._device.pop_error_scopes(f"loading method {plan.name!r}",
                                                raise_errors=built)
-        graphs = [self.graph] + [d.graph.graph for d in plan.delegates if d.graph]
-        self.notes = self.storage.notes([v for g in graphs for v in g.values])
+        graphs = [self._graph] + [d.graph.graph for d in plan.delegates if d.graph]
+        self.notes = self._storage.notes([v for g in graphs for v in g.values])
         self.load_seconds = time.perf_counter() - start
 
     def _scalar_output(self, vid: int) -> bool:
         """An Int/Bool/Double output: a constant method's value, returned as is."""
-        value = self.plan.values[vid]
+        value = self._plan.values[vid]
         return isinstance(value, Scalar) and value.kind in SCALAR_OUTPUTS
 
     def _plan_tensor(self, vid: int, role: str) -> PlanTensor:
-        value = self.plan.values[vid]
+        value = self._plan.values[vid]
         if not isinstance(value, PlanTensor):
-            raise UnsupportedError(f"plan {self.plan.name!r} {role} value {vid} is a "
+            raise UnsupportedError(f"plan {self._plan.name!r} {role} value {vid} is a "
                                    f"{value.kind}; only tensor inputs/outputs are supported")
         if value.dtype is None or value.dtype.name not in PLAN_DTYPES:
             name = value.dtype.name if value.dtype else f"ScalarType {value.scalar_type}"
-            raise UnsupportedError(f"plan {self.plan.name!r} {role} value {vid} is {name}; "
+            raise UnsupportedError(f"plan {self._plan.name!r} {role} value {vid} is {name}; "
                                    "this runtime supports float32, float16, int32 and int64 "
                                    "only")
         if not _row_major(value.sizes, value.dim_order):
-            raise UnsupportedError(f"plan {self.plan.name!r} {role} value {vid} has dim order "
+            raise UnsupportedError(f"plan {self._plan.name!r} {role} value {vid} has dim order "
                                    f"{list(value.dim_order)} for sizes {list(value.sizes)} (a "
                                    "layout such as channels_last); this runtime needs "
                                    "contiguous row-major tensors")
@@ -130,22 +136,22 @@ class Method:
 
     def _buffer(self, vid: int, file):
         """The GPU buffer of plan tensor ``vid``; plan constants are uploaded on first use."""
-        if vid not in self.plan_buffers:
+        if vid not in self._plan_buffers:
             t = self._plan_tensor(vid, "argument")
-            buf = self.resources.buffer(self.storage.nbytes(self.graph.values[vid]),
-                                        f"{self.plan.name} value {vid}")
+            buf = self._resources.buffer(self._storage.nbytes(self._graph.values[vid]),
+                                        f"{self._plan.name} value {vid}")
             if t.data_buffer_idx > 0 or t.external:
-                upload(self.device, buf, self.storage.to_storage(
+                upload(self._device, buf, self._storage.to_storage(
                     self._constant(vid, t, file), t.dtype,
-                    f"plan {self.plan.name!r} constant value {vid}", UnsupportedError))
+                    f"plan {self._plan.name!r} constant value {vid}", UnsupportedError))
             elif vid in self._mutable:
-                self.state.add(buf, buf.size, None, f"plan value {vid} (mutable buffer)")
-            self.plan_buffers[vid] = buf
-        return self.plan_buffers[vid]
+                self._state.add(buf, buf.size, None, f"plan value {vid} (mutable buffer)")
+            self._plan_buffers[vid] = buf
+        return self._plan_buffers[vid]
 
     def _constant(self, vid: int, t: PlanTensor, file):
         nbytes = t.numel * t.dtype.itemsize
-        where = f"plan {self.plan.name!r} value {vid}"
+        where = f"plan {self._plan.name!r} value {vid}"
         if t.external:
             data, source = file.named.lookup(t.fully_qualified_name)
             if len(data) < nbytes:
@@ -155,14 +161,14 @@ class Method:
         return file.constant_tensor_bytes(t, nbytes, where)
 
     async def _build_delegate(self, index: int, call: DelegateCall, file, pipelines) -> None:
-        vk = delegate_of(self.plan, index, call)
+        vk = delegate_of(self._plan, index, call)
         graph = vk.graph
         label = f"instruction {index} delegate {call.delegate_index}"
         io = {}
         for gid, pid in zip(graph.input_ids + graph.output_ids, call.args):
             gt, pt = graph.values[gid], self._plan_tensor(pid, "delegate argument")
             if gt.numel != pt.numel or \
-                    self.storage.dtype(gt.dtype) is not self.storage.dtype(pt.dtype):
+                    self._storage.dtype(gt.dtype) is not self._storage.dtype(pt.dtype):
                 raise InputError(f"{label}: graph value {gid} ({gt.dtype.name}"
                                  f"{list(gt.shape)}) does not fit plan value {pid} "
                                  f"({pt.dtype.name}{list(pt.sizes)})")
@@ -173,56 +179,72 @@ class Method:
 
         def setup(ctx):
             self._attach(ctx, key, plan_ids)
-            dynamic.enter_delegate(self.dyn, key, graph.input_ids, plan_ids)
+            dynamic.enter_delegate(self._dyn, key, graph.input_ids, plan_ids)
 
-        ctx = await build_delegate(self.device, vk, file.named, io, self.resources,
-                                   self.recording, pipelines, label, self.options, self.storage,
+        ctx = await build_delegate(self._device, vk, file.named, io, self._resources,
+                                   self._recording, pipelines, label, self._options, self._storage,
                                    setup=setup)
-        dynamic.leave_delegate(self.dyn, key, graph.output_ids, plan_ids)
+        dynamic.leave_delegate(self._dyn, key, graph.output_ids, plan_ids)
         self.kernels += [dict(k, delegate=call.delegate_index) for k in ctx.kernels]
-        self.id_checks.add(ctx.id_checks, dict(zip(graph.input_ids, call.args)).get,
-                           self.plan.inputs)
+        self._id_checks.add(ctx.id_checks, dict(zip(graph.input_ids, call.args)).get,
+                           self._plan.inputs)
 
     async def _build_kernel(self, index: int, call: KernelCall, file, pipelines) -> None:
-        op = kernel_op(self.plan, call)
+        op = kernel_op(self._plan, call)
         label = f"instruction {index} kernel"
-        handler = registry.lookup(op.name, f"{label} {'::'.join(self.plan.operators[call.op_index])}")
-        ctx = BuildContext(self.device, self.graph, self.resources, self.recording, pipelines,
-                           label, self.options, self.storage)
+        handler = registry.lookup(op.name, f"{label} {'::'.join(self._plan.operators[call.op_index])}")
+        ctx = BuildContext(self._device, self._graph, self._resources, self._recording, pipelines,
+                           label, self._options, self._storage)
         for vid in op.args:
-            value = self.plan.values[vid]
+            value = self._plan.values[vid]
             # tensors inside a tensor list (index/index_put indices) are operands too
             items = value.items if getattr(value, "kind", "") in (
                 "tensor_list", "optional_tensor_list") else (vid,)
             for item in items:
-                if item >= 0 and isinstance(self.plan.values[item], PlanTensor):
+                if item >= 0 and isinstance(self._plan.values[item], PlanTensor):
                     ctx.buffers[item] = self._buffer(item, file)
         ctx.io_ids = set(ctx.buffers)  # plan buffers persist: views copy, never alias
-        self._attach(ctx, -1, {vid: vid for vid in self.plan.inputs})
+        self._attach(ctx, -1, {vid: vid for vid in self._plan.inputs})
         ctx.begin_op(0, op)
         dynamic.track(ctx, op)
         await call_handler(handler, ctx, op)
-        self.id_checks.add(ctx.id_checks, lambda vid: vid, self.plan.inputs)
-        self.kernels += [dict(k, delegate=None, kernel="::".join(self.plan.operators[call.op_index]))
+        self._id_checks.add(ctx.id_checks, lambda vid: vid, self._plan.inputs)
+        self.kernels += [dict(k, delegate=None, kernel="::".join(self._plan.operators[call.op_index]))
                          for k in ctx.kernels]
 
     def _attach(self, ctx, key: int, plan_ids: dict) -> None:
-        ctx.dyn, ctx.graph_key, ctx.plan_ids, ctx.state = self.dyn, key, plan_ids, self.state
+        ctx.dyn, ctx.graph_key, ctx.plan_ids, ctx.state = self._dyn, key, plan_ids, self._state
         ctx.before_op = dynamic.track
 
     def _build_move(self, index: int, call: MoveCall, file) -> None:
-        src, dst = self.plan.values[call.move_from], self.plan.values[call.move_to]
+        src, dst = self._plan.values[call.move_from], self._plan.values[call.move_to]
         if not (isinstance(src, PlanTensor) and isinstance(dst, PlanTensor)):
             raise UnsupportedError(f"instruction {index} moves a {src.kind} value; only tensor "
                                    "moves are supported")
-        size = self.storage.nbytes(self.graph.values[call.move_to])
-        self.recording.steps.append(Copy(self._buffer(call.move_from, file),
+        size = self._storage.nbytes(self._graph.values[call.move_to])
+        self._recording.steps.append(Copy(self._buffer(call.move_from, file),
                                          self._buffer(call.move_to, file), size, "move"))
+
+    # --- what it is ----------------------------------------------------------------
+    @property
+    def metadata(self) -> MethodMeta:
+        """Inputs and outputs (shape, dtype, dim order), delegates and instruction count,
+        as ExecuTorch's ``Method.metadata`` (the same as ``Program.metadata(name)``)."""
+        return method_meta(self._plan)
+
+    def _gpu_parts(self) -> dict:
+        """The recorded GPU work, for tools that replay it outside ``execute``
+        (bench/roundtrip.py): the device, the Recording, the plan's input and output value
+        ids, each plan value's buffer, the (buffer, size) pairs read back and the staging
+        buffer they are copied into. Not a stable API."""
+        return {"device": self._device, "recording": self._recording, "plan": self._plan,
+                "plan_buffers": self._plan_buffers, "outputs": self._outputs,
+                "staging": self._staging, "storage": self._storage}
 
     # --- execute -------------------------------------------------------------------
     def input_specs(self) -> list[tuple[tuple[int, ...], str]]:
-        return [(tuple(self.plan.values[v].sizes), self.plan.values[v].dtype.name)
-                for v in self.plan.inputs]
+        return [(tuple(self._plan.values[v].sizes), self._plan.values[v].dtype.name)
+                for v in self._plan.inputs]
 
     async def execute(self, inputs, *, as_numpy: bool | None = None, profile: bool = False):
         """Run once. ``inputs``: one array per plan input (forms: runtime/inputs.py).
@@ -233,22 +255,22 @@ class Method:
         if self.closed:
             raise ClosedError(f"method {self.name!r} is closed (its program or Runtime was "
                               "closed); load the program again to run it")
-        inputs = read_list(inputs, len(self.plan.inputs), self.name)
-        hosts, env, shapes, host_inputs = [], self.dyn, {}, {}
+        inputs = read_list(inputs, len(self._plan.inputs), self.name)
+        hosts, env, shapes, host_inputs = [], self._dyn, {}, {}
         id_hosts = []  # unpadded storage bytes and shape of each input, for the id checks
-        for i, (x, vid) in enumerate(zip(inputs, self.plan.inputs)):
-            want = self.plan.values[vid]
+        for i, (x, vid) in enumerate(zip(inputs, self._plan.inputs)):
+            want = self._plan.values[vid]
             t = read_input(x, i, want.dtype.name)
             if t.dtype.name != want.dtype.name:
                 raise InputError(f"input {i}: expected dtype {want.dtype.name}, got "
                                  f"{t.dtype.name}")
-            data = self.storage.to_storage(t.memoryview(), t.dtype, f"input {i}")
+            data = self._storage.to_storage(t.memoryview(), t.dtype, f"input {i}")
             id_hosts.append((data, t.shape))
             if env.is_dynamic(-1, vid):
                 dynamic.check_dynamic_shape(t.shape, want.sizes, i)
                 shapes[("shape", -1, vid)] = t.shape
                 data = dynamic.to_padded(data, t.shape, want.sizes,
-                                         self.storage.dtype(t.dtype).itemsize, f"input {i}")
+                                         self._storage.dtype(t.dtype).itemsize, f"input {i}")
             elif t.shape != tuple(want.sizes):
                 raise InputError(f"input {i}: expected shape {list(want.sizes)}, got "
                                  f"{list(t.shape)}")
@@ -259,38 +281,38 @@ class Method:
                 raise ClosedError(f"method {self.name!r} was closed")
             # held open: a Runtime.close() from another thread waits for the uploads and
             # the run instead of destroying the buffers they name
-            with self.device.in_use():
+            with self._device.in_use():
                 env.values, env.host_inputs = shapes, host_inputs
                 try:
-                    for buf, data in (env.run(self.recording) if env.active else ()):
-                        upload(self.device, buf, data)
-                    out_shapes = [env.shape(-1, vid, getattr(self.plan.values[vid], "sizes", ()))
-                                  for vid in self.plan.outputs]
+                    for buf, data in (env.run(self._recording) if env.active else ()):
+                        upload(self._device, buf, data)
+                    out_shapes = [env.shape(-1, vid, getattr(self._plan.values[vid], "sizes", ()))
+                                  for vid in self._plan.outputs]
                 finally:
                     env.host_inputs = {}
                 # after the host steps, whose checks (e.g. a position past the KV cache) say more
-                self.id_checks.check_inputs([d for d, _ in id_hosts], [sh for _, sh in id_hosts])
+                self._id_checks.check_inputs([d for d, _ in id_hosts], [sh for _, sh in id_hosts])
                 for vid, data in hosts:
-                    upload(self.device, self.plan_buffers[vid], data)
-                self.id_checks.reset(upload, self.device)
+                    upload(self._device, self._plan_buffers[vid], data)
+                self._id_checks.reset(upload, self._device)
                 raw, times = [], []
-                if self.outputs:
-                    raw, times = await self.device.run(self.recording, self.outputs, self.staging,
+                if self._outputs:
+                    raw, times = await self._device.run(self._recording, self._outputs, self._staging,
                                                        profile=profile)
-        flags = len(self.id_checks.checks)  # read back after the outputs
-        self.id_checks.check_flags(raw[len(raw) - flags:] if flags else [])
+        flags = len(self._id_checks.checks)  # read back after the outputs
+        self._id_checks.check_flags(raw[len(raw) - flags:] if flags else [])
         if profile:
             self.last_profile = self._profile_rows(times)
         as_numpy = numpy_available() if as_numpy is None else as_numpy
         outs, raw = [], iter(raw)
-        for vid, shape in zip(self.plan.outputs, out_shapes):
-            t = self.plan.values[vid]
+        for vid, shape in zip(self._plan.outputs, out_shapes):
+            t = self._plan.values[vid]
             if self._scalar_output(vid):
                 outs.append(t.value)
                 continue
-            item = self.storage.dtype(t.dtype).itemsize
+            item = self._storage.dtype(t.dtype).itemsize
             data = dynamic.from_padded(next(raw), shape, t.sizes, item)
-            outs.append(output(self.storage.from_storage(data, t.dtype), shape, t.dtype,
+            outs.append(output(self._storage.from_storage(data, t.dtype), shape, t.dtype,
                                as_numpy))
         return outs
 
@@ -299,7 +321,7 @@ class Method:
         held as delegate constants) to its initial value."""
         if self.closed:
             raise InputError(f"method {self.name!r} is closed")
-        self.state.reset()
+        self._state.reset()
 
     def _profile_rows(self, times: list[float]) -> list[dict]:
         """One row per op: its dispatches' times summed (views and copies show 0)."""
@@ -314,4 +336,4 @@ class Method:
         if not self.closed:
             self.closed = True
             # An execute in flight (another task or thread) releases them when it ends.
-            self._lock.when_free(self.resources.release)
+            self._lock.when_free(self._resources.release)

@@ -15,19 +15,20 @@ class Program:
     def __init__(self, runtime, file):
         self.runtime = runtime
         self.file = file  # the parsed ProgramFile (formats.open_program)
-        self.methods: dict[str, Method] = {}
+        self._methods: dict[str, Method] = {}
         self._pipelines: dict = {}  # shared by the methods: same shader + constants, one pipeline
         self.closed = False
 
     async def _build(self) -> None:
         """Build every method; on any failure destroy what was made, then raise."""
-        self.storage = Storage(half=self._use_half())
-        validate_program(self.file, self.runtime.device, self.runtime.options, self.storage)
-        self.budget = Budget(max_alloc_bytes(self.runtime.options))  # charged by Resources
+        self._storage = Storage(half=self._use_half())
+        options = self.runtime.options
+        validate_program(self.file, self.runtime.device, options, self._storage)
+        self._budget = Budget(max_alloc_bytes(options))  # charged by Resources
         try:
             for plan in self.file.plans:
-                method = Method(self, plan, self.runtime.device, self.storage)
-                self.methods[plan.name] = method  # registered first so close() reaches it
+                method = Method(plan, self.runtime.device, self._storage, options, self._budget)
+                self._methods[plan.name] = method  # registered first so close() reaches it
                 await method._build(self.file, self._pipelines)
         except BaseException:
             self.close()
@@ -57,7 +58,7 @@ class Program:
         if self.closed:
             raise ClosedError("this program is closed; load it again to run it")
         try:
-            return self.methods[name]
+            return self._methods[name]
         except KeyError:
             raise InputError(f"no method {name!r}; the program has "
                              f"{sorted(self.method_names)}") from None
@@ -71,9 +72,9 @@ class Program:
     def close(self) -> None:
         """Destroy every GPU buffer of every method; the program cannot run after this."""
         self.closed = True
-        for m in self.methods.values():
+        for m in self._methods.values():
             m.close()
-        self.methods.clear()
+        self._methods.clear()
         self._pipelines.clear()
         if self in self.runtime.programs:
             self.runtime.programs.remove(self)

@@ -16,7 +16,7 @@ Every other tensor is recomputed by each execute, so ``reset`` leaves it alone.
 from __future__ import annotations
 
 from ..formats.pte import DelegateCall, KernelCall, PlanTensor
-from .plan_graph import kernel_op, linear_chain
+from ..plan_graph import kernel_op, linear_chain
 
 
 def mutable_plan_values(plan) -> set[int]:

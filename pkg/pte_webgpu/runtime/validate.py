@@ -19,7 +19,7 @@ from ..formats.pte import DelegateCall, JumpFalseCall, KernelCall, MoveCall, Pla
 from ..graph import ListValue, TensorValue
 from .budget import max_alloc_bytes, max_ops
 from .build import constant_key
-from .plan_graph import kernel_op
+from ..plan_graph import kernel_op
 
 MAX_RANK = 16  # ExecuTorch's kTensorDimensionLimit
 # Int, double and bool lists are shapes, dims and small parameters; ops multiply and

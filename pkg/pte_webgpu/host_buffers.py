@@ -10,9 +10,9 @@ import operator
 import struct
 import sys
 
-from .. import dtypes
-from ..errors import InputError
-from ..f32 import FLOAT_PACKERS
+from . import dtypes
+from .errors import InputError
+from .f32 import FLOAT_PACKERS
 
 try:  # numpy is optional (absent in an offline Pyodide)
     import numpy as _np

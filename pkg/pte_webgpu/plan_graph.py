@@ -8,10 +8,10 @@ map from the out-variant schema to the op name the registry uses:
 
 from __future__ import annotations
 
-from ..errors import FormatError, UnsupportedError
-from ..formats import VULKAN_BACKEND_ID
-from ..formats.pte import JumpFalseCall, PlanTensor
-from ..graph import Graph, OpCall, Scalar, TensorValue
+from .errors import FormatError, UnsupportedError
+from .formats import VULKAN_BACKEND_ID
+from .formats.pte import JumpFalseCall, PlanTensor
+from .graph import Graph, OpCall, Scalar, TensorValue
 
 
 def plan_as_graph(plan) -> Graph:

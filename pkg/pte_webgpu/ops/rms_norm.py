@@ -229,11 +229,20 @@ async def record(ctx, op, variant: Variant, bindings, rows: int, width: int, eps
     # flags are all zero again at the start of each run.
     flags = ctx.resources.buffer(4 * rows if split else 4, f"{ctx.where(op)} rescue flags")
     every = list(bindings) + [(3, params), (4, flags)]
+    out_id = dict(bindings)[2]
+
+    def rows_of(n: int) -> int:  # the rows holding n elements
+        return -(-n // width)
+
     ctx.dispatch(op, pipeline, every, ctx.grid(variant.workgroups(rows)))
+    # A dynamic output: each dispatch covers only the actual rows at execute (both the
+    # same rows, so flags are set and cleared over the same range).
+    follow_actual_size(ctx, out_id, lambda n: variant.workgroups(rows_of(n)))
     if split:
         again = await ctx.pipeline(KERNELS["rms_norm"], {"wg_size": RESCUE_WG, "lanes": 1},
                                    "rescue", half)
         ctx.dispatch(op, again, every, ctx.grid(-(-rows // RESCUE_WG)))
+        follow_actual_size(ctx, out_id, lambda n: -(-rows_of(n) // RESCUE_WG))
 
 
 async def build(ctx, op):
@@ -258,7 +267,6 @@ async def build(ctx, op):
                             fitted(adapter, width))
     await record(ctx, op, variant, [(0, x_id), (1, w_id), (2, out_id)], rows, width, eps,
                  half)
-    follow_actual_size(ctx, out_id, lambda n: variant.workgroups(-(-n // width)))
 
 
 # Two adapters ``inspect`` shows the choice for, without a GPU at hand.

@@ -78,9 +78,14 @@ async def ours(pte: bytes, prompt_len: int, steps: int, dtype: str) -> dict:
             t0 = time.perf_counter()
             await method.execute([ids([5 + k]), pos(prompt_len + k)], as_numpy=False)
             times.append((time.perf_counter() - t0) * 1e3)
+        # one more step with timestamps: the GPU's busy time of a decode step (the rest of
+        # the step's wall time is the host: encoding, host steps, submit, readback)
+        await method.execute([ids([5]), pos(prompt_len + steps)], as_numpy=False, profile=True)
+        gpu = sum(row["us"] for row in method.last_profile) / 1e3
         return {"impl": "ours", "adapter": rt.device.info.summary(), "dtype": dtype,
                 "prefill_ms": prefill, "decode_ms": statistics.median(times),
-                "tok_s": 1e3 / statistics.median(times)}
+                "tok_s": 1e3 / statistics.median(times), "decode_gpu_ms": gpu,
+                "dispatches": sum(row["dispatches"] for row in method.last_profile)}
     finally:
         rt.close()
 
@@ -126,11 +131,13 @@ def torch_cuda(hp: dict, dtype: str, prompt_len: int, steps: int) -> dict | None
 
 
 def table(records: list[dict], prompt_len: int) -> str:
-    lines = [f"| impl | dtype | prefill {prompt_len} tokens ms | decode ms/token | tok/s |",
-             "|---|---|---|---|---|"]
+    lines = [f"| impl | dtype | prefill {prompt_len} tokens ms | decode ms/token | tok/s | "
+             "decode GPU busy ms (dispatches) |", "|---|---|---|---|---|---|"]
     for r in records:
+        gpu = (f"{r['decode_gpu_ms']:.2f} ({r['dispatches']})" if "decode_gpu_ms" in r
+               else "-")
         lines.append(f"| {r['impl']} | {r['dtype']} | {r['prefill_ms']:.1f} | "
-                     f"{r['decode_ms']:.2f} | {r['tok_s']:.1f} |")
+                     f"{r['decode_ms']:.2f} | {r['tok_s']:.1f} | {gpu} |")
     by = {(r["impl"], r["dtype"]): r for r in records}
     for (impl, dtype), r in by.items():
         t = by.get(("torch-cuda", dtype))

@@ -26,7 +26,12 @@ async function cachedBytes(url, label) {
   if (!response) {
     response = await fetch(url);
     if (!response.ok) throw new Error(`${url}: HTTP ${response.status} (run \`make llm\`?)`);
-    if (cache) await cache.put(url, response.clone());
+    // Caching is a saving, not a need: a full quota (a private window holds little)
+    // leaves the model uncached, not the page broken.
+    if (cache) {
+      await cache.put(url, response.clone()).catch((error) =>
+        console.warn(`not cached (${url}): ${error.message ?? error}`));
+    }
   }
   const total = Number(response.headers.get("Content-Length")) || 0;
   const reader = response.body.getReader();
@@ -63,6 +68,9 @@ window.pyodideReady = bootPyodide({
   },
 }).then((pyodide) => (window.pyodide = pyodide));
 
+/** Bytes of Pyodide's wasm memory (it only grows: after a load it is the load's peak). */
+const wasmHeapBytes = () => window.pyodide?._module?.HEAPU8?.length ?? 0;
+
 async function main() {
   const pyodide = await window.pyodideReady;
   chat = pyodide.pyimport("pte_webgpu.llm.page_chat");
@@ -70,7 +78,17 @@ async function main() {
   let pte = await cachedBytes(MODEL, "model");
   status(`uploading ${(pte.length / 2 ** 20).toFixed(0)} MiB of weights to the GPU…`);
   const t0 = performance.now();
-  const info = (await chat.load(pte, tokenizer)).toJs({ dict_converter: Object.fromEntries });
+  // Kept for tests and tools/screenshot_chat.py: the weights must not be held twice.
+  const heap = (window.heapStats = { before: wasmHeapBytes(), peak: wasmHeapBytes() });
+  const poll = setInterval(() => (heap.peak = Math.max(heap.peak, wasmHeapBytes())), 50);
+  let info;
+  try {
+    info = (await chat.load(pte, tokenizer)).toJs({ dict_converter: Object.fromEntries });
+  } finally {
+    clearInterval(poll);
+    heap.after = wasmHeapBytes();
+    heap.peak = Math.max(heap.peak, heap.after);
+  }
   pte = null; // Python holds its own copy until the weights are on the GPU
   $("adapter").textContent = `WebGPU adapter: ${info.adapter}`;
   status(`ready: loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s ` +

@@ -12,7 +12,9 @@ $("model-url").textContent = MODEL;
 
 const status = (text) => ($("status").textContent = text);
 function fail(error) {
-  $("error").textContent = error.message ?? String(error);
+  // A Python exception's message is its traceback: the user gets its last line.
+  const text = error.message ?? String(error);
+  $("error").textContent = error.type ? text.trim().split("\n").pop() : text;
   $("error").hidden = false;
   status("stopped");
   $("progress").hidden = true;
@@ -83,14 +85,16 @@ async function main() {
   const poll = setInterval(() => (heap.peak = Math.max(heap.peak, wasmHeapBytes())), 50);
   let info;
   try {
-    info = (await chat.load(pte, tokenizer)).toJs({ dict_converter: Object.fromEntries });
+    const loading = chat.load(pte, tokenizer);
+    pte = null; // Python copies it once into its heap; then the JS copy can go
+    info = (await loading).toJs({ dict_converter: Object.fromEntries });
   } finally {
     clearInterval(poll);
     heap.after = wasmHeapBytes();
     heap.peak = Math.max(heap.peak, heap.after);
   }
-  pte = null; // Python holds its own copy until the weights are on the GPU
-  $("adapter").textContent = `WebGPU adapter: ${info.adapter}`;
+  if (info.adapter) $("adapter").textContent = `WebGPU adapter: ${info.adapter}`;
+  if (info.error) throw new Error(info.error); // e.g. GpuLimitError: the model does not fit
   status(`ready: loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s ` +
          `(page up ${((performance.now() - started) / 1000).toFixed(1)} s)`);
   for (const id of ["input", "send", "new-chat"]) $(id).disabled = false;

@@ -81,6 +81,9 @@ export async function benchJs(spec) {
   const w = dev.createBuffer({ size: 4 * spec.width, usage });
   const y = dev.createBuffer({ size: 4 * n, usage });
   const params = dev.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+  // binding 4: rare-row flags (ops/rms_norm.py; only the split form writes them, and its
+  // second dispatch is not timed here: spec.dispatches says how many the op has)
+  const flags = dev.createBuffer({ size: 4 * spec.rows, usage });
   const chunk = randomFloats(Math.min(n, 1 << 20), 1);
   for (let off = 0; off < n; off += chunk.length) dev.queue.writeBuffer(x, 4 * off, chunk, 0, Math.min(chunk.length, n - off));
   dev.queue.writeBuffer(w, 0, randomFloats(spec.width, 2));
@@ -92,14 +95,15 @@ export async function benchJs(spec) {
     compute: { module, entryPoint: spec.entry, constants: spec.constants } });
   const group = dev.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [
     { binding: 0, resource: { buffer: x } }, { binding: 1, resource: { buffer: w } },
-    { binding: 2, resource: { buffer: y } }, { binding: 3, resource: { buffer: params } }] });
+    { binding: 2, resource: { buffer: y } }, { binding: 3, resource: { buffer: params } },
+    { binding: 4, resource: { buffer: flags } }] });
   const grid = fold(spec.workgroups, dev.limits.maxComputeWorkgroupsPerDimension);
   const rec = await timeSteps(dev, (enc, qs, i) => {
     const pass = enc.beginComputePass(qs ? { timestampWrites: { querySet: qs,
       beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 } } : {});
     pass.setPipeline(pipeline); pass.setBindGroup(0, group); pass.dispatchWorkgroups(...grid); pass.end();
   });
-  for (const b of [x, w, y, params]) b.destroy();
+  for (const b of [x, w, y, params, flags]) b.destroy();
   return rec;
 }
 

@@ -193,8 +193,7 @@ def run_browser(shapes, variants=None, ort=True) -> list[dict]:
                 f"await gpu_bench.bench_shape(_bench_device, {rows}, {width}, {variants!r})")
             records += got
             spec = session.run_python(f"gpu_bench.chosen_variant(_bench_device, {rows}, {width})")
-            spec.update(wgsl=(REPO / "shaders" / f"{spec['shader']}.wgsl").read_text(),
-                        rows=rows, width=width, eps=EPS)
+            spec.update(rows=rows, width=width, eps=EPS)
             base = {"backend": "browser", "adapter": adapter, "shape": [rows, width]}
             nbytes = 8 * rows * width + 4 * width
             rec = session.page.evaluate("spec => window.benchJs(spec)", spec)
@@ -254,7 +253,8 @@ def summary_rows(records) -> list[dict]:
                        and r["variant"].startswith("chosen")), None)
         if chosen is None:
             continue
-        variants = [r for r in recs if r["impl"] == "ours" and not r["variant"].startswith("chosen")]
+        variants = [r for r in recs if r["impl"] == "ours" and not r.get("part")
+                    and not r["variant"].startswith("chosen")]
         best = min(variants, key=lambda r: r["us"]) if variants else chosen
         seed = next((r for r in variants if r["variant"] == "tree-64"), None)
         row = {"backend": backend, "shape": shape, "chosen": chosen, "best": best, "seed": seed,
@@ -305,14 +305,17 @@ def _variant_table(records, backend) -> list[str]:
     recs = [r for r in records if r["backend"] == backend]
     shapes = list(dict.fromkeys(tuple(r["shape"]) for r in recs))
     names = list(dict.fromkeys(r["variant"] for r in recs if not r["variant"].startswith("chosen")))
-    lines = ["All measurements, µs per op (median):", "",
+    lines = ["All measurements, µs per op (median; GPU timestamps / wall where both: the "
+             "timestamps of a two-dispatch op leave out the gap between its passes):", "",
              "| variant | " + " | ".join(f"{a}x{b}" for a, b in shapes) + " |",
              "|---|" + "---|" * len(shapes)]
     for name in names:
         cells = []
         for s in shapes:
             r = next((r for r in recs if r["variant"] == name and tuple(r["shape"]) == s), None)
-            cells.append(f"{r['us']:.1f}" if r else "-")
+            both = r and "ts_us" in r
+            cells.append("-" if not r else f"{r['ts_us']:.1f} / {r['wall_us']:.1f}" if both
+                         else f"{r['us']:.1f}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines + [""]
 

@@ -36,19 +36,25 @@ fn normalize_row(row: u32, lane: u32) {
     q += d * d;
   }
   let total = tree(lane, wg_size, q, false);
-  var rstd = inverseSqrt(total / n + params.eps);
   // The rare row whose float32 sum of squared deviations overflowed, or underflowed
   // (flushed subnormals) with an eps too small to dominate: lane 0 redoes it scaled by
-  // its largest |deviation|, as careful BLAS norms do; the other lanes skip it. No early
-  // return: the entry's barriers stay in uniform control flow.
+  // its largest |deviation|, as careful BLAS norms do, and the row's lanes leave: out of
+  // line, so the common path below is the kernel without a rescue (as rms_norm's -tail
+  // form). No barrier follows, so the non-uniform return is safe.
   // Bit tests: a flushing adapter compares subnormals as 0.
   let eps_bits = bitcast<u32>(params.eps);
   let rescue = bitcast<u32>(total) == 0x7f800000u ||
                (below_flt_min(total) && (eps_bits >= 0x80000000u || eps_bits < NORM_TINY_EPS));
-  if (rescue && lane == 0u) {
-    rstd = rescue_row(base, k + m, total);
+  if (rescue) {
+    if (lane == 0u) {
+      let r = rescue_row(base, k + m, total);
+      mean_out[row] = elem(k + m);
+      rstd_out[row] = elem(r);
+    }
+    return;
   }
-  for (var j = select(lane, width, rescue); j < width; j += wg_size) {
+  let rstd = inverseSqrt(total / n + params.eps);
+  for (var j = lane; j < width; j += wg_size) {
     y[base + j] = elem(affine(j, ((f32(x[base + j]) - k) - m) * rstd));
   }
   if (lane == 0u) {

@@ -3,7 +3,8 @@
 // when the workgroup spans several subgroups do their totals meet in workgroup memory
 // (one barrier). With wg_size <= the subgroup size there is no barrier at all, which
 // is what CPU adapters (SwiftShader: subgroups of 4) want.
-// Same bindings, params and semantics as rms_norm.wgsl (ops/rms_norm.py declares both).
+// Same bindings, params, semantics and rescue modes as rms_norm.wgsl (ops/rms_norm.py
+// declares both); RESCUE_SPLIT's second dispatch is rms_norm.wgsl `rescue`.
 override wg_size: u32 = 4;
 
 var<workgroup> partial: array<f32, wg_size>;
@@ -34,13 +35,24 @@ fn row_scalar(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
     sum += v * v;
   }
   let total = row_total(sum, li, sg_size, sg_lane);
-  // The rare row is redone by lane 0 (snippets.wgsl rms_rescue), the others skip it.
+  // The rare row is redone by lane 0 or flagged (snippets.wgsl rms_rescue; rescue_mode is
+  // a pipeline constant): as in rms_norm.wgsl main.
   let rescue = rms_needs_rescue(total);
-  if (rescue && li == 0u) {
+  if (rescue_mode == RESCUE_TAIL && rescue) {
+    if (li == 0u) {
+      rms_rescue_row(base, total);
+    }
+    return;
+  }
+  if (rescue_mode == RESCUE_SPLIT && rescue && li == 0u) {
+    rescue_flags[row] = 1u;
+  }
+  let in_place = rescue_mode == RESCUE_INLINE && rescue;
+  if (in_place && li == 0u) {
     rms_rescue_row(base, total);
   }
   let rstd = inverseSqrt(total / f32(width) + params.eps);
-  for (var j = select(li, width, rescue); j < width; j += wg_size) {
+  for (var j = select(li, width, in_place); j < width; j += wg_size) {
     y[base + j] = x[base + j] * rstd * weight[j];
   }
 }
@@ -55,11 +67,21 @@ fn row_vec4(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
   }
   let total = row_total(sum, li, sg_size, sg_lane);
   let rescue = rms_needs_rescue(total);
-  if (rescue && li == 0u) {
+  if (rescue_mode == RESCUE_TAIL && rescue) {
+    if (li == 0u) {
+      rms_rescue_row4_lean(base, total);
+    }
+    return;
+  }
+  if (rescue_mode == RESCUE_SPLIT && rescue && li == 0u) {
+    rescue_flags[row] = 1u;
+  }
+  let in_place = rescue_mode == RESCUE_INLINE && rescue;
+  if (in_place && li == 0u) {
     rms_rescue_row4(base, total);
   }
   let rstd = inverseSqrt(total / f32(params.width) + params.eps);
-  for (var j = select(li, width4, rescue); j < width4; j += wg_size) {
+  for (var j = select(li, width4, in_place); j < width4; j += wg_size) {
     y4[base + j] = x4[base + j] * rstd * weight4[j];
   }
 }

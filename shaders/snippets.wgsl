@@ -127,6 +127,20 @@ fn tree(lane: u32, width: u32, value: f32, take_max: bool) -> f32 {
 // y = (x 2^k) * inverseSqrt(mean((x 2^k)^2) + eps 2^2k) * w. The common path pays one test. Rows holding NaN have a NaN total and never come
 // here; rows holding inf, zero rows and rows where eps dominates after all take the
 // plain formula.
+//
+// Where the rare row is redone (override rescue_mode, ops/rms_norm.py Variant.rescue):
+//   RESCUE_INLINE  by the row's first lane, while the others wait to skip their stores
+//                  (the first design: the rescue sits inside the common path)
+//   RESCUE_TAIL    the same, out of line: the row's lanes leave before the common stores,
+//                  which are then exactly the kernel without a rescue
+//   RESCUE_SPLIT   not here: the row's first lane sets rescue_flags[row] (the row's
+//                  plain result is written and later overwritten) and a second dispatch,
+//                  rms_norm.wgsl `rescue`, redoes the flagged rows and clears the flags
+override rescue_mode: u32 = 0u;
+const RESCUE_INLINE: u32 = 0u;
+const RESCUE_TAIL: u32 = 1u;
+const RESCUE_SPLIT: u32 = 2u;
+
 const RMS_TINY_EPS: u32 = 0x0d800000u;  // bits of 2^-100: a larger eps dwarfs a mean < FLT_MIN
 
 // Bit tests only: a flushing adapter may compare subnormals as 0 and a compiler may
@@ -191,6 +205,29 @@ fn rms_rescue_row4(base: u32, total: f32) {
   let kk = i32(r.x);
   for (var j = 0u; j < width4; j++) {
     y4[base + j] = vec4<elem>(scale4(vec4<f32>(x4[base + j]), kk) * r.y * vec4<f32>(weight4[j]));
+  }
+}
+
+// rms_rescue_row4 one float at a time (a component of x4, y4, weight4 per step): the
+// -tail form's rescue sits in the hot kernel, and the registers its code needs can set
+// the kernel's register count (and so its occupancy); one float live, not four vec4s.
+fn rms_rescue_row4_lean(base4: u32, total: f32) {
+  let width = params.width;
+  var smax = 0u;
+  for (var j = 0u; j < width; j++) {
+    smax = max(smax, bitcast<u32>(f32(x4[base4 + j / 4u][j % 4u])) & 0x7fffffffu);
+  }
+  let k = rms_rescue_k(smax);
+  var ss = 0.0;
+  for (var j = 0u; j < width; j++) {
+    let v = scale_pow2(f32(x4[base4 + j / 4u][j % 4u]), k);
+    ss += v * v;
+  }
+  let r = rms_rescue_scale(smax, k, ss, total);
+  let kk = i32(r.x);
+  for (var j = 0u; j < width; j++) {
+    let v = scale_pow2(f32(x4[base4 + j / 4u][j % 4u]), kk) * r.y;
+    y4[base4 + j / 4u][j % 4u] = elem(v * f32(weight4[j / 4u][j % 4u]));
   }
 }
 

@@ -15,7 +15,10 @@ pytestmark = pytest.mark.browser
 SUPPORT = (Path(__file__).parent / "page_support.py").read_text()
 RMS_FIXTURES = [e for e in INDEX if runnable(e) and "rmsnorm" in e["name"]]
 VARIANTS = ["tree-64", "tree4-64", "tree4-256", "tile4-4x64", "tile4-8x256", "tile-2x64",
-            "row4-16", "row4-64", "row-64", "sg4-4", "sg-4", "sg4-16", "sg4-64"]
+            "row4-16", "row4-64", "row-64", "sg4-4", "sg-4", "sg4-16", "sg4-64",
+            # the other places a rare row is redone (the names above: the default, -tail)
+            "tree4-256-inline", "row4-16-inline", "sg4-4-inline", "tree4-256-split",
+            "tile-2x64-split", "row4-16-split", "sg4-4-split", "sg-4-split", "sg4-64-split"]
 SHAPES = [(3, 7), (5, 130), (2, 1027), (6, 64), (2, 4096), (1, 1), (9, 2)]
 
 PAGE_CODE = r'''

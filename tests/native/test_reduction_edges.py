@@ -63,3 +63,31 @@ def test_layer_norm_rows_near_underflow_and_overflow_match_float64(name):
     want = float64_layer_norm(ref["in0"], ref["weight"], ref["bias"])
     assert np.isfinite(got).all(), f"{name}: {got[~np.isfinite(got)][:4]}"
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", [None, "tree4-256-split", "row4-16-split", "tile-2x64-split",
+                                     "tree4-256-inline"])
+def test_rare_rows_then_plain_rows_then_rare_rows_on_one_method(variant):
+    """The split form leaves per-row flags for its second dispatch: they must be clear
+    again after each run (a stale flag would redo a plain row; a missed one leaves inf)."""
+    name = "rmsnorm_eps0_rows1e19_4x64"
+    ref = np.load(FIXTURES / "edge" / f"{name}.npz")
+    rare = ref["in0"]
+    plain = np.random.default_rng(5).uniform(-2, 2, rare.shape).astype(np.float32)
+    tiny = (plain * np.float32(1e-20)).astype(np.float32)
+
+    async def go():
+        options = {"variants": {"rms_norm": variant}} if variant else {}
+        rt = await pte_webgpu.Runtime.create("native", options=options)
+        try:
+            program = await rt.load_program((FIXTURES / "edge" / f"{name}.pte").read_bytes())
+            method = program.load_method()
+            outs = [(await method.execute([x]))[0] for x in (rare, plain, tiny, rare, plain)]
+            program.close()
+            return outs
+        finally:
+            rt.close()
+
+    for x, got in zip((rare, plain, tiny, rare, plain), run_sync(go())):
+        assert np.isfinite(got).all(), f"{variant}: {got[~np.isfinite(got)][:4]}"
+        np.testing.assert_allclose(got, float64_rms_norm(x, ref["weight"]), rtol=1e-5, atol=1e-6)

@@ -17,7 +17,10 @@ RMS_FIXTURES = [e for e in INDEX if runnable(e) and "rmsnorm" in e["name"]]
 # Both families' candidates (GPU and CPU lists), whatever this adapter is; sg variants
 # need browser subgroups (tests/browser/test_rms_norm_variants.py).
 VARIANTS = ["tree-64", "tree4-64", "tree4-256", "tree4-1024", "tile4-8x256", "tile4-32x256",
-            "tile4-4x64", "tile-2x64", "row4-16", "row4-64", "row-64"]
+            "tile4-4x64", "tile-2x64", "row4-16", "row4-64", "row-64",
+            # the other places a rare row is redone (the names above: the default, -tail)
+            "tree4-256-inline", "tile-2x64-inline", "row4-16-inline", "tree-64-split",
+            "tree4-256-split", "tile4-8x256-split", "tile-2x64-split", "row4-16-split"]
 SHAPES = [(3, 7), (5, 130), (2, 1027), (4, 4097), (9, 2), (1, 1), (6, 64), (2, 4096),
           (3, 1000)]
 
@@ -87,6 +90,20 @@ def test_rows_beyond_one_grid_dimension_fold(runtime, variant):
     np.testing.assert_allclose(got, reference(x, w, 1e-5), rtol=2e-5, atol=2e-6)
 
 
+def test_split_rescue_dispatch_folds_its_grid(runtime):
+    """-split's second dispatch runs one invocation per row: past 65535 * 64 rows its grid
+    folds into y; rare rows at both ends of such a tensor are redone."""
+    _runnable(runtime, "row4-64-split")
+    x, w = _data(70000 * 64, 4)
+    x[[0, -1, -70]] *= np.float32(1e20)
+    got, _ = run_sync(run_variant(runtime.device, "row4-64-split", x, w, 1e-5))
+    want = reference(x, w, 1e-5)
+    rare = [0, x.shape[0] - 1, x.shape[0] - 70]
+    x64 = x[rare].astype(np.float64)
+    want[rare] = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-5) * w
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_overflowing_sum_is_rescaled_to_the_float64_result(runtime, variant):
     """torch's float32 sum overflows to inf (zeros out); the rescaled pass of the rare
@@ -99,6 +116,50 @@ def test_overflowing_sum_is_rescaled_to_the_float64_result(runtime, variant):
     want = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-6) * w
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
     np.testing.assert_allclose(got[1], reference(x[1:2], w, 1e-6)[0], rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("variant", ["tree4-256-split", "row4-16-split", "tile-2x64-split"])
+def test_split_form_clears_its_flags_for_the_next_run(runtime, variant):
+    """The split form's first dispatch flags rare rows, its second redoes and clears them:
+    after each run of the same recording every flag is 0 again (a stale flag would only
+    cost time, invisible in the values), and rare rows after plain ones are still redone."""
+    x, w = _data(5, 68, scale=1e20)
+    x[[1, 3]] *= 1e-20
+    plain = _data(5, 68)[0]
+
+    async def go():
+        device = runtime.device
+        f32 = dtypes.FLOAT32
+        graph = Graph([TensorValue(f32, x.shape), TensorValue(f32, (68,)), Scalar("double", 0.0),
+                       TensorValue(f32, x.shape)], [OpCall("et_vk.rms_norm.default", (0, 1, 2, 3))],
+                      [0], [3], [])
+        resources = Resources(device)
+        try:
+            bx, bw, by = (resources.buffer(x.nbytes, n) for n in ("x", "w", "y"))
+            staging = resources.buffer(2 * x.nbytes, "staging", ("map_read", "copy_dst"))
+            device.write_buffer(bw, w.tobytes())
+            ctx = BuildContext(device, graph, resources, Recording(), {}, "test")
+            ctx.buffers = {0: bx, 1: bw, 3: by}
+            ctx.begin_op(0, graph.ops[0])
+            await rms_norm.record(ctx, graph.ops[0], rms_norm.parse(variant), [(0, 0), (1, 1), (2, 3)],
+                                  5, 68, 0.0)
+            assert ctx.kernels[-1]["dispatches"] == 2
+            (flags,) = [b for b in resources.buffers if "rescue flags" in b.label]
+            runs = []
+            for data in (x, plain, x):
+                device.write_buffer(bx, data.tobytes())
+                (y, f), _ = await device.run(ctx.recording, [(by, x.nbytes), (flags, 20)], staging)
+                runs.append((np.frombuffer(y, np.float32).reshape(x.shape).copy(),
+                             np.frombuffer(f, np.uint32).copy()))
+            return runs
+        finally:
+            resources.release()
+
+    for data, (got, flags) in zip((x, plain, x), run_sync(go())):
+        assert not flags.any(), flags
+        x64 = data.astype(np.float64)
+        want = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True)) * w
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
 
 
 def test_the_choice_is_recorded(runtime, monkeypatch):

@@ -25,13 +25,24 @@ BROWSER_GPU = adapter("browser", "nvidia", "hopper", "", False, ("subgroups",), 
 
 
 @pytest.mark.parametrize("name", ["tree-64", "tree4-256", "tile4-16x256", "tile-2x64",
-                                  "row4-64", "row-16", "sg4-4", "sg-64"])
+                                  "row4-64", "row-16", "sg4-4", "sg-64", "tree4-256-split",
+                                  "tile4-16x256-inline", "sg-4-split", "row-16-inline"])
 def test_names_round_trip(name):
     assert parse(name).name == name
 
 
+def test_rescue_suffix():
+    """Where a rare row is redone: a pipeline constant, and a second dispatch for split."""
+    assert parse("tree4-256-tail") == parse("tree4-256")  # the default needs no suffix
+    assert parse("tree4-256").rescue == rms_norm.DEFAULT_RESCUE == "tail"
+    assert parse("tree4-256-split").constants["rescue_mode"] == 2
+    assert parse("sg4-4-inline").constants == {"wg_size": 4, "rescue_mode": 0}
+    assert parse("tile4-16x256-split").for_width(6).name == "tile-16x256-split"
+
+
 @pytest.mark.parametrize("name", ["tree", "tree4-100", "tile4-16", "tile4-512x256",
-                                  "row4-64x2", "warp-32", "tree4c-256", ""])
+                                  "row4-64x2", "warp-32", "tree4c-256", "", "tree4-256-late",
+                                  "tree4-256split", "tree4-256-split-inline"])
 def test_bad_names_are_rejected(name):
     with pytest.raises(UnsupportedError):
         parse(name)
@@ -43,8 +54,8 @@ def test_variant_shapes():
     tile = parse("tile4-16x256")
     assert (tile.lanes, tile.wg_size, tile.rows_per_group) == (16, 256, 16)
     assert tile.workgroups(4096) == 256 and tile.workgroups(4097) == 257
-    assert tile.constants == {"wg_size": 256, "lanes": 16}
-    assert parse("sg4-4").constants == {"wg_size": 4}
+    assert tile.constants == {"wg_size": 256, "lanes": 16, "rescue_mode": 1}
+    assert parse("sg4-4").constants == {"wg_size": 4, "rescue_mode": 1}
     assert parse("sg4-4").shader == "rms_norm_subgroup"
     assert parse("tree4-256").entry == "main_vec4" and parse("tree-64").entry == "main"
 

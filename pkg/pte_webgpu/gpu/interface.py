@@ -215,6 +215,8 @@ class GpuDevice:
             if isinstance(step, Copy):
                 self._copy(encoder, step.src, 0, step.dst, 0, step.size)
                 continue
+            if query is None and not (step.grid[0] and step.grid[1] and step.grid[2]):
+                continue  # an empty grid (an unused alternative): nothing to encode
             if compute is None:
                 compute = self._begin_pass(encoder, query, index)
             self._dispatch(compute, step)

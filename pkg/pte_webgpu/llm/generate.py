@@ -160,14 +160,15 @@ class LanguageModel:
         return self.tokenizer.encode(prompt, add_special=True)
 
     # --- the loop --------------------------------------------------------------------
-    async def _forward(self, ids: list[int]):
-        """Feed ``ids`` after the cached history; the logits of the last one."""
+    async def _forward(self, ids: list[int], greedy: bool = False):
+        """Feed ``ids`` after the cached history; the logits of the last one, or with
+        ``greedy`` their argmax, found on the GPU (4 bytes read back, not the row)."""
         out = await self.method.execute(
-            [_int64(ids, (1, len(ids))), _int64([len(self.history)], (1,))])
+            [_int64(ids, (1, len(ids))), _int64([len(self.history)], (1,))], argmax=greedy)
         self.history += ids
-        return last_row(out[0], self.vocab_size)
+        return out[0] if greedy else last_row(out[0], self.vocab_size)
 
-    async def _feed(self, ids: list[int]):
+    async def _feed(self, ids: list[int], greedy: bool = False):
         reuse = 0
         for a, b in zip(self.history, ids[:-1]):  # the last token is always fed: its logits
             if a != b:
@@ -180,7 +181,7 @@ class LanguageModel:
         self.last.reused = reuse
         logits = None
         for start in range(reuse, len(ids), self.prefill_chunk):
-            logits = await self._forward(ids[start:start + self.prefill_chunk])
+            logits = await self._forward(ids[start:start + self.prefill_chunk], greedy)
             self.last.prefill_calls += 1
         return logits
 
@@ -201,10 +202,11 @@ class LanguageModel:
         self.last = gen = Generation(prompt_ids=list(ids))
         gen.stopped = "max_new_tokens"
         t0 = time.perf_counter()
-        logits = await self._feed(ids)
+        greedy = not temperature  # then the GPU picks: `logits` holds the token id
+        logits = await self._feed(ids, greedy)
         gen.prefill_ms = (time.perf_counter() - t0) * 1e3
         for n in range(max_new_tokens):
-            token = pick(logits, rng, temperature, top_k, top_p)
+            token = logits if greedy else pick(logits, rng, temperature, top_k, top_p)
             gen.ids.append(token)
             if token in self.stop_ids:
                 gen.stopped = "eos"  # before the yield: the consumer may stop pulling here
@@ -217,7 +219,7 @@ class LanguageModel:
                 gen.stopped = "context"
                 return
             t1 = time.perf_counter()
-            logits = await self._forward([token])
+            logits = await self._forward([token], greedy)
             gen.decode_ms += (time.perf_counter() - t1) * 1e3
             gen.decode_steps += 1
 

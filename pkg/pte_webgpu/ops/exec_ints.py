@@ -59,12 +59,20 @@ def follow_actual_size(ctx, out_id: int, per, alternative: bool = False) -> None
     bound = tuple(ctx.graph.values[out_id].shape)
     full = ctx.recording.steps[-1].grid
 
+    fold, seen = ctx.grid, {}  # actual shape -> grid: decode repeats one shape
+
     def grid(env):
         shape = env.shape(graph, out_id, bound)
-        if not is_prefix(shape, bound):
-            return (0, 1, 1) if alternative else full
-        n = groups(prod(shape))
-        return ctx.grid(n) if n else (0, 1, 1)  # an empty dispatch: an unused alternative
+        got = seen.get(shape)
+        if got is None:
+            if not is_prefix(shape, bound):
+                got = (0, 1, 1) if alternative else full
+            else:
+                n = groups(prod(shape))
+                got = fold(n) if n else (0, 1, 1)  # an empty dispatch: an unused alternative
+            if len(seen) < 64:
+                seen[shape] = got
+        return got
     env.grids.append((len(ctx.recording.steps) - 1, grid))
 
 

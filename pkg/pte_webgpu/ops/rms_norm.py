@@ -8,6 +8,13 @@ row per invocation in workgroups of 64 (no barrier), ``sg4-4`` one row per workg
 reduced with subgroupAdd (adapters with subgroups). A ``4`` after the kind means vec4
 loads; on a width not divisible by 4 the same shape runs with scalar loads.
 
+A suffix names where the rare row whose float32 sum of squares under- or overflows is
+redone (issue 12; snippets.wgsl rms_rescue): ``-tail`` (the default, no suffix) by the
+row's first lane in a branch the row's other lanes leave by, so the common path is the
+kernel without a rescue; ``-inline`` the first design (the first lane redoes it while
+the others skip their stores); ``-split`` not in the kernel: it flags the row in a
+per-row u32 buffer and a second dispatch redoes the flagged rows (and clears the flags).
+
 Forcing a variant (tests, benchmarks): ``variants={"rms_norm": "tree-64"}`` in the
 Runtime options, or ``PTE_WEBGPU_RMS_NORM=tree-64`` (ops/variants.py).
 """
@@ -31,20 +38,28 @@ from .variants import declare
 F32_EPS = 2.0 ** -23  # PyTorch's default eps for rms_norm (float32 machine epsilon)
 SEED = "tree-64"  # the original kernel: kept as a variant
 
-_NAME = re.compile(r"^(tree|tile|row|sg)(4?)-(\d+)(?:x(\d+))?$")
+_NAME = re.compile(r"^(tree|tile|row|sg)(4?)-(\d+)(?:x(\d+))?(?:-(inline|tail|split))?$")
+# rescue_mode (snippets.wgsl): where a rare row is redone.
+RESCUE_MODES = {"inline": 0, "tail": 1, "split": 2}
+DEFAULT_RESCUE = "tail"
+RESCUE_WG = 64  # the split form's second dispatch: one invocation per row
 
 PARAMS = Uniform(("num_rows", "u32"), ("width", "u32"), ("eps", "f32"))
 # The scalar and the vec4 entry points each use one view of bindings 0-2.
+# Binding 4: the split form's per-row flags (the other forms bind a 4-byte stand-in).
 _BINDINGS = (Binding(0, "x"), Binding(1, "weight"), Binding(2, "y", "read_write"),
              Binding(0, "x4", type="elem4"), Binding(1, "weight4", type="elem4"),
-             Binding(2, "y4", "read_write", "elem4"))
+             Binding(2, "y4", "read_write", "elem4"), Binding(4, "rescue_flags", "read_write", "u32"))
 VARIANTS = declare("rms_norm", (SEED, "tree4-256", "tile4-16x256", "row4-64", "sg4-4"),
                    parse=lambda name: parse(name),
-                   doc="KINDn-LANES or tile-LANESxWG: tree, tile, row, sg; 4 = vec4 loads")
+                   doc="KINDn-LANES or tile-LANESxWG: tree, tile, row, sg; 4 = vec4 loads; "
+                       "-inline/-tail/-split: where rare rows are redone")
 KERNELS = {
-    "rms_norm": Kernel("rms_norm", _BINDINGS, PARAMS,
-                       snippets=("bits", "nan_minmax", "flat_index", "tree", "rms_rescue")),
-    "rms_norm_subgroup": Kernel("rms_norm_subgroup", _BINDINGS, PARAMS, half=False,
+    "rms_norm": Kernel("rms_norm", _BINDINGS, PARAMS, uniform_binding=3,
+                       snippets=("bits", "nan_minmax", "flat_index", "tree", "rms_rescue"),
+                       entries=(Entry("rescue", "rescue_flagged", "params.num_rows"),)),
+    "rms_norm_subgroup": Kernel("rms_norm_subgroup", _BINDINGS, PARAMS, uniform_binding=3,
+                                half=False,
                                 enables=("subgroups",), snippets=("bits", "rms_rescue"),
                                 entries=(Entry("main", "row_scalar", "params.num_rows", "group", True),
                                          Entry("main_vec4", "row_vec4", "params.num_rows", "group",
@@ -58,13 +73,15 @@ class Variant:
     vec4: bool
     wg_size: int  # invocations per workgroup
     lanes: int  # invocations per row (wg_size for tree and sg, 1 for row)
+    rescue: str = DEFAULT_RESCUE  # a key of RESCUE_MODES
 
     @property
     def name(self) -> str:
         v = "4" if self.vec4 else ""
+        tail = "" if self.rescue == DEFAULT_RESCUE else f"-{self.rescue}"
         if self.kind == "tile":
-            return f"tile{v}-{self.lanes}x{self.wg_size}"
-        return f"{self.kind}{v}-{self.wg_size}"
+            return f"tile{v}-{self.lanes}x{self.wg_size}{tail}"
+        return f"{self.kind}{v}-{self.wg_size}{tail}"
 
     @property
     def shader(self) -> str:
@@ -76,9 +93,10 @@ class Variant:
 
     @property
     def constants(self) -> dict:
+        mode = RESCUE_MODES[self.rescue]
         if self.kind == "sg":
-            return {"wg_size": self.wg_size}
-        return {"wg_size": self.wg_size, "lanes": self.lanes}
+            return {"wg_size": self.wg_size, "rescue_mode": mode}
+        return {"wg_size": self.wg_size, "lanes": self.lanes, "rescue_mode": mode}
 
     @property
     def rows_per_group(self) -> int:
@@ -100,8 +118,10 @@ def parse(name: str) -> Variant:
     m = _NAME.match(name.strip())
     if not m:
         raise UnsupportedError(f"unknown rms_norm variant {name!r}; names look like tree-64, "
-                               "tree4-256, tile4-16x256, row4-64, sg4-4")
+                               "tree4-256, tile4-16x256, row4-64, sg4-4, and may end in "
+                               "-inline, -tail or -split")
     kind, vec, a, b = m.group(1), m.group(2) == "4", int(m.group(3)), m.group(4)
+    rescue = m.group(5) or DEFAULT_RESCUE
     if kind == "tile":
         if b is None:
             raise UnsupportedError(f"rms_norm variant {name!r}: tile needs LANESxWG, "
@@ -114,7 +134,7 @@ def parse(name: str) -> Variant:
     if not (_pow2(wg) and _pow2(lanes) and lanes <= wg):
         raise UnsupportedError(f"rms_norm variant {name!r}: sizes must be powers of two "
                                "with lanes <= workgroup size")
-    return Variant(kind, vec, wg, lanes)
+    return Variant(kind, vec, wg, lanes, rescue)
 
 
 # --- adapters -------------------------------------------------------------------------
@@ -168,10 +188,12 @@ def choose(adapter, rows: int, width: int) -> Variant:
 
 def candidates(adapter, width: int) -> list[Variant]:
     """Variants worth measuring on this adapter (bench/): the seed, the chosen family's
-    neighbours and the other shapes; all runnable here."""
+    neighbours, the other shapes and the other rare-row forms; all runnable here."""
     names = ["tree-64", "tree4-64", "tree4-128", "tree4-256", "tree4-512", "tree4-1024",
              "tile4-4x256", "tile4-8x256", "tile4-16x256", "tile4-32x256", "tile4-16x128",
-             "row4-64", "sg4-32", "sg4-256"]
+             "row4-64", "sg4-32", "sg4-256",
+             # the rare-row forms of the rule's two GPU picks (issue 12)
+             "tree4-256-inline", "tree4-256-split", "tile4-8x256-inline", "tile4-8x256-split"]
     if adapter.traits.is_cpu:
         names = ["tree-64", "tree4-64", "tile4-4x64", "row4-16", "row4-64", "row-64",
                  "sg4-4", "sg-4"]
@@ -198,12 +220,29 @@ def fitted(adapter, width: int):
 
 async def record(ctx, op, variant: Variant, bindings, rows: int, width: int, eps: float,
                  half: bool = False):
-    """Record one rms_norm dispatch of ``variant`` (also used by bench/); ``half``: the
-    f16 form of the shader (tensors stored as f16)."""
+    """Record the rms_norm dispatches of ``variant`` (also used by bench/): one, or two
+    for the split form; ``half``: the f16 form of the shader (tensors stored as f16)."""
     pipeline = await ctx.pipeline(KERNELS[variant.shader], variant.constants, variant.entry, half)
     params = ctx.uniform(PARAMS.pack(num_rows=rows, width=width, eps=eps), "rms_norm params")
-    ctx.dispatch(op, pipeline, list(bindings) + [(3, params)],
-                 ctx.grid(variant.workgroups(rows)))
+    split = variant.rescue == "split"
+    # Buffers start zeroed and the second dispatch clears every flag it finds set, so the
+    # flags are all zero again at the start of each run.
+    flags = ctx.resources.buffer(4 * rows if split else 4, f"{ctx.where(op)} rescue flags")
+    every = list(bindings) + [(3, params), (4, flags)]
+    out_id = dict(bindings)[2]
+
+    def rows_of(n: int) -> int:  # the rows holding n elements
+        return -(-n // width)
+
+    ctx.dispatch(op, pipeline, every, ctx.grid(variant.workgroups(rows)))
+    # A dynamic output: each dispatch covers only the actual rows at execute (both the
+    # same rows, so flags are set and cleared over the same range).
+    follow_actual_size(ctx, out_id, lambda n: variant.workgroups(rows_of(n)))
+    if split:
+        again = await ctx.pipeline(KERNELS["rms_norm"], {"wg_size": RESCUE_WG, "lanes": 1},
+                                   "rescue", half)
+        ctx.dispatch(op, again, every, ctx.grid(-(-rows // RESCUE_WG)))
+        follow_actual_size(ctx, out_id, lambda n: -(-rows_of(n) // RESCUE_WG))
 
 
 async def build(ctx, op):
@@ -228,7 +267,6 @@ async def build(ctx, op):
                             fitted(adapter, width))
     await record(ctx, op, variant, [(0, x_id), (1, w_id), (2, out_id)], rows, width, eps,
                  half)
-    follow_actual_size(ctx, out_id, lambda n: variant.workgroups(-(-n // width)))
 
 
 # Two adapters ``inspect`` shows the choice for, without a GPU at hand.

@@ -23,10 +23,9 @@ Outputs of dynamic shape are cut out of their padded layout when read back.
 
 from __future__ import annotations
 
-import dataclasses
-
 from ..errors import InputError, UnsupportedError
 from ..graph import Scalar
+from ..gpu.interface import Dispatch
 from ..ops.exec_ints import int_value, is_prefix
 
 
@@ -92,9 +91,11 @@ class DynamicEnv:
         return [(slot buffer, bytes)] to write before the submit."""
         for step in self.steps:
             step(self)
+        steps = recording.steps
         for index, fn in self.grids:
-            step = recording.steps[index]
-            recording.steps[index] = dataclasses.replace(step, grid=fn(self))
+            step, grid = steps[index], fn(self)
+            if grid != step.grid:
+                steps[index] = Dispatch(step.pipeline, step.bind_group, grid, step.label)
         return [(buf, b"".join(self._slot_value(k).to_bytes(4, "little", signed=True)
                                for k in keys))
                 for buf, keys in zip(self.buffers, self.chunks)]

@@ -11,6 +11,7 @@ staging buffer that holds all outputs.
 from __future__ import annotations
 
 import time
+from math import prod
 
 from ..errors import ClosedError, DataTooSmallError, InputError, UnsupportedError
 from ..formats.pte import DelegateCall, ExecutionPlan, KernelCall, MoveCall, PlanTensor
@@ -26,6 +27,7 @@ from .build import (BuildContext, Resources, build_delegate, call_handler, uploa
 from .exclusive import Exclusive
 from .id_checks import IdChecks
 from .inputs import read_input, read_list
+from .readout import LastRowArgmax
 from .state import State, mutable_plan_values
 
 # int64 is held as int32, bool as u32 (storage.py)
@@ -70,6 +72,7 @@ class Method:
         self._state = State(device)  # what persists across executes; reset() restores it
         self._mutable = mutable_plan_values(plan)
         self._delegates_built = 0
+        self._argmax = None  # readout.LastRowArgmax, made by the first execute(argmax=True)
         self._dyn.plan_inputs = set(plan.inputs)
 
     # --- load ----------------------------------------------------------------------
@@ -246,11 +249,15 @@ class Method:
         return [(tuple(self._plan.values[v].sizes), self._plan.values[v].dtype.name)
                 for v in self._plan.inputs]
 
-    async def execute(self, inputs, *, as_numpy: bool | None = None, profile: bool = False):
+    async def execute(self, inputs, *, as_numpy: bool | None = None, profile: bool = False,
+                      argmax: bool = False):
         """Run once. ``inputs``: one array per plan input (forms: runtime/inputs.py).
 
         With ``profile=True`` the GPU time of every dispatch is kept in
         ``method.last_profile`` (timestamp queries; wall time without them).
+        With ``argmax=True`` the result is ``[index]``: torch.argmax of output 0's last row
+        (along its last dim), found on the GPU; only those 4 bytes are read back (greedy
+        decoding: runtime/readout.py). The other outputs are not read.
         """
         if self.closed:
             raise ClosedError(f"method {self.name!r} is closed (its program or Runtime was "
@@ -296,13 +303,21 @@ class Method:
                     upload(self._device, self._plan_buffers[vid], data)
                 self._id_checks.reset(upload, self._device)
                 raw, times = [], []
-                if self._outputs:
+                if argmax:
+                    reader = await self._argmax_reader()
+                    shape = out_shapes[0]
+                    recording = reader.prepare(prod(shape))
+                    raw, times = await self._device.run(recording, reader.outputs,
+                                                        reader.staging, profile=profile)
+                elif self._outputs:
                     raw, times = await self._device.run(self._recording, self._outputs, self._staging,
                                                        profile=profile)
         flags = len(self._id_checks.checks)  # read back after the outputs
         self._id_checks.check_flags(raw[len(raw) - flags:] if flags else [])
         if profile:
             self.last_profile = self._profile_rows(times)
+        if argmax:
+            return [int.from_bytes(bytes(raw[0][:4]), "little")]
         as_numpy = numpy_available() if as_numpy is None else as_numpy
         outs, raw = [], iter(raw)
         for vid, shape in zip(self._plan.outputs, out_shapes):
@@ -315,6 +330,21 @@ class Method:
             outs.append(output(self._storage.from_storage(data, t.dtype), shape, t.dtype,
                                as_numpy))
         return outs
+
+    async def _argmax_reader(self) -> LastRowArgmax:
+        if self._argmax is None:
+            vid = self._plan.outputs[0] if self._plan.outputs else None
+            value = self._plan.values[vid] if vid is not None else None
+            if not isinstance(value, PlanTensor) or value.dtype.name not in ("float32",
+                                                                            "float16") \
+                    or not value.sizes or not value.sizes[-1]:
+                raise InputError(f"method {self.name!r}: argmax needs output 0 to be a float "
+                                 "tensor with a last dim")
+            self._argmax = await LastRowArgmax.create(
+                self._device, self._resources, self._recording, self._plan_buffers[vid],
+                value.sizes[-1], self._storage.dtype(value.dtype).name == "float16",
+                self._id_checks.readbacks())
+        return self._argmax
 
     def reset(self) -> None:
         """Restore the state that persists across executes (mutable buffers, KV caches

@@ -1,0 +1,55 @@
+// The index of the largest value of one row, x[params.offset .. + params.width), written
+// to out[0]: torch.argmax's order (NaN ranks above every number; among equal values,
+// +0 and -0 included, the first index). One workgroup: each lane keeps the best of a
+// strided slice, then a halving tree in workgroup memory. Greedy decoding reads back
+// these 4 bytes instead of the whole row of logits (runtime/readout.py).
+override wg_size: u32 = 256;
+
+var<workgroup> best_value: array<f32, wg_size>;
+var<workgroup> best_index: array<u32, wg_size>;
+
+// (v, i) ranks above (w, j). NaN by its bits: an adapter may fold comparisons with NaN.
+fn ranks_above(v: f32, i: u32, w: f32, j: u32) -> bool {
+  let v_nan = is_nan(v);
+  let w_nan = is_nan(w);
+  if (v_nan || w_nan) {
+    return v_nan && (!w_nan || i < j);
+  }
+  let a = order_key(v);  // bits, not float compares: a flushing adapter would tie subnormals
+  let b = order_key(w);
+  if (a != b) {
+    return a > b;
+  }
+  return i < j;
+}
+
+@compute @workgroup_size(wg_size)
+fn main(@builtin(local_invocation_index) lane: u32) {
+  var v = -3.0e38;
+  var i = 0xffffffffu;  // no index yet: any element ranks above
+  for (var j = lane; j < params.width; j += wg_size) {
+    let x_j = f32(x[params.offset + j]);
+    if (i == 0xffffffffu || ranks_above(x_j, j, v, i)) {
+      v = x_j;
+      i = j;
+    }
+  }
+  best_value[lane] = v;
+  best_index[lane] = i;
+  workgroupBarrier();
+  for (var stride = wg_size / 2u; stride > 0u; stride /= 2u) {
+    if (lane < stride) {
+      let w = best_value[lane + stride];
+      let k = best_index[lane + stride];
+      if (k != 0xffffffffu && (best_index[lane] == 0xffffffffu
+                              || ranks_above(w, k, best_value[lane], best_index[lane]))) {
+        best_value[lane] = w;
+        best_index[lane] = k;
+      }
+    }
+    workgroupBarrier();
+  }
+  if (lane == 0u) {
+    out[0] = best_index[0];
+  }
+}

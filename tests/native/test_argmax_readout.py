@@ -1,0 +1,72 @@
+"""execute(argmax=True): torch.argmax of output 0's last row, found on the GPU (4 bytes
+read back), equals numpy's argmax of the full output the same program returns."""
+
+import numpy as np
+import pytest
+
+from tests.decoders import DECODERS, INDEX, NAMES
+from tests.native.gpu_thread import run_sync
+
+FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures"
+NAN, INF = float("nan"), float("inf")
+ROWS = {  # last rows of x (+ y = 0): torch's order, NaN first, ties to the first index
+    "plain": [0.5, 3.0, -1.0, 2.0],
+    "tie": [1.0, 7.0, 7.0, 7.0],
+    "nan": [1.0, NAN, 9.0, NAN],
+    "zeros": [-0.0, 0.0, -0.0, -1.0],
+    "tiny": [1e-40, 3e-40, 2e-40, -5.0],
+    "inf": [-INF, INF, 5.0, INF],
+    "all_neg_inf": [-INF, -INF, -INF, -INF],
+}
+
+
+@pytest.mark.parametrize("fixture,dtype", [("add_2x3x4", np.float32),
+                                           ("add_fp16_2x3x4", np.float16)])
+@pytest.mark.parametrize("case", sorted(ROWS))
+def test_argmax_of_the_last_row_matches_the_full_output(runtime, fixture, dtype, case):
+    x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(dtype)
+    x[1, 2] = np.array(ROWS[case], dtype=np.float32).astype(dtype)
+    y = np.zeros_like(x)
+
+    async def go():
+        program = await runtime.load_program((FIXTURES / f"{fixture}.pte").read_bytes())
+        try:
+            method = program.load_method()
+            full = (await method.execute([x, y]))[0]
+            picked = await method.execute([x, y], argmax=True)
+            again = (await method.execute([x, y]))[0]  # the plain path still works after it
+            return full, picked, again
+        finally:
+            program.close()
+
+    full, picked, again = run_sync(go())
+    row = np.asarray(full, dtype=np.float32).reshape(-1)[-4:]
+    assert picked == [int(np.argmax(row))], (row, picked)
+    np.testing.assert_array_equal(np.asarray(again), np.asarray(full))
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n.startswith("llama_")])
+def test_argmax_readout_follows_prefill_and_decode_steps(runtime, name):
+    """Dynamic prefill (the last valid row moves with the prompt length) and decode."""
+    prompt = INDEX[name]["prompt"]
+
+    async def go():
+        program = await runtime.load_program((DECODERS / f"{name}.pte").read_bytes())
+        try:
+            method = program.load_method("forward")
+            dynamic = INDEX[name].get("dynamic")
+            calls = ([(prompt, 0)] if dynamic else [([t], i) for i, t in enumerate(prompt)])
+            calls += [([3 + k], len(prompt) + k) for k in range(3)]
+            pairs = []
+            for tokens, pos in calls:
+                ins = [np.array([tokens], dtype=np.int64), np.array([pos], dtype=np.int64)]
+                logits = np.asarray((await method.execute(ins))[0], dtype=np.float32)
+                picked = await method.execute(ins, argmax=True)  # same cache rows rewritten
+                pairs.append((int(np.argmax(logits.reshape(-1)[-logits.shape[-1]:])),
+                              picked[0]))
+            return pairs
+        finally:
+            program.close()
+
+    for want, got in run_sync(go()):
+        assert got == want

@@ -14,6 +14,26 @@ from .adapter import subgroup_sizes
 from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice
 
 
+_RAW: list = []
+
+
+def _raw_calls():
+    """(wgpu-native's C library, NULL) through wgpu-py's cffi binding, or None where this
+    wgpu-py does not expose them (then the public API encodes) or PTE_WEBGPU_RAW_ENCODE=0."""
+    if not _RAW:
+        raw = None
+        if os.environ.get("PTE_WEBGPU_RAW_ENCODE", "1") != "0":
+            try:
+                from wgpu.backends.wgpu_native._ffi import ffi, lib
+                if all(hasattr(lib, f"wgpuComputePassEncoder{n}")
+                       for n in ("SetPipeline", "SetBindGroup", "DispatchWorkgroups")):
+                    raw = (lib, ffi.NULL)
+            except ImportError:
+                pass
+        _RAW.append(raw)
+    return _RAW[0]
+
+
 def _kebab(name: str) -> str:
     return "".join("-" + c.lower() if c.isupper() else c for c in name)
 
@@ -129,9 +149,20 @@ class NativeDevice(GpuDevice):
             "end_of_pass_write_index": 2 * index + 1})
 
     def _dispatch(self, compute, step):
-        compute.set_pipeline(step.pipeline)
-        compute.set_bind_group(0, step.bind_group)
-        compute.dispatch_workgroups(*step.grid)
+        raw = _raw_calls()
+        if raw is None:
+            compute.set_pipeline(step.pipeline)
+            compute.set_bind_group(0, step.bind_group)
+            compute.dispatch_workgroups(*step.grid)
+            return
+        # wgpu-py's wrappers cost 2-3x the C calls per dispatch (a decode step encodes
+        # ~550): call wgpu-native directly. The recording keeps pipeline and bind group
+        # alive; a validation error still surfaces at encoder.finish().
+        lib, null = raw
+        handle = compute._internal
+        lib.wgpuComputePassEncoderSetPipeline(handle, step.pipeline._internal)
+        lib.wgpuComputePassEncoderSetBindGroup(handle, 0, step.bind_group._internal, 0, null)
+        lib.wgpuComputePassEncoderDispatchWorkgroups(handle, *step.grid)
 
     def _copy(self, encoder, src, src_offset, dst, dst_offset, size):
         encoder.copy_buffer_to_buffer(src.handle, src_offset, dst.handle, dst_offset, size)

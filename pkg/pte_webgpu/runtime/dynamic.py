@@ -48,6 +48,9 @@ class DynamicEnv:
         self.values: dict[tuple, object] = {}  # per execute: key -> int | shape tuple
         self.host_inputs: dict[int, object] = {}  # plan vid -> host Tensor (per execute)
         self.plan_inputs: set[int] = set()
+        # (input shapes, the values no input data can change, the steps that data can):
+        # from a traced run; an execute with the same input shapes reruns only those steps
+        self._memo: tuple | None = None
 
     # --- load --------------------------------------------------------------------------
     @property
@@ -89,8 +92,7 @@ class DynamicEnv:
     def run(self, recording) -> list[tuple]:
         """Run the host steps, update the dispatch grids that follow actual sizes, and
         return [(slot buffer, bytes)] to write before the submit."""
-        for step in self.steps:
-            step(self)
+        self._run_steps()
         steps = recording.steps
         for index, fn in self.grids:
             step, grid = steps[index], fn(self)
@@ -99,6 +101,71 @@ class DynamicEnv:
         return [(buf, b"".join(self._slot_value(k).to_bytes(4, "little", signed=True)
                                for k in keys))
                 for buf, keys in zip(self.buffers, self.chunks)]
+
+
+    def _run_steps(self) -> None:
+        """The host steps. A decode loop repeats one set of input shapes while only input
+        data (a position) changes: the first run with those shapes is traced (which keys
+        each step reads and writes; which steps read input data), and later runs with the
+        same shapes rerun only the steps that depend on input data, the rest reused."""
+        signature = tuple(sorted(self.values.items()))
+        memo = self._memo
+        if memo is not None and memo[0] == signature:
+            values = dict(memo[1])
+            values.update(self.values)
+            self.values = values
+            for step in memo[2]:
+                step(self)
+            return
+        values, hosts = _Traced(self.values), _TracedInputs(self.host_inputs)
+        self.values, self.host_inputs = values, hosts
+        volatile, volatile_keys = [], set()
+        try:
+            for step in self.steps:
+                values.reads, values.writes, hosts.read = set(), set(), False
+                step(self)
+                if hosts.read or values.reads & volatile_keys:
+                    volatile.append(step)
+                    volatile_keys |= values.writes
+        finally:
+            self.values, self.host_inputs = dict(values), dict(hosts)
+        stable = {k: v for k, v in self.values.items() if k not in volatile_keys}
+        self._memo = (signature, stable, volatile)
+
+
+class _Traced(dict):
+    """``DynamicEnv.values`` during a traced run: what the current step reads and writes."""
+    reads: set = set()
+    writes: set = set()
+
+    def __getitem__(self, key):
+        self.reads.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.reads.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key):
+        self.reads.add(key)
+        return super().__contains__(key)
+
+    def __setitem__(self, key, value):
+        self.writes.add(key)
+        super().__setitem__(key, value)
+
+
+class _TracedInputs(dict):
+    """``DynamicEnv.host_inputs`` during a traced run: whether the step read input data."""
+    read = False
+
+    def __getitem__(self, key):
+        self.read = True
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.read = True
+        return super().get(key, default)
 
 
 def is_symint(graph_values, vid: int) -> bool:

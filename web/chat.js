@@ -12,7 +12,9 @@ $("model-url").textContent = MODEL;
 
 const status = (text) => ($("status").textContent = text);
 function fail(error) {
-  $("error").textContent = error.message ?? String(error);
+  // A Python exception's message is its traceback: the user gets its last line.
+  const text = error.message ?? String(error);
+  $("error").textContent = error.type ? text.trim().split("\n").pop() : text;
   $("error").hidden = false;
   status("stopped");
   $("progress").hidden = true;
@@ -26,7 +28,12 @@ async function cachedBytes(url, label) {
   if (!response) {
     response = await fetch(url);
     if (!response.ok) throw new Error(`${url}: HTTP ${response.status} (run \`make llm\`?)`);
-    if (cache) await cache.put(url, response.clone());
+    // Caching is a saving, not a need: a full quota (a private window holds little)
+    // leaves the model uncached, not the page broken.
+    if (cache) {
+      await cache.put(url, response.clone()).catch((error) =>
+        console.warn(`not cached (${url}): ${error.message ?? error}`));
+    }
   }
   const total = Number(response.headers.get("Content-Length")) || 0;
   const reader = response.body.getReader();
@@ -63,6 +70,9 @@ window.pyodideReady = bootPyodide({
   },
 }).then((pyodide) => (window.pyodide = pyodide));
 
+/** Bytes of Pyodide's wasm memory (it only grows: after a load it is the load's peak). */
+const wasmHeapBytes = () => window.pyodide?._module?.HEAPU8?.length ?? 0;
+
 async function main() {
   const pyodide = await window.pyodideReady;
   chat = pyodide.pyimport("pte_webgpu.llm.page_chat");
@@ -70,9 +80,21 @@ async function main() {
   let pte = await cachedBytes(MODEL, "model");
   status(`uploading ${(pte.length / 2 ** 20).toFixed(0)} MiB of weights to the GPU…`);
   const t0 = performance.now();
-  const info = (await chat.load(pte, tokenizer)).toJs({ dict_converter: Object.fromEntries });
-  pte = null; // Python holds its own copy until the weights are on the GPU
-  $("adapter").textContent = `WebGPU adapter: ${info.adapter}`;
+  // Kept for tests and tools/screenshot_chat.py: the weights must not be held twice.
+  const heap = (window.heapStats = { before: wasmHeapBytes(), peak: wasmHeapBytes() });
+  const poll = setInterval(() => (heap.peak = Math.max(heap.peak, wasmHeapBytes())), 50);
+  let info;
+  try {
+    const loading = chat.load(pte, tokenizer);
+    pte = null; // Python copies it once into its heap; then the JS copy can go
+    info = (await loading).toJs({ dict_converter: Object.fromEntries });
+  } finally {
+    clearInterval(poll);
+    heap.after = wasmHeapBytes();
+    heap.peak = Math.max(heap.peak, heap.after);
+  }
+  if (info.adapter) $("adapter").textContent = `WebGPU adapter: ${info.adapter}`;
+  if (info.error) throw new Error(info.error); // e.g. GpuLimitError: the model does not fit
   status(`ready: loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s ` +
          `(page up ${((performance.now() - started) / 1000).toFixed(1)} s)`);
   for (const id of ["input", "send", "new-chat"]) $(id).disabled = false;

@@ -60,3 +60,55 @@ def test_chat_page_streams_the_native_answer_and_caches_the_model(browser_sessio
     assert "tok/s" in speed
     assert fetched >= 1 and refetched == 0  # the reload read the Cache API (a retried GET may count twice)
     assert any(u.endswith(f"{NAME}.pte") for u in cached), cached
+
+
+@pytest.mark.parametrize("variant", ["-fp16", ""])
+def test_chat_page_holds_the_weights_once_in_the_wasm_heap(browser_session, web_server, variant):
+    """SmolLM2 (build/llm, `make llm`) loads with at most one copy of its .pte in Pyodide's
+    wasm heap: float32 weights go to the GPU from views of it, float16 ones are widened in
+    JS a slice at a time. The heap only grows, so its size after the load is the peak."""
+    from tests.llm_models import LLM_NAME, llm_files
+
+    files = llm_files(variant)
+    web_server.mount("/llm-heap/", files["pte"].parent)
+    page = browser_session.page.context.browser.new_page()
+    try:
+        page.goto(f"{web_server.url}chat.html?model=/llm-heap/{LLM_NAME}{variant}.pte"
+                  f"&tokenizer=/llm-heap/{files['tokenizer'].name}")
+        page.wait_for_function("window.chatReady === true || !document.querySelector"
+                               "('#error').hidden", timeout=300_000)
+        error = page.inner_text("#error")
+        heap = page.evaluate("window.heapStats")
+    finally:
+        page.close()
+    assert not error
+    weights = files["pte"].stat().st_size
+    growth = heap["peak"] - heap["before"]
+    assert heap["peak"] == heap["after"]  # wasm memory never shrinks
+    assert weights < growth < 1.3 * weights, (growth / weights, heap)  # a second copy: >= 2x
+
+
+def test_page_chat_load_returns_a_limit_error_for_the_page(browser_session, web_server):
+    """In Pyodide, a model with a tensor beyond the adapter's binding limit gives the page
+    a GpuLimitError message naming the tensor (shown to the user), not a traceback."""
+    result = browser_session.run_python(f"""
+import dataclasses
+from pyodide.http import pyfetch
+from pte_webgpu import Runtime
+from pte_webgpu.llm import page_chat
+if page_chat._runtime is None:
+    page_chat._runtime = await Runtime.create("browser")
+_dev = page_chat._runtime.device
+_info = _dev.info
+_dev.info = dataclasses.replace(_info, limits={{**_info.limits,
+                                                "maxStorageBufferBindingSize": 1024}})
+try:
+    _pte = await (await pyfetch("/fixtures/decoders/{NAME}.pte")).bytes()
+    _r = await page_chat.load(_pte, "{{}}")
+finally:
+    _dev.info = _info
+_r
+""")
+    assert result["error"].startswith("GpuLimitError: plan 'forward' instruction 0 graph value ")
+    assert "maxStorageBufferBindingSize is 1024 bytes" in result["error"]
+    assert result["adapter"] in result["error"]

@@ -113,6 +113,40 @@ class BrowserDevice(GpuDevice):
         finally:
             proxy.destroy()
 
+    # Widening float16 weights in JS keeps them out of the wasm heap: the f32 copy of a
+    # slice lives in JS memory only until the queue has taken it.
+    _WIDEN_JS = """(queue, buffer, offset, halves, n, step) => {
+      if (halves.length !== n) throw new Error(`the wasm heap moved: ${halves.length} of ${n} bytes`);
+      for (let at = 0; at < halves.length; at += step) {
+        const part = halves.slice(at, Math.min(at + step, halves.length));  // 2-aligned
+        queue.writeBuffer(buffer, offset + 2 * at, new Float32Array(new Float16Array(part.buffer)));
+      }
+    }"""
+    WIDEN_STEP_BYTES = 8 << 20  # float16 bytes per queue write
+
+    def write_f16_as_f32(self, buf, data, offset=0):
+        if not hasattr(self, "_widen"):
+            self._widen = (self.js.eval(self._WIDEN_JS)
+                           if hasattr(self.js, "Float16Array") else None)
+        if self._widen is None:
+            return False
+        view = memoryview(data).cast("B")
+        if not len(view):
+            return True
+        # One JS call over a view of Python's memory: nothing in the loop allocates in
+        # the wasm heap, so the view stays valid (heap growth would detach it).
+        proxy = self.create_proxy(view)
+        try:
+            heap_view = proxy.getBuffer("u8")
+            try:
+                self._widen(self.queue, buf.handle, offset, heap_view.data, len(view),
+                            self.WIDEN_STEP_BYTES)
+            finally:
+                heap_view.release()
+        finally:
+            proxy.destroy()
+        return True
+
     async def create_pipeline(self, wgsl, entry, constants, label):
         self._check_lost()
         # Own scope: a bad module's validation error belongs to this ShaderCompileError,

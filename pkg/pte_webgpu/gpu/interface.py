@@ -129,6 +129,12 @@ class GpuDevice:
     def write_buffer(self, buf: Buffer, data, offset: int = 0) -> None:
         raise NotImplementedError
 
+    def write_f16_as_f32(self, buf: Buffer, data, offset: int = 0) -> bool:
+        """Write float16 bytes ``data`` widened to float32, without a copy of them in
+        Python's memory, where the backend can (the browser: in JS); False when it
+        cannot, and the caller converts (runtime/build.py, a slice at a time)."""
+        return False
+
     async def create_pipeline(self, wgsl: str, entry: str, constants: dict, label: str):
         """Compile and build a compute pipeline; ShaderCompileError / GpuValidationError."""
         raise NotImplementedError

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import time
 
-from ..errors import GpuLimitError, PteError
-from ..formats import open_program
+from ..errors import PteError
 from ..runtime import Runtime
 from .generate import LanguageModel
 
@@ -20,40 +19,25 @@ _model: LanguageModel | None = None
 _messages: list[dict] = []
 
 
-def check_limits(pte, limits: dict) -> dict:
-    """The largest constant tensor against the adapter's buffer limits, before anything is
-    uploaded: a clear message instead of a failure halfway through the weights."""
-    file = open_program(pte)
-    largest = 0
-    for plan in file.plans:
-        for d in plan.delegates:
-            if d.graph:
-                for v in d.graph.graph.values:
-                    nbytes = getattr(v, "nbytes", None)
-                    if isinstance(nbytes, int):
-                        largest = max(largest, nbytes)
-    for name in ("maxBufferSize", "maxStorageBufferBindingSize"):
-        limit = limits.get(name)
-        if limit and largest > limit:
-            raise GpuLimitError(f"the model's largest tensor is {largest / 2**20:.1f} MiB; this "
-                                f"adapter's {name} is {limit / 2**20:.1f} MiB: it cannot run "
-                                "here (try the fp16 variant or another browser/GPU)")
-    return {"largest_tensor_bytes": largest}
-
-
 async def load(pte, tokenizer_json: str) -> dict:
-    """Load the model (bytes-like ``pte``) and its tokenizer; replaces any loaded one."""
+    """Load the model (bytes-like ``pte``, or a JS Uint8Array) and its tokenizer; replaces
+    any loaded one. A model that cannot load here (e.g. a tensor beyond the adapter's
+    buffer limits, checked before any upload) gives ``{"error": message}`` for the page
+    to show, not a traceback."""
     global _runtime, _model
-    if _runtime is None:
-        _runtime = await Runtime.create("browser")
     unload()
-    if hasattr(pte, "to_bytes"):  # a JS Uint8Array from the page
-        pte = pte.to_bytes()
-    checked = check_limits(pte, _runtime.adapter.limits)
-    started = time.perf_counter()
-    _model = await LanguageModel.load(_runtime, pte, tokenizer_json)
+    if hasattr(pte, "to_bytes"):  # a JS Uint8Array: its one copy in the wasm heap; the
+        pte = pte.to_bytes()      # weights then go to the GPU from views of it
+    try:
+        if _runtime is None:
+            _runtime = await Runtime.create("browser")
+        started = time.perf_counter()
+        _model = await LanguageModel.load(_runtime, pte, tokenizer_json)
+    except PteError as e:
+        return {"error": f"{type(e).__name__}: {e}",
+                "adapter": _runtime.adapter.summary() if _runtime else ""}
     return {"load_s": time.perf_counter() - started, "adapter": _runtime.adapter.summary(),
-            "context": _model.max_context_len, **checked}
+            "context": _model.max_context_len}
 
 
 def unload() -> None:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import struct
 
 from .. import formats
+from ..dtypes import FLOAT16
 from ..errors import FormatError, GpuLimitError, PteError, UnsupportedError, count
 from ..gpu.interface import Buffer, Copy, Dispatch, align4, fold_grid
 from ..graph import Graph, ListValue, Scalar, TensorValue
 from ..ops import registry
 from .id_checks import FLAG_BYTES, IdCheck
 from .options import RuntimeOptions
+from .state import all_zero
 from .storage import WIDE, Storage
 
 STORAGE = ("storage", "copy_src", "copy_dst")
@@ -283,15 +285,16 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
             key = constant_key(ref, v, vid)
             if key not in constants:
                 data = formats.resolve(ref, v.nbytes, named, vk.constant_bytes).data
-                data = ctx.storage.to_storage(data, v.dtype, f"{ctx.label} constant value {vid}",
-                                              UnsupportedError)
+                what = f"{ctx.label} constant value {vid}"
                 constants[key] = ctx.resources.buffer(ctx.bind_size(vid),
                                                       f"{ctx.label} constant {ref.index}")
-                upload(ctx.device, constants[key], data)
+                upload_constant(ctx.device, ctx.storage, constants[key], data, v.dtype, what)
                 # A planned constant (mem_obj_id >= 0) is state written in place, e.g. a KV
                 # cache (state.py): constant_key gives each one its own buffer.
                 if v.mem_obj_id >= 0 and ctx.state is not None:
-                    ctx.state.add(constants[key], ctx.bind_size(vid), data,
+                    initial = None if all_zero(data) else ctx.storage.to_storage(
+                        data, v.dtype, what, UnsupportedError)
+                    ctx.state.add(constants[key], ctx.bind_size(vid), initial,
                                   f"{ctx.label} value {vid}")
             buf = constants[key]
         elif v.mem_obj_id >= 0 and vid not in dedicated:
@@ -311,11 +314,33 @@ def constant_key(ref, tensor: TensorValue, vid: int) -> tuple:
     return source, tensor.dtype, tensor.numel
 
 
-def upload(device, buf: Buffer, data) -> None:
+def upload(device, buf: Buffer, data, offset: int = 0) -> None:
     if len(data) % 4:  # queue writes must be multiples of 4 bytes
         data = bytes(data) + bytes(-len(data) % 4)
     if len(data):
-        device.write_buffer(buf, data)
+        device.write_buffer(buf, data, offset)
+
+
+UPLOAD_STEP_ELEMENTS = 1 << 20  # elements converted per write: bounds the host copies
+
+
+def upload_constant(device, storage: Storage, buf: Buffer, data, dtype, what: str) -> None:
+    """Upload a constant's host bytes ``data`` (a view of the program file) in the storage
+    dtype. Held as is, it is written straight from the file's memory; converted
+    (float16 widened to float32, int64 narrowed, bool widened), a slice at a time, so a
+    large tensor never exists twice in host memory (in a browser, the wasm heap)."""
+    if storage.dtype(dtype) is dtype:
+        upload(device, buf, data)
+        return
+    view = memoryview(data).cast("B")
+    if dtype is FLOAT16 and device.write_f16_as_f32(buf, view):
+        return
+    step = UPLOAD_STEP_ELEMENTS * dtype.itemsize
+    offset = 0
+    for start in range(0, len(view), step):
+        part = storage.to_storage(view[start:start + step], dtype, what, UnsupportedError)
+        upload(device, buf, part, offset)
+        offset += len(part)
 
 
 def _outputs_aliasing_inputs(graph: Graph) -> set[int]:

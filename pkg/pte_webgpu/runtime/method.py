@@ -22,7 +22,8 @@ from ..ops import registry
 from ..plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
 from ..tensor import numpy_available, output
 from . import dynamic
-from .build import BuildContext, Resources, build_delegate, call_handler, upload
+from .build import (BuildContext, Resources, build_delegate, call_handler, upload,
+                    upload_constant)
 from .exclusive import Exclusive
 from .id_checks import IdChecks
 from .inputs import read_input, read_list
@@ -144,9 +145,8 @@ class Method:
             buf = self._resources.buffer(self._storage.nbytes(self._graph.values[vid]),
                                         f"{self._plan.name} value {vid}")
             if t.data_buffer_idx > 0 or t.external:
-                upload(self._device, buf, self._storage.to_storage(
-                    self._constant(vid, t, file), t.dtype,
-                    f"plan {self._plan.name!r} constant value {vid}", UnsupportedError))
+                upload_constant(self._device, self._storage, buf, self._constant(vid, t, file),
+                                t.dtype, f"plan {self._plan.name!r} constant value {vid}")
             elif vid in self._mutable:
                 self._state.add(buf, buf.size, None, f"plan value {vid} (mutable buffer)")
             self._plan_buffers[vid] = buf

@@ -44,6 +44,18 @@ def mutable_plan_values(plan) -> set[int]:
     return state
 
 
+_ZEROS = bytes(1 << 20)
+
+
+def all_zero(data) -> bool:
+    """Whether bytes-like ``data`` is all zero bytes, compared a slice at a time (no copy
+    of a large KV cache)."""
+    view = memoryview(data).cast("B")
+    step = len(_ZEROS)
+    return all(view[i:i + step] == _ZEROS[:min(step, len(view) - i)]
+               for i in range(0, len(view), step))
+
+
 class State:
     """The buffers ``reset`` restores: (buffer, initial bytes or None for zeros, size)."""
 
@@ -52,7 +64,7 @@ class State:
         self.entries: list = []
 
     def add(self, buf, size: int, initial=None, label: str = "") -> None:
-        if initial is not None and not any(bytes(initial)):
+        if initial is not None and all_zero(initial):
             initial = None  # zeros: nothing to keep
         self.entries.append((buf, size, None if initial is None else bytes(initial), label))
 

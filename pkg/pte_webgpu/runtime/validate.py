@@ -31,7 +31,7 @@ def validate_program(file, device, options: dict, storage) -> None:
     """Raise a PteError naming the first thing in ``file`` the runtime must refuse."""
     cap = max_alloc_bytes(options)
     op_cap = max_ops(options)
-    binding = device.limit("maxStorageBufferBindingSize", 1 << 27)
+    binding = BufferLimit.of(device)
     total = ops = 0
     for plan in file.plans:
         where = f"plan {plan.name!r}"
@@ -63,18 +63,49 @@ def _ops_built(plan) -> int:
     return n
 
 
-def _tensor_size(t, storage, binding: int, what: str) -> int:
-    """GPU bytes of a tensor, refused beyond a rank of MAX_RANK or the binding limit."""
+class BufferLimit:
+    """The most bytes one tensor's buffer may have on this device: every tensor is one
+    buffer bound whole, so the smaller of ``maxStorageBufferBindingSize`` and
+    ``maxBufferSize`` (as the device was created: with the adapter's own limits)."""
+
+    def __init__(self, size: int, name: str, adapter: str):
+        self.size, self.name, self.adapter = size, name, adapter
+
+    @classmethod
+    def of(cls, device) -> "BufferLimit":
+        binding = device.limit("maxStorageBufferBindingSize", 1 << 27)
+        whole = device.limit("maxBufferSize", binding)
+        info = getattr(device, "info", None)
+        adapter = info.summary() if info is not None else "this adapter"
+        if binding <= whole:
+            return cls(binding, "maxStorageBufferBindingSize", adapter)
+        return cls(whole, "maxBufferSize", adapter)
+
+    def fits(self, size: int) -> bool:
+        return size <= self.size
+
+    def error(self, what: str, size: int) -> GpuLimitError:
+        return GpuLimitError(
+            f"{what} needs {count(size)} bytes ({size / 2**20:.1f} MiB); the adapter's "
+            f"{self.name} is {count(self.size)} bytes ({self.size / 2**20:.1f} MiB) on "
+            f"{self.adapter}, so it cannot be loaded here (a smaller model, or a GPU or "
+            "browser with higher limits, may fit)")
+
+
+def _tensor_size(t, storage, binding: BufferLimit, what: str) -> int:
+    """GPU bytes of a tensor, refused beyond a rank of MAX_RANK or the buffer limit."""
     shape = t.sizes if isinstance(t, PlanTensor) else t.shape
     if len(shape) > MAX_RANK:
         raise UnsupportedError(f"{what} has {len(shape)} dimensions; at most {MAX_RANK} are "
                                "supported")
     if t.dtype is None:
         return 4  # refused where it is used (the op or call names the dtype)
+    if t.numel >= NUMEL_CAP:
+        raise GpuLimitError(f"{what} {t.dtype.name}{_dims(shape)} has {count(t.numel)} "
+                            "elements; no GPU buffer holds that many")
     size = storage.nbytes(t)
-    if t.numel >= NUMEL_CAP or size > binding:
-        raise GpuLimitError(f"{what} {t.dtype.name}{_dims(shape)} needs {count(size)} "
-                            f"bytes; the adapter binds at most {binding} bytes per buffer")
+    if not binding.fits(size):
+        raise binding.error(f"{what} {t.dtype.name}{_dims(shape)}", size)
     return size
 
 
@@ -216,7 +247,7 @@ def _short(ids) -> str:
 
 
 # --- what the program will allocate ----------------------------------------------------
-def _planned_bytes(plan, file, storage, binding: int, where: str) -> int:
+def _planned_bytes(plan, file, storage, binding: BufferLimit, where: str) -> int:
     """A lower bound of the bytes build.py and method.py will allocate for ``plan``:
     its plan tensors, its delegates' constants (once each), memory pools and other
     tensors, and the output staging buffer. Constants are length-checked on the way."""
@@ -257,7 +288,18 @@ def _check_plan_constant(file, t: PlanTensor, vid: int, where: str) -> None:
         file.constant_tensor_bytes(t, nbytes, what)
 
 
-def _delegate_bytes(vk, file, storage, binding: int, where: str) -> int:
+def _constant_name(graph, v) -> str:
+    """ " (constant 3, named data 'ab12…')" for a constant tensor: how a user finds it."""
+    if v.constant_id < 0 or v.constant_id >= len(graph.constants):
+        return ""
+    ref = graph.constants[v.constant_id]
+    key = ref.named_key
+    if key is None:
+        return f" (constant {ref.index}, inline)"
+    return f" (constant {ref.index}, named data {key[:24] + ('…' if len(key) > 24 else '')!r})"
+
+
+def _delegate_bytes(vk, file, storage, binding: BufferLimit, where: str) -> int:
     from .. import formats
 
     graph = vk.graph
@@ -268,7 +310,8 @@ def _delegate_bytes(vk, file, storage, binding: int, where: str) -> int:
     for vid, v in enumerate(graph.values):
         if not isinstance(v, TensorValue) or vid in io:
             continue
-        size = _tensor_size(v, storage, binding, f"{where} graph value {vid}")
+        size = _tensor_size(v, storage, binding, f"{where} graph value {vid}"
+                            + _constant_name(graph, v))
         if v.constant_id >= 0:
             key = constant_key(graph.constants[v.constant_id], v, vid)
             if key not in constants:

@@ -404,14 +404,22 @@ async def build_linear(ctx, op):
     twin = (decode != v and m > DECODE_ROWS and ctx.dyn is not None
             and ctx.dyn.is_dynamic(ctx.graph_key, out_id)
             and VARIANTS.forced(ctx.options) is None)
-    if twin:
-        ctx.note_kernel(op, twin=decode.name)
-    for variant, rows_ok in ((v, lambda r: not twin or r > DECODE_ROWS),
-                             (decode, lambda r: r <= DECODE_ROWS))[:1 + twin]:
-        await record(ctx, op, variant, bindings, m, n, k, has_bias, ctx.half(out_id))
-        follow_actual_size(ctx, out_id, lambda e, variant=variant, rows_ok=rows_ok:
-                           _shape(ctx, variant, -(-e // n), n)[4] if rows_ok(-(-e // n)) else 0,
-                           alternative=variant is decode and twin)
+    await record(ctx, op, v, bindings, m, n, k, has_bias, ctx.half(out_id))
+    if not twin:
+        follow_actual_size(ctx, out_id, lambda e: _groups(ctx, v, e, n))
+        return
+    ctx.note_kernel(op, twin=decode.name)
+    follow_actual_size(ctx, out_id,
+                       lambda e: _groups(ctx, v, e, n) if -(-e // n) > DECODE_ROWS else 0)
+    await record(ctx, op, decode, bindings, m, n, k, has_bias, ctx.half(out_id))
+    follow_actual_size(ctx, out_id,
+                       lambda e: _groups(ctx, decode, e, n) if -(-e // n) <= DECODE_ROWS else 0,
+                       alternative=True)
+
+
+def _groups(ctx, v: Variant, elements: int, n: int) -> int:
+    """Workgroups of variant ``v`` covering the first ``elements`` of an [M, n] output."""
+    return _shape(ctx, v, -(-elements // n), n)[4]
 
 
 def choices(graph, op) -> dict[str, str]:

@@ -149,6 +149,20 @@ class ProgramFile:
             raise DataTooSmallError(f"{where} in the constant segment", nbytes, len(data))
         return data[:nbytes]
 
+    def plan_constant_bytes(self, tensor: PlanTensor, where: str) -> memoryview:
+        """Bytes of a plan constant: external (named data, a .ptd first; needs
+        ``self.named``, set by formats.open_program) or in the constant segment."""
+        from ..errors import DataTooSmallError
+
+        nbytes = tensor.numel * tensor.dtype.itemsize
+        if not tensor.external:
+            return self.constant_tensor_bytes(tensor, nbytes, where)
+        data, source = self.named.lookup(tensor.fully_qualified_name)
+        if len(data) < nbytes:
+            raise DataTooSmallError(f"{where}: named data {tensor.fully_qualified_name!r} in "
+                                    f"{source}", nbytes, len(data))
+        return data[:nbytes]
+
     def named_bytes(self, key: str) -> memoryview | None:
         index = self.named_data.get(key)
         return None if index is None else self.segment_bytes(index)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from math import prod
 
-from ..errors import ClosedError, DataTooSmallError, InputError, UnsupportedError
+from ..errors import ClosedError, InputError, UnsupportedError
 from ..formats.pte import DelegateCall, ExecutionPlan, KernelCall, MoveCall, PlanTensor
 from ..gpu.interface import Copy, Recording
 from ..graph import Scalar
@@ -145,23 +145,13 @@ class Method:
             buf = self._resources.buffer(self._storage.nbytes(self._graph.values[vid]),
                                         f"{self._plan.name} value {vid}")
             if t.data_buffer_idx > 0 or t.external:
-                upload_constant(self._device, self._storage, buf, self._constant(vid, t, file),
+                upload_constant(self._device, self._storage, buf,
+                                file.plan_constant_bytes(t, f"plan {self._plan.name!r} value {vid}"),
                                 t.dtype, f"plan {self._plan.name!r} constant value {vid}")
             elif vid in self._mutable:
                 self._state.add(buf, buf.size, None, f"plan value {vid} (mutable buffer)")
             self._plan_buffers[vid] = buf
         return self._plan_buffers[vid]
-
-    def _constant(self, vid: int, t: PlanTensor, file):
-        nbytes = t.numel * t.dtype.itemsize
-        where = f"plan {self._plan.name!r} value {vid}"
-        if t.external:
-            data, source = file.named.lookup(t.fully_qualified_name)
-            if len(data) < nbytes:
-                raise DataTooSmallError(f"{where}: named data {t.fully_qualified_name!r} in "
-                                        f"{source}", nbytes, len(data))
-            return data[:nbytes]
-        return file.constant_tensor_bytes(t, nbytes, where)
 
     async def _build_delegate(self, index: int, call: DelegateCall, file, pipelines) -> None:
         vk = delegate_of(self._plan, index, call)

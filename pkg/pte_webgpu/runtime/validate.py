@@ -12,7 +12,7 @@ Each check is linear in the size of the program.
 from __future__ import annotations
 
 from ..dtypes import NUMEL_CAP
-from ..errors import (BudgetError, DataTooSmallError, FormatError, GpuLimitError,
+from ..errors import (BudgetError, FormatError, GpuLimitError,
                       UnsupportedError, count)
 from ..formats import VULKAN_BACKEND_ID
 from ..formats.pte import DelegateCall, JumpFalseCall, KernelCall, MoveCall, PlanTensor
@@ -272,20 +272,8 @@ def _planned_bytes(plan, file, storage, binding: BufferLimit, where: str) -> int
         size = _tensor_size(t, storage, binding, f"{where} value {vid}")
         total += size + (size if vid in plan.outputs else 0)  # outputs: also staged
         if t.dtype is not None and (t.data_buffer_idx > 0 or t.external):
-            _check_plan_constant(file, t, vid, where)
+            file.plan_constant_bytes(t, f"{where} constant value {vid}")
     return total
-
-
-def _check_plan_constant(file, t: PlanTensor, vid: int, where: str) -> None:
-    nbytes = t.numel * t.dtype.itemsize
-    what = f"{where} constant value {vid}"
-    if t.external:
-        data, source = file.named.lookup(t.fully_qualified_name)
-        if len(data) < nbytes:
-            raise DataTooSmallError(f"{what}: named data {t.fully_qualified_name!r} in "
-                                    f"{source}", nbytes, len(data))
-    else:
-        file.constant_tensor_bytes(t, nbytes, what)
 
 
 def _constant_name(graph, v) -> str:

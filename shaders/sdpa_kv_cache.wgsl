@@ -1,32 +1,68 @@
-// sdpa_with_kv_cache: write k/v into the caches at rows [start, start + S), then causal
-// attention of each query row s over cache rows [0, start + s]; query head h reads KV
-// head h / (H / Hkv) (GQA). Layouts: q/out [S, H, D], k/v [S, Hkv, D], caches [T, Hkv, D]
-// (batch 1). start and S are read at execute from `ints` (runtime/dynamic.py), so one
-// recording serves every position and every prefill length up to the bound. Prelude
-// (Params, bindings): shaders/compose.py, ops/attention.py.
-// Entry `update`: one invocation per element of k (and v). Entry `attend`: one per output
-// element (s, h, d); it recomputes the row's scores (two passes: max, then exp-sum with
-// the weighted sum of v), which needs no workgroup memory or barriers.
+// sdpa_with_kv_cache: causal attention of each query row s over cache rows [0, start + s],
+// the rows [start, start + S) being this call's k and v, which the kernel also writes into
+// the caches; query head h reads KV head h / (H / Hkv) (GQA). Layouts: q/out [S, H, D],
+// k/v [S, Hkv, D], caches [T, Hkv, D] (batch 1). start and S are read at execute from
+// `ints` (runtime/dynamic.py), so one recording serves every position and every prefill
+// length up to the bound. Prelude (Params, bindings): shaders/compose.py, ops/attention.py.
+//
+// One dispatch both writes and reads the caches without a race: rows below start are read
+// from the caches, rows from start on straight from k and v, and only those rows are
+// written (by the workgroups or invocations of each KV head's first query head).
+//
+// Entries: `attend` (one invocation per output element; recomputes its row's scores, no
+// workgroup memory or barriers), `attend_rows` (one workgroup per (s, h)), and the
+// flash-decoding pair `attend_split` (one workgroup per (s, h, part): the visible rows cut
+// into params.parts spans, each reduced to a partial max, sum and weighted v) and
+// `combine` (one invocation per output element merges the parts).
 override wg_size: u32 = 64;
 
-@compute @workgroup_size(wg_size)
-fn update(@builtin(global_invocation_id) gid: vec3<u32>,
-          @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat_index(gid, groups);
-  let row_len = params.kv_heads * params.head_dim;
-  let s = i / row_len;
-  let start = ints[params.start_slot];
-  let len = ints[params.len_slot];
-  if (s >= params.s_bound || i32(s) >= len || start < 0) {
-    return;
+fn visible(s: u32) -> u32 {  // cache rows query row s sees; 0 past the actual rows
+  if (s >= params.s_bound || i32(s) >= ints[params.len_slot]) {
+    return 0u;
   }
-  let row = u32(start) + s;
-  if (row >= params.cache_rows) {
-    return;
+  return min(u32(max(ints[params.start_slot], 0)) + s + 1u, params.cache_rows);
+}
+
+fn row_len() -> u32 {
+  return params.kv_heads * params.head_dim;
+}
+
+// q . key row j of the KV head whose first element is at head_at.
+fn score(q_at: u32, j: u32, start: u32, head_at: u32) -> f32 {
+  let D = params.head_dim;
+  var dot = 0.0;
+  if (j < start) {
+    let at = j * row_len() + head_at;
+    for (var e = 0u; e < D; e++) {
+      dot += f32(q[q_at + e]) * f32(k_cache[at + e]);
+    }
+  } else {
+    let at = (j - start) * row_len() + head_at;
+    for (var e = 0u; e < D; e++) {
+      dot += f32(q[q_at + e]) * f32(k[at + e]);
+    }
   }
-  let at = row * row_len + (i - s * row_len);
-  k_cache[at] = k[i];
-  v_cache[at] = v[i];
+  return dot * params.scale;
+}
+
+// Element d of value row j (head_d: the KV head's offset plus d).
+fn value(j: u32, start: u32, head_d: u32) -> f32 {
+  if (j < start) {
+    return f32(v_cache[j * row_len() + head_d]);
+  }
+  return f32(v[(j - start) * row_len() + head_d]);
+}
+
+// Query row s's own k/v element (head_d) into the caches, by the KV head's first query
+// head only (its other heads would write the same values).
+fn keep(s: u32, h: u32, head_d: u32) {
+  if (h % (params.heads / params.kv_heads) == 0u) {
+    let row = u32(max(ints[params.start_slot], 0)) + s;
+    if (row < params.cache_rows) {
+      k_cache[row * row_len() + head_d] = k[s * row_len() + head_d];
+      v_cache[row * row_len() + head_d] = v[s * row_len() + head_d];
+    }
+  }
 }
 
 @compute @workgroup_size(wg_size)
@@ -36,49 +72,88 @@ fn attend(@builtin(global_invocation_id) gid: vec3<u32>,
   let D = params.head_dim;
   let H = params.heads;
   let s = i / (H * D);
-  let len = ints[params.len_slot];
-  if (s >= params.s_bound || i32(s) >= len) {
+  let rows = visible(s);
+  if (rows == 0u) {
     return;
   }
   let h = (i / D) % H;
   let d = i % D;
-  let kvh = h / (H / params.kv_heads);
-  let row_len = params.kv_heads * D;
+  let head_at = (h / (H / params.kv_heads)) * D;
   let q_at = (s * H + h) * D;
-  let ctx = min(u32(max(ints[params.start_slot], 0)) + s + 1u, params.cache_rows);
+  let start = u32(max(ints[params.start_slot], 0));
   var best = -3.0e38;
-  for (var j = 0u; j < ctx; j++) {
-    var dot = 0.0;
-    let k_at = j * row_len + kvh * D;
-    for (var e = 0u; e < D; e++) {
-      dot += f32(q[q_at + e]) * f32(k_cache[k_at + e]);
-    }
-    best = max(best, dot * params.scale);
+  for (var j = 0u; j < rows; j++) {
+    best = max(best, score(q_at, j, start, head_at));
   }
   var total = 0.0;
   var acc = 0.0;
-  for (var j = 0u; j < ctx; j++) {
-    var dot = 0.0;
-    let k_at = j * row_len + kvh * D;
-    for (var e = 0u; e < D; e++) {
-      dot += f32(q[q_at + e]) * f32(k_cache[k_at + e]);
-    }
-    let w = exp(dot * params.scale - best);
+  for (var j = 0u; j < rows; j++) {
+    let w = exp(score(q_at, j, start, head_at) - best);
     total += w;
-    acc += w * f32(v_cache[k_at + d]);
+    acc += w * value(j, start, head_at + d);
   }
   out[i] = elem(acc / total);
+  keep(s, h, head_at + d);
 }
 
-// Entry `attend_rows`: one workgroup per query row and head (s, h); wg_size >= head_dim.
-// Its lanes score CHUNK cache rows at a time (a row each, so every score is computed
-// once), meet at the chunk's max (snippet `tree`), turn the scores into weights in
-// workgroup memory, and lane d adds weight * v[row, d]. The running max and sum carry
-// from chunk to chunk (online softmax), so any context length fits. NaN and inf scores
+// The softmax-weighted v of rows [lo, hi) for one (s, h): lane d's share of the output
+// (acc, for d < D) and the span's max and sum. Lanes score CHUNK rows at a time (a row
+// each, so every score is computed once), meet at the chunk's max (snippet `tree`), turn
+// the scores into weights in workgroup memory, and lane d adds weight * v[row, d]; the
+// running max and sum carry from chunk to chunk (online softmax). NaN and inf scores
 // reach the output as torch's softmax gives them (max_nan, exp(inf - inf) = NaN).
+// Every lane must call it (barriers).
+struct Span {
+  top: f32,
+  sum: f32,
+  acc: f32,
+}
+
 const CHUNK: u32 = 256u;
 var<workgroup> weights: array<f32, CHUNK>;
-var<workgroup> visible_rows: u32;
+var<workgroup> uniform_rows: u32;
+
+fn attend_span(q_at: u32, head_at: u32, lo: u32, hi: u32, lane: u32) -> Span {
+  let start = u32(max(ints[params.start_slot], 0));
+  var run = Span(-3.0e38, 0.0, 0.0);
+  for (var c0 = lo; c0 < hi; c0 += CHUNK) {
+    let m = min(CHUNK, hi - c0);
+    var top = -3.0e38;
+    for (var r = lane; r < m; r += wg_size) {
+      let x = score(q_at, c0 + r, start, head_at);
+      weights[r] = x;
+      top = max_nan(top, x);
+    }
+    let new_max = max_nan(run.top, tree(lane, wg_size, top, true));  // barriers inside
+    for (var r = lane; r < m; r += wg_size) {
+      weights[r] = exp(weights[r] - new_max);
+    }
+    workgroupBarrier();
+    if (lane < params.head_dim) {
+      let fix = exp(run.top - new_max);
+      var sum = 0.0;
+      var part = 0.0;
+      for (var r = 0u; r < m; r++) {
+        let w = weights[r];
+        sum += w;
+        part += w * value(c0 + r, start, head_at + lane);
+      }
+      run.acc = run.acc * fix + part;
+      run.sum = run.sum * fix + sum;
+    }
+    run.top = new_max;
+    workgroupBarrier();  // the weights of the next chunk overwrite these
+  }
+  return run;
+}
+
+// The visible rows of the workgroup's (s, h), made uniform for the barriers that follow.
+fn uniform_visible(s: u32, lane: u32) -> u32 {
+  if (lane == 0u) {
+    uniform_rows = visible(s);
+  }
+  return workgroupUniformLoad(&uniform_rows);
+}
 
 @compute @workgroup_size(wg_size)
 fn attend_rows(@builtin(workgroup_id) wid: vec3<u32>,
@@ -89,56 +164,74 @@ fn attend_rows(@builtin(workgroup_id) wid: vec3<u32>,
   let g = group_index(wid, groups);
   let s = g / H;
   let h = g % H;
-  if (lane == 0u) {  // from storage: made uniform for the barriers below
-    var rows = 0u;
-    if (s < params.s_bound && i32(s) < ints[params.len_slot]) {
-      rows = min(u32(max(ints[params.start_slot], 0)) + s + 1u, params.cache_rows);
-    }
-    visible_rows = rows;
-  }
-  let rows = workgroupUniformLoad(&visible_rows);
+  let rows = uniform_visible(s, lane);
   if (rows == 0u) {
     return;
   }
-  let row_len = params.kv_heads * D;
   let head_at = (h / (H / params.kv_heads)) * D;
   let q_at = (s * H + h) * D;
-  var run_max = -3.0e38;
-  var run_sum = 0.0;
-  var acc = 0.0;
-  for (var c0 = 0u; c0 < rows; c0 += CHUNK) {
-    let m = min(CHUNK, rows - c0);
-    var top = -3.0e38;
-    for (var r = lane; r < m; r += wg_size) {
-      let k_at = (c0 + r) * row_len + head_at;
-      var dot = 0.0;
-      for (var e = 0u; e < D; e++) {
-        dot += f32(q[q_at + e]) * f32(k_cache[k_at + e]);
-      }
-      weights[r] = dot * params.scale;
-      top = max_nan(top, dot * params.scale);
-    }
-    let new_max = max_nan(run_max, tree(lane, wg_size, top, true));  // barriers inside
-    for (var r = lane; r < m; r += wg_size) {
-      weights[r] = exp(weights[r] - new_max);
-    }
-    workgroupBarrier();
-    if (lane < D) {
-      let fix = exp(run_max - new_max);
-      var sum = 0.0;
-      var part = 0.0;
-      for (var r = 0u; r < m; r++) {
-        let w = weights[r];
-        sum += w;
-        part += w * f32(v_cache[(c0 + r) * row_len + head_at + lane]);
-      }
-      acc = acc * fix + part;
-      run_sum = run_sum * fix + sum;
-    }
-    run_max = new_max;
-    workgroupBarrier();  // the weights of the next chunk overwrite these
+  let run = attend_span(q_at, head_at, 0u, rows, lane);
+  if (lane < D) {
+    out[q_at + lane] = elem(run.acc / run.sum);
+    keep(s, h, head_at + lane);
+  }
+}
+
+// parts: per (s, h, part) the span's max, sum, then D weighted-v sums.
+@compute @workgroup_size(wg_size)
+fn attend_split(@builtin(workgroup_id) wid: vec3<u32>,
+                @builtin(num_workgroups) groups: vec3<u32>,
+                @builtin(local_invocation_index) lane: u32) {
+  let H = params.heads;
+  let D = params.head_dim;
+  let P = params.parts;
+  let g = group_index(wid, groups);
+  let p = g % P;
+  let s = g / (H * P);
+  let h = (g / P) % H;
+  let rows = uniform_visible(s, lane);
+  if (rows == 0u) {
+    return;
+  }
+  let per = (rows + P - 1u) / P;
+  let lo = min(p * per, rows);
+  let head_at = (h / (H / params.kv_heads)) * D;
+  let run = attend_span((s * H + h) * D, head_at, lo, min(lo + per, rows), lane);
+  let at = g * (D + 2u);
+  if (lane == 0u) {
+    parts[at] = run.top;
+    parts[at + 1u] = run.sum;
   }
   if (lane < D) {
-    out[q_at + lane] = elem(acc / run_sum);
+    parts[at + 2u + lane] = run.acc;
+    if (p == 0u) {
+      keep(s, h, head_at + lane);
+    }
   }
+}
+
+@compute @workgroup_size(wg_size)
+fn combine(@builtin(global_invocation_id) gid: vec3<u32>,
+           @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = flat_index(gid, groups);
+  let D = params.head_dim;
+  let s = i / (params.heads * D);
+  if (visible(s) == 0u) {
+    return;
+  }
+  let d = i % D;
+  let first = (i / D) * params.parts;  // (s, h)'s part 0
+  var top = -3.0e38;
+  for (var p = 0u; p < params.parts; p++) {
+    top = max_nan(top, parts[(first + p) * (D + 2u)]);
+  }
+  var sum = 0.0;
+  var acc = 0.0;
+  for (var p = 0u; p < params.parts; p++) {
+    let at = (first + p) * (D + 2u);
+    let fix = exp(parts[at] - top);
+    sum += fix * parts[at + 1u];
+    acc += fix * parts[at + 2u + d];
+  }
+  out[i] = elem(acc / sum);
 }

@@ -78,11 +78,14 @@ def test_decode_step_dispatches_only_the_actual_rows(runtime, name, monkeypatch)
     assert one * 4 < full, (one, full)
 
 
+@pytest.mark.parametrize("form", ["elements", "split"])
 @pytest.mark.parametrize("name", [n for n in NAMES if n.startswith("llama_")])
-def test_decoder_with_the_per_element_attention(runtime, name, monkeypatch):
-    """The other sdpa_with_kv_cache kernel (one invocation per output element) gives the
-    same steps as the default one (a workgroup per query row and head)."""
-    monkeypatch.setenv("PTE_WEBGPU_SDPA", "elements")
+def test_decoder_with_the_other_attention_kernels(runtime, name, form, monkeypatch):
+    """The other sdpa_with_kv_cache kernels give the same steps as the one lavapipe picks
+    (a workgroup per query row and head): one invocation per output element, and the GPUs'
+    split (a decode step's cache rows split across workgroups, then combined; prefills of
+    a dynamic program keep the rows kernel)."""
+    monkeypatch.setenv("PTE_WEBGPU_SDPA", form)
     pte = (DECODERS / f"{name}.pte").read_bytes()
     npz = (DECODERS / f"{name}.npz").read_bytes()
     report = run_sync(decoder_report(runtime, pte, npz))

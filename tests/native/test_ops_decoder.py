@@ -119,11 +119,22 @@ def test_rotary_hf_partial_rotation_from_a_start_row(device):
     np.testing.assert_allclose(got_k, _rope_hf(xk, cos, sin, 5), atol=1e-5)
 
 
-def test_sdpa_with_kv_cache_prefill_at_a_start_position(device):
-    """3 new rows at position 4 of a 10-row cache whose first 4 rows hold earlier keys;
-    8 query heads over 2 KV heads; causal within the new rows."""
+SDPA_CASES = {  # name: (query rows, query heads, KV heads, head dim, cache rows, start)
+    "prefill at a start position": (3, 8, 2, 16, 10, 4),
+    # one row over 251 visible rows: split cuts them into 10 parts of 26 (the last 17)
+    "decode at a long context": (1, 9, 3, 64, 300, 250),
+    "decode at position 0": (1, 4, 4, 32, 100, 0),
+}
+
+
+@pytest.mark.parametrize("form", ["rows", "elements", "split"])
+@pytest.mark.parametrize("case", list(SDPA_CASES))
+def test_sdpa_with_kv_cache_after_earlier_rows(device, monkeypatch, form, case):
+    """New rows at ``start`` of a cache whose first rows hold earlier keys, causal within
+    the new rows, GQA; every kernel form against float64 numpy."""
+    monkeypatch.setenv("PTE_WEBGPU_SDPA", form)
     g = DG()
-    s, h, hkv, d, t, start = 3, 8, 2, 16, 10, 4
+    s, h, hkv, d, t, start = SDPA_CASES[case]
     q, k, v = rand(1, s, h, d), rand(1, s, hkv, d), rand(1, s, hkv, d)
     kc, vc = np.zeros((1, t, hkv, d), np.float32), np.zeros((1, t, hkv, d), np.float32)
     kc[:, :start], vc[:, :start] = rand(1, start, hkv, d), rand(1, start, hkv, d)

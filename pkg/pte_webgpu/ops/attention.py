@@ -6,10 +6,15 @@ h reads KV head ``h // (H // Hkv)`` (GQA). q/out ``[1, S, H, D]``, k/v ``[1, S, 
 caches ``[1, T, Hkv, D]``. ``seq_len`` is serialized as 1 even for a prefill, so S is
 q's actual size (execute time). The caches are state (runtime/state.py).
 
-Two attention kernels (``variants={"sdpa": NAME}`` or ``PTE_WEBGPU_SDPA``): ``rows``, one
-workgroup per query row and head, each score computed once (the default where a workgroup
-holds head_dim lanes); ``elements``, one invocation per output element, which recomputes
-its row's scores (no workgroup memory or barriers; D times the work).
+One dispatch writes the new rows into the caches and attends (rows from start on are read
+from k and v). Kernels (``variants={"sdpa": NAME}`` or ``PTE_WEBGPU_SDPA``): ``rows``, one
+workgroup per query row and head, each score computed once (the default on CPU adapters
+where a workgroup holds head_dim lanes); ``elements``, one invocation per output element,
+which recomputes its row's scores (no workgroup memory or barriers; D times the work);
+``split`` (the default on GPUs), as ``rows`` except that an execute of one query row (a
+decode step) cuts the visible cache rows into ``parts`` spans, a workgroup each, and a
+second dispatch merges their partial softmaxes (flash-decoding): one row's 9 heads would
+otherwise keep 9 workgroups busy over the whole context.
 """
 
 from __future__ import annotations
@@ -27,15 +32,18 @@ from ..shaders.compose import Binding, Kernel, Uniform
 
 PARAMS = Uniform(("heads", "u32"), ("kv_heads", "u32"), ("head_dim", "u32"),
                  ("cache_rows", "u32"), ("s_bound", "u32"), ("start_slot", "u32"),
-                 ("len_slot", "u32"), ("scale", "f32"))
+                 ("len_slot", "u32"), ("scale", "f32"), ("parts", "u32"))
 KERNEL = Kernel("sdpa_kv_cache", (
     Binding(0, "q"), Binding(1, "k"), Binding(2, "v"), Binding(3, "k_cache", "read_write"),
     Binding(4, "v_cache", "read_write"), Binding(5, "out", "read_write"),
-    Binding(6, "ints", type="i32")), PARAMS,
-    snippets=("flat_index", "bits", "nan_minmax", "tree"))
-VARIANTS = declare("sdpa", ("rows", "elements"),
+    Binding(6, "ints", type="i32"), Binding(8, "parts", "read_write", type="f32")), PARAMS,
+    uniform_binding=7, snippets=("flat_index", "bits", "nan_minmax", "tree"))
+VARIANTS = declare("sdpa", ("rows", "elements", "split"),
                    doc="rows: a workgroup per query row and head; elements: an invocation "
-                   "per output element")
+                   "per output element; split: rows, and a decode step's cache rows split "
+                   "across workgroups, then combined")
+SPAN_ROWS = 32  # cache rows per split part at full context: parts = cache_rows / SPAN_ROWS
+MAX_PARTS = 32
 
 
 def reference(read, values, args, write=None):
@@ -133,36 +141,62 @@ async def build_sdpa_with_kv_cache(ctx, op):
         raise UnsupportedError(f"{op.name}: mixed float16/float32 operands ({ctx.where(op)})")
     half = halves.pop()
     _check_positions(ctx, op, start_id, q_id, kc.shape[1])
+    if not out.numel:
+        return
     ints, (start_slot, len_slot) = slots(ctx, op, [int_key(ctx, op, start_id),
                                                    size_key(ctx, q_id, 1)])
+    lanes = pow2_workgroup(ctx, dim)
+    traits = ctx.device.info.traits
+    form = VARIANTS.pick(ctx, op, lambda: "elements" if lanes < dim else
+                         "rows" if traits.is_cpu else "split", lambda f: _fit(f, lanes, dim))
+    parts = min(MAX_PARTS, -(-kc.shape[1] // SPAN_ROWS)) if form == "split" else 1
     params = ctx.uniform(PARAMS.pack(heads=heads, kv_heads=kv_heads, head_dim=dim,
                                      cache_rows=kc.shape[1], s_bound=s_bound,
-                                     start_slot=start_slot, len_slot=len_slot, scale=scale),
-                         f"{op.name} params")
+                                     start_slot=start_slot, len_slot=len_slot, scale=scale,
+                                     parts=parts), f"{op.name} params")
+    io = [(0, q_id), (1, k_id), (2, v_id), (3, kc_id), (4, vc_id), (6, ints), (7, params)]
+    if form == "elements":
+        wg = min(64, elementwise_workgroup(ctx))
+        attend = await ctx.pipeline(KERNEL, {"wg_size": wg}, "attend", half=half)
+        ctx.dispatch(op, attend, io + [(5, out_id)], ctx.grid(-(-out.numel // wg)))
+        follow_actual_size(ctx, out_id, wg)
+        return
+    # a workgroup per (s, h); with split, one-row executes take the flash-decoding pair
+    row = heads * dim
+    dynamic = ctx.dyn.is_dynamic(ctx.graph_key, out_id)
+    split = form == "split" and (s_bound == 1 or dynamic)
+    if s_bound > 1 or not split:
+        attend = await ctx.pipeline(KERNEL, {"wg_size": lanes}, "attend_rows", half=half)
+        ctx.dispatch(op, attend, io + [(5, out_id)], ctx.grid(s_bound * heads))
+        follow_actual_size(ctx, out_id, lambda n: 0 if split and n <= row else -(-n // dim))
+    if split:
+        if s_bound > 1:
+            ctx.note_kernel(op, twin="split")
+        await _record_split(ctx, op, io, out_id, heads * parts, row, lanes, half,
+                            alternative=s_bound > 1)
+
+
+async def _record_split(ctx, op, io, out_id, groups: int, row: int, lanes: int,
+                        half: bool, alternative: bool) -> None:
+    """The flash-decoding pair for one query row of ``row`` = heads x head_dim elements:
+    ``groups`` = heads x parts workgroups write partial softmaxes into a scratch buffer,
+    then one invocation per output element merges them. ``alternative``: the twin of a
+    rows dispatch, run only for executes of one row."""
+    dim = ctx.graph.values[out_id].shape[3]
+    parts = ctx.resources.buffer(4 * groups * (dim + 2), f"{ctx.where(op)} attention parts")
+    split = await ctx.pipeline(KERNEL, {"wg_size": lanes}, "attend_split", half=half)
+    ctx.dispatch(op, split, io + [(8, parts)], ctx.grid(groups))
+    follow_actual_size(ctx, out_id, lambda n: groups if n <= row else 0,
+                       alternative=alternative)
     wg = min(64, elementwise_workgroup(ctx))
-    shared = [(3, kc_id), (4, vc_id), (6, ints), (7, params)]  # each entry binds what it uses
-    if k.numel:
-        update = await ctx.pipeline(KERNEL, {"wg_size": wg}, "update", half=half)
-        ctx.dispatch(op, update, [(1, k_id), (2, v_id)] + shared, ctx.grid(-(-k.numel // wg)))
-        follow_actual_size(ctx, k_id, wg)
-    if out.numel:
-        lanes = pow2_workgroup(ctx, dim)
-        form = VARIANTS.pick(ctx, op, lambda: "rows" if lanes >= dim else "elements",
-                             lambda f: _fit(f, lanes, dim))
-        if form == "rows":
-            attend = await ctx.pipeline(KERNEL, {"wg_size": lanes}, "attend_rows", half=half)
-            ctx.dispatch(op, attend, [(0, q_id), (5, out_id)] + shared,
-                         ctx.grid(s_bound * heads))
-            follow_actual_size(ctx, out_id, lambda n: -(-n // dim))  # one per (s, h)
-        else:
-            attend = await ctx.pipeline(KERNEL, {"wg_size": wg}, "attend", half=half)
-            ctx.dispatch(op, attend, [(0, q_id), (5, out_id)] + shared,
-                         ctx.grid(-(-out.numel // wg)))
-            follow_actual_size(ctx, out_id, wg)
+    combine = await ctx.pipeline(KERNEL, {"wg_size": wg}, "combine", half=half)
+    ctx.dispatch(op, combine, [(5, out_id)] + io[5:] + [(8, parts)], ctx.grid(-(-row // wg)))
+    follow_actual_size(ctx, out_id, lambda n: -(-row // wg) if n <= row else 0,
+                       alternative=alternative)
 
 
 def _fit(form: str, lanes: int, dim: int) -> str:
-    if form == "rows" and lanes < dim:
-        raise UnsupportedError(f"sdpa variant 'rows' needs {dim} lanes per workgroup (the "
+    if form in ("rows", "split") and lanes < dim:
+        raise UnsupportedError(f"sdpa variant {form!r} needs {dim} lanes per workgroup (the "
                                f"head dim); this adapter gives {lanes}")
     return form

@@ -78,6 +78,22 @@ async def ours(pte: bytes, prompt_len: int, steps: int, dtype: str) -> dict:
             t0 = time.perf_counter()
             await method.execute([ids([5 + k]), pos(prompt_len + k)], as_numpy=False)
             times.append((time.perf_counter() - t0) * 1e3)
+        # greedy as LanguageModel runs it: the token picked on the GPU (4 bytes back), and
+        # chained (the next step submitted before this one's token is read, fed on the GPU)
+        argmax = []
+        for k in range(steps):
+            t0 = time.perf_counter()
+            await method.execute([ids([5 + k]), pos(prompt_len + k)], argmax=True)
+            argmax.append((time.perf_counter() - t0) * 1e3)
+        from pte_webgpu.runtime.readout import LastArgmax
+        t0 = time.perf_counter()
+        pending = [await method.execute([ids([5]), pos(prompt_len)], argmax=True, wait=False)]
+        for k in range(1, steps):
+            pending.append(await method.execute([LastArgmax(), pos(prompt_len + k)],
+                                                argmax=True, wait=False))
+            await pending[-2]
+        await pending[-1]
+        chained = (time.perf_counter() - t0) * 1e3 / steps
         # one more step with timestamps: the GPU's busy time of a decode step (the rest of
         # the step's wall time is the host: encoding, host steps, submit, readback)
         await method.execute([ids([5]), pos(prompt_len + steps)], as_numpy=False, profile=True)
@@ -85,6 +101,8 @@ async def ours(pte: bytes, prompt_len: int, steps: int, dtype: str) -> dict:
         return {"impl": "ours", "adapter": rt.device.info.summary(), "dtype": dtype,
                 "prefill_ms": prefill, "decode_ms": statistics.median(times),
                 "tok_s": 1e3 / statistics.median(times), "decode_gpu_ms": gpu,
+                "decode_argmax_ms": statistics.median(argmax), "decode_chained_ms": chained,
+                "chained_tok_s": 1e3 / chained,
                 "dispatches": sum(row["dispatches"] for row in method.last_profile)}
     finally:
         rt.close()
@@ -132,17 +150,21 @@ def torch_cuda(hp: dict, dtype: str, prompt_len: int, steps: int) -> dict | None
 
 def table(records: list[dict], prompt_len: int) -> str:
     lines = [f"| impl | dtype | prefill {prompt_len} tokens ms | decode ms/token | tok/s | "
-             "decode GPU busy ms (dispatches) |", "|---|---|---|---|---|---|"]
+             "argmax ms/token | chained ms/token | decode GPU busy ms (dispatches) |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in records:
         gpu = (f"{r['decode_gpu_ms']:.2f} ({r['dispatches']})" if "decode_gpu_ms" in r
                else "-")
+        more = " | ".join(f"{r[k]:.2f}" if k in r else "-"
+                          for k in ("decode_argmax_ms", "decode_chained_ms"))
         lines.append(f"| {r['impl']} | {r['dtype']} | {r['prefill_ms']:.1f} | "
-                     f"{r['decode_ms']:.2f} | {r['tok_s']:.1f} | {gpu} |")
+                     f"{r['decode_ms']:.2f} | {r['tok_s']:.1f} | {more} | {gpu} |")
     by = {(r["impl"], r["dtype"]): r for r in records}
     for (impl, dtype), r in by.items():
         t = by.get(("torch-cuda", dtype))
         if impl == "ours" and t:
-            lines.append(f"\n{dtype}: decode ours/torch speed {t['decode_ms'] / r['decode_ms']:.2f}x, "
+            lines.append(f"\n{dtype}: decode ours/torch speed {t['decode_ms'] / r['decode_ms']:.2f}x "
+                         f"(chained {t['decode_ms'] / r.get('decode_chained_ms', r['decode_ms']):.2f}x), "
                          f"prefill {t['prefill_ms'] / r['prefill_ms']:.2f}x")
     return "\n".join(lines)
 

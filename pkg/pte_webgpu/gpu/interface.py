@@ -160,6 +160,39 @@ class GpuDevice:
                 raise GpuValidationError(f"running the recorded work: {type(e).__name__}: "
                                          f"{str(e)[:2000]}") from e
 
+    def submit(self, recording: Recording, outputs: list[tuple[Buffer, int]],
+               staging: Buffer) -> list[int]:
+        """``run`` without waiting: replay, copy the outputs into ``staging``, submit; the
+        offsets for ``read_outputs``, which may come after later submits (the GPU works on
+        while the host prepares the next run)."""
+        with self.in_use():
+            try:
+                self.check_alive()
+                encoder = self._encoder()
+                self._encode(encoder, recording.steps)
+                offsets = self._copy_outputs(encoder, outputs, staging)
+                self._submit(encoder)
+                return offsets
+            except PteError:
+                raise
+            except Exception as e:
+                raise GpuValidationError(f"submitting the recorded work: {type(e).__name__}: "
+                                         f"{str(e)[:2000]}") from e
+
+    async def read_outputs(self, staging: Buffer, offsets: list[int],
+                           outputs: list[tuple[Buffer, int]]) -> list[memoryview]:
+        """The outputs a ``submit`` copied into ``staging``, once the GPU has written them."""
+        with self.in_use():
+            try:
+                data = await self._read(staging, offsets[-1] if offsets else 0)
+            except PteError:
+                raise
+            except Exception as e:
+                raise GpuValidationError(f"reading back outputs: {type(e).__name__}: "
+                                         f"{str(e)[:2000]}") from e
+            self.check_alive()
+            return _split(data, offsets, outputs)
+
     @contextlib.contextmanager
     def in_use(self):
         """Hold the device open for a span of work (uploads, then a run): close() from

@@ -8,9 +8,10 @@ that is already cached (a chat conversation re-rendered each turn only feeds the
 and ``reset()`` forgets everything.
 
 Prefill is ONE execute when the tokens input has a dynamic length (chunks of its bound),
-else token by token. The logits row of every step is read back (196 KB a step for a
-49152-word vocab, float32) and the token chosen on the host; picking it on the GPU is
-left to issue 10.
+else token by token. Greedy decoding picks each token on the GPU and feeds it to the next
+step there (``readout.LastArgmax``): step k + 1 is submitted before step k's token is read
+back, so the host's work for one step overlaps the GPU's for the other. Sampling reads the
+logits row of every step (196 KB for a 49152-word vocab, float32) and picks on the host.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import InputError, UnsupportedError
+from ..runtime.readout import LastArgmax
 from ..tensor import Tensor
 from .chat import ChatTemplate
 from .sampling import choose
@@ -205,21 +207,67 @@ class LanguageModel:
         greedy = not temperature  # then the GPU picks: `logits` holds the token id
         logits = await self._feed(ids, greedy)
         gen.prefill_ms = (time.perf_counter() - t0) * 1e3
-        for n in range(max_new_tokens):
-            token = logits if greedy else pick(logits, rng, temperature, top_k, top_p)
-            gen.ids.append(token)
-            if token in self.stop_ids:
-                gen.stopped = "eos"  # before the yield: the consumer may stop pulling here
+        if not max_new_tokens:
+            return
+        steps = self._greedy_steps(logits, max_new_tokens) if greedy else \
+            self._sampled_steps(logits, max_new_tokens, rng, temperature, top_k, top_p)
+        try:
+            async for token in steps:
+                gen.ids.append(token)
+                if token in self.stop_ids:
+                    gen.stopped = "eos"  # before the yield: the consumer may stop pulling
+                    yield token
+                    break
                 yield token
-                return
+        finally:
+            # the cache holds the prompt and every generated token but the last (a step
+            # run ahead on the GPU is forgotten: its row is overwritten before being read)
+            del self.history[len(ids):]
+            self.history += gen.ids[:-1]
+
+    def _room(self, generated: int, max_new_tokens: int) -> bool:
+        """Whether the token after the ``generated``-th one is wanted and fits the cache."""
+        if generated >= max_new_tokens:
+            return False
+        if len(self.last.prompt_ids) + generated - 1 >= self.max_context_len:
+            self.last.stopped = "context"
+            return False
+        return True
+
+    async def _greedy_steps(self, token: int, max_new_tokens: int):
+        """Yield the first token, then one per decode step; each step is submitted one step
+        ahead of the host, fed by the GPU with the token the host has not read yet."""
+        gen = self.last
+        pending = None
+        t1 = time.perf_counter()
+        if self._room(1, max_new_tokens):
+            pending = await self.method.execute(
+                [_int64([token], (1, 1)), _int64([len(gen.prompt_ids)], (1,))], argmax=True,
+                wait=False)
+        n = 1
+        while True:
+            ahead = None
+            if pending is not None and self._room(n + 1, max_new_tokens):
+                ahead = await self.method.execute(
+                    [LastArgmax(), _int64([len(gen.prompt_ids) + n], (1,))],
+                    argmax=True, wait=False)
             yield token
-            if n + 1 == max_new_tokens:
+            if pending is None:
                 return
-            if len(self.history) >= self.max_context_len:
-                gen.stopped = "context"
+            token = (await pending)[0]
+            gen.decode_ms = (time.perf_counter() - t1) * 1e3
+            gen.decode_steps += 1
+            pending, n = ahead, n + 1
+
+    async def _sampled_steps(self, logits, max_new_tokens: int, rng, temperature, top_k,
+                             top_p):
+        gen = self.last
+        for n in range(max_new_tokens):
+            yield pick(logits, rng, temperature, top_k, top_p)
+            if not self._room(n + 1, max_new_tokens):
                 return
             t1 = time.perf_counter()
-            logits = await self._forward([token], greedy)
+            logits = await self._forward([gen.ids[-1]], False)
             gen.decode_ms += (time.perf_counter() - t1) * 1e3
             gen.decode_steps += 1
 

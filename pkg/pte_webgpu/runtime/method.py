@@ -27,7 +27,7 @@ from .build import (BuildContext, Resources, build_delegate, call_handler, uploa
 from .exclusive import Exclusive
 from .id_checks import IdChecks
 from .inputs import read_input, read_list
-from .readout import LastRowArgmax
+from .readout import LastArgmax, LastRowArgmax
 from .state import State, mutable_plan_values
 
 # int64 is held as int32, bool as u32 (storage.py)
@@ -73,6 +73,7 @@ class Method:
         self._mutable = mutable_plan_values(plan)
         self._delegates_built = 0
         self._argmax = None  # readout.LastRowArgmax, made by the first execute(argmax=True)
+        self._unread: list[PendingArgmax] = []  # execute(wait=False) results not read yet
         self._dyn.plan_inputs = set(plan.inputs)
 
     # --- load ----------------------------------------------------------------------
@@ -240,23 +241,37 @@ class Method:
                 for v in self._plan.inputs]
 
     async def execute(self, inputs, *, as_numpy: bool | None = None, profile: bool = False,
-                      argmax: bool = False):
+                      argmax: bool = False, wait: bool = True):
         """Run once. ``inputs``: one array per plan input (forms: runtime/inputs.py).
 
         With ``profile=True`` the GPU time of every dispatch is kept in
         ``method.last_profile`` (timestamp queries; wall time without them).
         With ``argmax=True`` the result is ``[index]``: torch.argmax of output 0's last row
         (along its last dim), found on the GPU; only those 4 bytes are read back (greedy
-        decoding: runtime/readout.py). The other outputs are not read.
+        decoding: runtime/readout.py). The other outputs are not read. Then an input may
+        be ``readout.LastArgmax()``: the previous execute's index, copied on the GPU; and
+        ``wait=False`` returns at once with a ``PendingArgmax`` (``await`` it for
+        ``[index]``), so the host prepares the next step while the GPU runs this one.
         """
         if self.closed:
             raise ClosedError(f"method {self.name!r} is closed (its program or Runtime was "
                               "closed); load the program again to run it")
+        if not wait and (not argmax or profile):
+            raise InputError("execute(wait=False) needs argmax=True and profile=False")
         inputs = read_list(inputs, len(self._plan.inputs), self.name)
         hosts, env, shapes, host_inputs = [], self._dyn, {}, {}
-        id_hosts = []  # unpadded storage bytes and shape of each input, for the id checks
+        id_hosts, feeds = [], []  # unpadded storage bytes and shape of each input (id checks)
         for i, (x, vid) in enumerate(zip(inputs, self._plan.inputs)):
             want = self._plan.values[vid]
+            if isinstance(x, LastArgmax):
+                shape = self._fed_shape(x, i, want, argmax)
+                feeds.append(vid)
+                id_hosts.append((None, shape))
+                if env.is_dynamic(-1, vid):
+                    dynamic.check_dynamic_shape(shape, want.sizes, i)
+                    shapes[("shape", -1, vid)] = shape
+                host_inputs[vid] = _FedOnGpu(i)
+                continue
             t = read_input(x, i, want.dtype.name)
             if t.dtype.name != want.dtype.name:
                 raise InputError(f"input {i}: expected dtype {want.dtype.name}, got "
@@ -273,6 +288,13 @@ class Method:
                                  f"{list(t.shape)}")
             host_inputs[vid] = t
             hosts.append((vid, data))
+        if argmax:
+            reader = await self._argmax_reader()
+            if feeds and not reader.ran:
+                raise InputError("LastArgmax input: no execute(argmax=True) ran before")
+            # this execute's staging buffer: the one whose last index must be read first
+            for pending in [p for p in self._unread if p.staging is reader.stagings[1 - reader.turn]]:
+                await pending.result()
         async with self._lock:  # the execute-time integers belong to this call only
             if self.closed:  # closed by another thread while this one waited
                 raise ClosedError(f"method {self.name!r} was closed")
@@ -294,16 +316,22 @@ class Method:
                 self._id_checks.reset(upload, self._device)
                 raw, times = [], []
                 if argmax:
-                    reader = await self._argmax_reader()
-                    shape = out_shapes[0]
-                    recording = reader.prepare(prod(shape))
+                    recording = reader.prepare(prod(out_shapes[0]),
+                                               [self._plan_buffers[v] for v in feeds])
+                    if not wait:
+                        staging = reader.staging
+                        offsets = self._device.submit(recording, reader.outputs, staging)
+                        reader.ran = True
+                        pending = PendingArgmax(self, staging, offsets, reader.outputs)
+                        self._unread.append(pending)
+                        return pending
                     raw, times = await self._device.run(recording, reader.outputs,
                                                         reader.staging, profile=profile)
+                    reader.ran = True
                 elif self._outputs:
                     raw, times = await self._device.run(self._recording, self._outputs, self._staging,
                                                        profile=profile)
-        flags = len(self._id_checks.checks)  # read back after the outputs
-        self._id_checks.check_flags(raw[len(raw) - flags:] if flags else [])
+        self._check_flags(raw)
         if profile:
             self.last_profile = self._profile_rows(times)
         if argmax:
@@ -320,6 +348,24 @@ class Method:
             outs.append(output(self._storage.from_storage(data, t.dtype), shape, t.dtype,
                                as_numpy))
         return outs
+
+    def _check_flags(self, raw) -> None:
+        flags = len(self._id_checks.checks)  # read back after the outputs
+        self._id_checks.check_flags(raw[len(raw) - flags:] if flags else [])
+
+    def _fed_shape(self, x: LastArgmax, i: int, want, argmax: bool) -> tuple:
+        if not argmax:
+            raise InputError(f"input {i}: LastArgmax() is fed by execute(argmax=True) only")
+        shape = (1,) * len(want.sizes) if x.shape is None else x.shape
+        if want.dtype.name not in ("int32", "int64") or prod(shape) != 1 or \
+                len(shape) != len(want.sizes):
+            raise InputError(f"input {i}: LastArgmax{list(shape)} fills one element of an "
+                             f"int32/int64 input; this one is {want.dtype.name}"
+                             f"{list(want.sizes)}")
+        if tuple(want.sizes) != shape and not self._dyn.is_dynamic(-1, self._plan.inputs[i]):
+            raise InputError(f"input {i}: expected shape {list(want.sizes)}, got "
+                             f"{list(shape)}")
+        return shape
 
     async def _argmax_reader(self) -> LastRowArgmax:
         if self._argmax is None:
@@ -357,3 +403,43 @@ class Method:
             self.closed = True
             # An execute in flight (another task or thread) releases them when it ends.
             self._lock.when_free(self._resources.release)
+
+
+class PendingArgmax:
+    """The result of ``execute(argmax=True, wait=False)``: ``await pending`` (or
+    ``await pending.result()``) gives ``[index]`` once the GPU has run the step."""
+
+    def __init__(self, method: Method, staging, offsets, outputs):
+        self._method, self.staging = method, staging
+        self._offsets, self._outputs = offsets, outputs
+        self._value: list[int] | None = None
+
+    async def result(self) -> list[int]:
+        if self._value is None:
+            method = self._method
+            if self not in method._unread:
+                raise InputError("this step's result was lost: an earlier read of it failed")
+            try:
+                raw = await method._device.read_outputs(self.staging, self._offsets,
+                                                        self._outputs)
+            finally:
+                method._unread.remove(self)
+            method._check_flags(raw)
+            self._value = [int.from_bytes(bytes(raw[0][:4]), "little")]
+        return self._value
+
+    def __await__(self):
+        return self.result().__await__()
+
+
+class _FedOnGpu:
+    """``DynamicEnv.host_inputs`` entry of an input the GPU fills (LastArgmax): a host step
+    that would read its values cannot."""
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __getattr__(self, name):
+        raise InputError(f"input {self.index}: its values are read on the host (a SymInt or "
+                         "shape computed from them), so it cannot be LastArgmax()")
+

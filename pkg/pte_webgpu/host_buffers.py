@@ -92,7 +92,7 @@ def buffer_bytes(buf, shape, dtype, default_dtype, where: str):
             raise InputError(f"{where}: the list has {len(flat)} values, shape {list(shape)} "
                              f"needs {numel}")
         return pack_values(flat, want, where), (want, False)
-    if _np is not None and _np.ma.isMaskedArray(buf):
+    if _masked(buf):
         buf = _unmasked(buf, where)
     try:
         view = memoryview(buf)
@@ -207,6 +207,11 @@ def is_numpy(x) -> bool:
     return isinstance(x, (_np.ndarray, _np.generic))
 
 
+def _masked(x) -> bool:
+    # only once numpy.ma is loaded can x be one (numpy imports it lazily: ~15-30 ms)
+    return _np is not None and "numpy.ma" in sys.modules and _np.ma.isMaskedArray(x)
+
+
 def _unmasked(x, where: str):
     masked = int(_np.ma.getmaskarray(x).sum())
     if masked:
@@ -217,7 +222,7 @@ def _unmasked(x, where: str):
 
 def numpy_bytes(x, where: str):
     """(little-endian C-order bytes, shape, dtype name) of a numpy array or scalar."""
-    if _np.ma.isMaskedArray(x):
+    if _masked(x):
         x = _unmasked(x, where)
     x = _np.asarray(x)  # drops subclasses (matrix, memmap) that reshape differently
     if x.dtype.fields is not None or x.dtype.subdtype is not None or \

@@ -160,6 +160,24 @@ class GpuDevice:
                 raise GpuValidationError(f"running the recorded work: {type(e).__name__}: "
                                          f"{str(e)[:2000]}") from e
 
+    async def warm_up(self) -> None:
+        """Run one tiny dispatch, copy and read back through ``run``: the first run in a
+        process pays one-time costs (natively, cffi parses each C struct type wgpu-py
+        builds on first use: ~0.2-0.6 s), which belong to device creation, not to a
+        program's first execute."""
+        wgsl = ("@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
+                "@compute @workgroup_size(1) fn main() { x[0] = 1u; }\n")
+        pipeline = await self.create_pipeline(wgsl, "main", {}, "warm-up")
+        buf = self.create_buffer(4, ("storage", "copy_src"), "warm-up")
+        staging = self.create_buffer(4, ("map_read", "copy_dst"), "warm-up read")
+        try:
+            group = self.bind_group(pipeline, [(0, buf, 4)], "warm-up")
+            await self.run(Recording([Dispatch(pipeline, group, (1, 1, 1), "warm-up")]),
+                           [(buf, 4)], staging)
+        finally:
+            self.destroy_buffer(buf)
+            self.destroy_buffer(staging)
+
     def submit(self, recording: Recording, outputs: list[tuple[Buffer, int]],
                staging: Buffer) -> list[int]:
         """``run`` without waiting: replay, copy the outputs into ``staging``, submit; the

@@ -75,13 +75,15 @@ class NativeDevice(GpuDevice):
             required_features=features,
             required_limits={_kebab(k): v for k, v in limits.items()})
         info = adapter.info
-        return cls(wgpu, device, AdapterInfo(
+        native = cls(wgpu, device, AdapterInfo(
             "native", info.get("vendor", ""), info.get("architecture", ""),
             info.get("device", "") or info.get("description", ""),
             info.get("adapter_type", "") == "CPU", frozenset(features), limits,
             # wgpu-py 0.32 spells these keys "stackgroup_*"
             subgroup_sizes(info.get("subgroup_min_size", info.get("stackgroup_min_size")),
                            info.get("subgroup_max_size", info.get("stackgroup_max_size")))))
+        await native.warm_up()
+        return native
 
     def __init__(self, wgpu, device, info: AdapterInfo):
         super().__init__(info)

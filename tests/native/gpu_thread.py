@@ -14,6 +14,20 @@ def run_sync(coro):
     return _GPU_THREAD.submit(asyncio.run, coro).result()
 
 
+def native_runtime():
+    """Body of a pytest fixture: a native Runtime, closed after the test(s); the test is
+    skipped where wgpu finds no adapter."""
+    import pytest
+
+    import pte_webgpu
+    try:
+        rt = run_sync(pte_webgpu.Runtime.create("native"))
+    except pte_webgpu.GpuError as e:
+        pytest.skip(f"no native adapter: {e}")
+    yield rt
+    rt.close()
+
+
 def run_fixture(rt, name: str, ptd_files=()):
     """Load ``tests/fixtures/<name>.pte`` (+ .ptd), run it on its npz inputs:
     (outputs, torch reference outputs)."""

@@ -12,7 +12,7 @@ import pytest
 
 import pte_webgpu
 from pte_webgpu.gpu.interface import Copy
-from tests.native.gpu_thread import run_sync
+from tests.native.gpu_thread import native_runtime, run_sync
 
 from . import crafts
 from .cycles import cycles
@@ -31,12 +31,7 @@ def _fixture(name="add_2x3x4"):
 
 @pytest.fixture
 def fresh_runtime():
-    try:
-        rt = run_sync(pte_webgpu.Runtime.create("native"))
-    except pte_webgpu.GpuError as e:
-        pytest.skip(f"no native adapter: {e}")
-    yield rt
-    rt.close()
+    yield from native_runtime()
 
 
 def test_runtime_close_closes_every_program(fresh_runtime):

@@ -7,9 +7,8 @@ import resource
 
 import pytest
 
-import pte_webgpu
 from pte_webgpu import errors
-from tests.native.gpu_thread import run_sync
+from tests.native.gpu_thread import native_runtime, run_sync
 
 from .runner import expected_outputs, matches, run
 from .table import CASES, accepts
@@ -22,12 +21,7 @@ PEAK_GROWTH_MB = 300  # no case may raise the process's peak memory by more than
 
 @pytest.fixture(scope="module")
 def runtime():
-    try:
-        rt = run_sync(pte_webgpu.Runtime.create("native"))
-    except pte_webgpu.GpuError as e:
-        pytest.skip(f"no native adapter: {e}")
-    yield rt
-    rt.close()
+    yield from native_runtime()
 
 
 def _peak_mb() -> float:

@@ -147,33 +147,42 @@ fn attend_span(q_at: u32, head_at: u32, lo: u32, hi: u32, lane: u32) -> Span {
   return run;
 }
 
-// The visible rows of the workgroup's (s, h), made uniform for the barriers that follow.
-fn uniform_visible(s: u32, lane: u32) -> u32 {
+// What workgroup g of a grid of (s, h, part) over `parts` parts works on: its query row,
+// head and part, where its head's q/out row and KV head start, and the visible cache rows
+// (made uniform for the barriers that follow).
+struct Job {
+  s: u32,
+  h: u32,
+  p: u32,
+  q_at: u32,
+  head_at: u32,
+  rows: u32,
+}
+
+fn job(g: u32, parts: u32, lane: u32) -> Job {
+  let H = params.heads;
+  let D = params.head_dim;
+  let s = g / (H * parts);
+  let h = (g / parts) % H;
   if (lane == 0u) {
     uniform_rows = visible(s);
   }
-  return workgroupUniformLoad(&uniform_rows);
+  let rows = workgroupUniformLoad(&uniform_rows);
+  return Job(s, h, g % parts, (s * H + h) * D, (h / (H / params.kv_heads)) * D, rows);
 }
 
 @compute @workgroup_size(wg_size)
 fn attend_rows(@builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) groups: vec3<u32>,
                @builtin(local_invocation_index) lane: u32) {
-  let H = params.heads;
-  let D = params.head_dim;
-  let g = group_index(wid, groups);
-  let s = g / H;
-  let h = g % H;
-  let rows = uniform_visible(s, lane);
-  if (rows == 0u) {
+  let j = job(group_index(wid, groups), 1u, lane);
+  if (j.rows == 0u) {
     return;
   }
-  let head_at = (h / (H / params.kv_heads)) * D;
-  let q_at = (s * H + h) * D;
-  let run = attend_span(q_at, head_at, 0u, rows, lane);
-  if (lane < D) {
-    out[q_at + lane] = elem(run.acc / run.sum);
-    keep(s, h, head_at + lane);
+  let run = attend_span(j.q_at, j.head_at, 0u, j.rows, lane);
+  if (lane < params.head_dim) {
+    out[j.q_at + lane] = elem(run.acc / run.sum);
+    keep(j.s, j.h, j.head_at + lane);
   }
 }
 
@@ -182,21 +191,15 @@ fn attend_rows(@builtin(workgroup_id) wid: vec3<u32>,
 fn attend_split(@builtin(workgroup_id) wid: vec3<u32>,
                 @builtin(num_workgroups) groups: vec3<u32>,
                 @builtin(local_invocation_index) lane: u32) {
-  let H = params.heads;
   let D = params.head_dim;
-  let P = params.parts;
   let g = group_index(wid, groups);
-  let p = g % P;
-  let s = g / (H * P);
-  let h = (g / P) % H;
-  let rows = uniform_visible(s, lane);
-  if (rows == 0u) {
+  let j = job(g, params.parts, lane);
+  if (j.rows == 0u) {
     return;
   }
-  let per = (rows + P - 1u) / P;
-  let lo = min(p * per, rows);
-  let head_at = (h / (H / params.kv_heads)) * D;
-  let run = attend_span((s * H + h) * D, head_at, lo, min(lo + per, rows), lane);
+  let per = (j.rows + params.parts - 1u) / params.parts;
+  let lo = min(j.p * per, j.rows);
+  let run = attend_span(j.q_at, j.head_at, lo, min(lo + per, j.rows), lane);
   let at = g * (D + 2u);
   if (lane == 0u) {
     parts[at] = run.top;
@@ -204,8 +207,8 @@ fn attend_split(@builtin(workgroup_id) wid: vec3<u32>,
   }
   if (lane < D) {
     parts[at + 2u + lane] = run.acc;
-    if (p == 0u) {
-      keep(s, h, head_at + lane);
+    if (j.p == 0u) {
+      keep(j.s, j.h, j.head_at + lane);
     }
   }
 }

@@ -28,6 +28,21 @@ def native_runtime():
     rt.close()
 
 
+def native_device():
+    """Body of a pytest fixture: a bare NativeDevice (for tests that build graphs by hand),
+    closed after the test(s); skipped where wgpu finds no adapter."""
+    import pytest
+
+    from pte_webgpu.errors import GpuError
+    from pte_webgpu.gpu.native import NativeDevice
+    try:
+        dev = run_sync(NativeDevice.create())
+    except GpuError as e:
+        pytest.skip(f"no native adapter: {e}")
+    yield dev
+    dev.close()
+
+
 def run_fixture(rt, name: str, ptd_files=()):
     """Load ``tests/fixtures/<name>.pte`` (+ .ptd), run it on its npz inputs:
     (outputs, torch reference outputs)."""

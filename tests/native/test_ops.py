@@ -21,19 +21,12 @@ from pte_webgpu.runtime.id_checks import FLAG_BYTES
 from pte_webgpu.runtime.storage import WIDE
 
 pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
-from tests.native.gpu_thread import run_sync  # noqa: E402  (the one GPU thread)
+from tests.native.gpu_thread import native_device, run_sync  # noqa: E402  (the one GPU thread)
 
 
 @pytest.fixture(scope="module")
 def device():
-    from pte_webgpu.errors import GpuError
-    from pte_webgpu.gpu.native import NativeDevice
-    try:
-        dev = run_sync(NativeDevice.create())
-    except GpuError as e:
-        pytest.skip(f"no native adapter: {e}")
-    yield dev
-    dev.close()
+    yield from native_device()
 
 
 class Limited:

@@ -12,20 +12,13 @@ from pte_webgpu.gpu.interface import Recording
 from pte_webgpu.graph import Graph, ListValue, TensorValue
 from pte_webgpu.runtime.build import Resources, build_delegate, upload
 from pte_webgpu.runtime.dynamic import DynamicEnv
-from tests.native.gpu_thread import run_sync
+from tests.native.gpu_thread import native_device, run_sync
 from tests.native.test_ops import G, rand
 
 
 @pytest.fixture(scope="module")
 def device():
-    from pte_webgpu.errors import GpuError
-    from pte_webgpu.gpu.native import NativeDevice
-    try:
-        dev = run_sync(NativeDevice.create())
-    except GpuError as e:
-        pytest.skip(f"no native adapter: {e}")
-    yield dev
-    dev.close()
+    yield from native_device()
 
 
 class DG(G):

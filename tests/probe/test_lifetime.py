@@ -153,17 +153,18 @@ def test_one_method_from_several_threads(fresh_runtime):
     program.close()
 
 
-def test_close_while_another_thread_executes(fresh_runtime):
-    """close() during an execute on another thread: that execute finishes or refuses
-    typed, the buffers go when it ends, later executes raise ClosedError."""
+def _close_during_executes(rt, close, runs: int, started: int) -> list[str]:
+    """Execute block_1x8x64 ``runs`` times on another thread and call ``close(program)`` once
+    ``started`` executes ended; every execute must end "ok" or raise ClosedError, and the
+    buffers go when the thread ends. The outcomes, in order."""
     pte, ins, _ = _fixture("block_1x8x64")
-    program = run_sync(fresh_runtime.load_program(pte))
+    program = run_sync(rt.load_program(pte))
     method = program.load_method()
     outcomes = []
 
     def worker():
         async def go():
-            for _ in range(50):
+            for _ in range(runs):
                 try:
                     await method.execute(ins)
                     outcomes.append("ok")
@@ -173,46 +174,26 @@ def test_close_while_another_thread_executes(fresh_runtime):
 
     t = threading.Thread(target=worker)
     t.start()
-    while not outcomes:
+    while len(outcomes) < started:
         pass
-    program.close()
+    close(program)
     t.join(timeout=60)
     assert not t.is_alive()
     assert outcomes[-1] == "closed" and set(outcomes) <= {"ok", "closed"}
-    assert fresh_runtime.device.live_buffer_count == 0
+    assert rt.device.live_buffer_count == 0
+    return outcomes
 
 
-def test_runtime_close_while_another_thread_executes():
+def test_close_while_another_thread_executes(fresh_runtime):
+    """Program.close() during an execute on another thread: that execute finishes or
+    refuses typed, later executes raise ClosedError."""
+    _close_during_executes(fresh_runtime, lambda program: program.close(), 50, 1)
+
+
+def test_runtime_close_while_another_thread_executes(fresh_runtime):
     """Runtime.close() during another thread's executes: no crash (wgpu-native aborts on
     a submit naming a destroyed buffer), the thread ends with ClosedError."""
-    try:
-        rt = run_sync(pte_webgpu.Runtime.create("native"))
-    except pte_webgpu.GpuError as e:
-        pytest.skip(f"no native adapter: {e}")
-    pte, ins, _ = _fixture("block_1x8x64")
-    method = run_sync(rt.load_program(pte)).load_method()
-    outcomes = []
-
-    def worker():
-        async def go():
-            for _ in range(200):
-                try:
-                    await method.execute(ins)
-                    outcomes.append("ok")
-                except pte_webgpu.ClosedError:
-                    outcomes.append("closed")
-                    return
-        asyncio.run(go())
-
-    t = threading.Thread(target=worker)
-    t.start()
-    while len(outcomes) < 3:
-        pass
-    rt.close()
-    t.join(timeout=60)
-    assert not t.is_alive()
-    assert outcomes[-1] == "closed"
-    assert rt.device.live_buffer_count == 0
+    _close_during_executes(fresh_runtime, lambda program: fresh_runtime.close(), 200, 3)
 
 
 @pytest.mark.parametrize("execute", [False, True], ids=["load-close", "load-execute-close"])

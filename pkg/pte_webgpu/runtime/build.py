@@ -273,16 +273,17 @@ async def call_handler(handler, ctx: BuildContext, op) -> None:
 def _allocate(ctx: BuildContext, vk, named) -> None:
     graph = ctx.graph
     dedicated = _outputs_aliasing_inputs(graph)
+    used = _used(graph) if "fused" in graph.meta else None  # what a fused op replaced is not
     pools: dict[int, int] = {}
     for vid, v in enumerate(graph.values):
         if isinstance(v, TensorValue) and vid not in ctx.buffers and v.constant_id < 0 \
-                and v.mem_obj_id >= 0 and vid not in dedicated:
+                and v.mem_obj_id >= 0 and vid not in dedicated \
+                and (used is None or vid in used):
             pools[v.mem_obj_id] = max(pools.get(v.mem_obj_id, 4), ctx.bind_size(vid))
     pool_buffers = {m: ctx.resources.buffer(size, f"{ctx.label} mem_obj {m}")
                     for m, size in sorted(pools.items())}
     constants: dict[tuple, Buffer] = {}  # tensors sharing a constant share its one upload
     stacked = graph.meta.get("concat", {})  # fusion.py: weights of linears fused into one
-    used = _used(graph) if "fused" in graph.meta else None
     for vid, v in enumerate(graph.values):
         if not isinstance(v, TensorValue) or vid in ctx.buffers:
             continue

@@ -29,7 +29,9 @@ from ..ops import registry
 from ..ops.matmul import FUSED as FUSED_LINEAR, MAX_SPLIT
 from ..ops.unary import FUSED as FUSED_CHAIN, MAX_INPUTS
 
-LINEAR, ADD, VIEW = "aten.linear.default", "aten.add.Tensor", "aten.view_copy.default"
+LINEAR, ADD = "aten.linear.default", "aten.add.Tensor"
+# reshapes: the same elements in the same order (ops/view.py shares or copies the buffer)
+VIEWS = ("aten.view_copy.default", "aten.squeeze_copy.dims", "aten.unsqueeze_copy.default")
 
 
 def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
@@ -43,7 +45,7 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
         return graph
     f.drop_dead_views()
     ops = [op for _, op in sorted(f.placed.items())]
-    values = _repair(graph, f.values, f.placed)
+    values = _repair(graph, f.values, f.placed, nbytes)
     meta = dict(graph.meta, concat=f.concat, fused=f.fused)
     return Graph(values, ops, graph.input_ids, graph.output_ids, graph.constants,
                  graph.version, meta)
@@ -74,8 +76,8 @@ class _Fusion:
         return readers.pop() if len(readers) == 1 and vid not in self.keep else None
 
     def _root(self, vid: int) -> int:
-        """``vid`` before any view_copy: views hold the same elements in the same order."""
-        while vid in self.writer and self.placed[self.writer[vid]].name == VIEW:
+        """``vid`` before any reshape."""
+        while vid in self.writer and self.placed[self.writer[vid]].name in VIEWS:
             vid = self.placed[self.writer[vid]].args[0]
         return vid
 
@@ -113,6 +115,9 @@ class _Fusion:
                 continue
             x_id, w_id, b_id, out_id = parts
             w, x = self.values[w_id], self.values[x_id]
+            root = self._tensor(self._root(x_id))
+            if root is None or root.is_constant:
+                continue  # a constant or state input (written in place): left alone
             key = (self._root(x_id), tuple(x.shape), w.dtype, self.values[out_id].dtype,
                    isinstance(self.values[b_id], Null))
             groups.setdefault(key, []).append(i)
@@ -165,7 +170,7 @@ class _Fusion:
         x_id, w_id, b_id, out_id = parts
         views, cur = [], out_id
         reader = self._sole_reader(cur)
-        while reader is not None and self.placed[reader].name == VIEW:
+        while reader is not None and self.placed[reader].name in VIEWS:
             views.append(reader)
             cur = self.placed[reader].args[-1]
             reader = self._sole_reader(cur)
@@ -261,20 +266,22 @@ class _Fusion:
             changed = False
             for i in sorted(self.placed, reverse=True):
                 op = self.placed[i]
-                if op.name == VIEW and op.args[-1] not in self.keep \
+                if op.name in VIEWS and op.args[-1] not in self.keep \
                         and not self.readers.get(op.args[-1]):
                     del self.placed[i]
                     self._index()
                     changed = True
 
 
-def _repair(graph: Graph, values: list, placed: dict) -> list:
-    """Give a tensor whose lifetime (first write to last read, in original op places)
-    changed, and now overlaps another tensor of its memory object, a memory object of its
-    own; the rest keep the exporter's plan."""
+def _repair(graph: Graph, values: list, placed: dict, nbytes) -> list:
+    """A tensor whose lifetime (first write to last read, in original op places) changed
+    and now overlaps another tensor of its memory object moves to a memory object whose
+    tensors it overlaps none of: the smallest that holds it, else a new one (later moved
+    tensors may share that: those of different layers never overlap). The rest keep the
+    exporter's plan."""
     io = set(graph.input_ids) | set(graph.output_ids)
 
-    def spans(ops) -> dict[int, list[int]]:
+    def spans(ops) -> dict[int, tuple[int, int]]:
         out: dict[int, list[int]] = {}
         for place, op in ops:
             for vid in _expand(values, op.args):
@@ -283,7 +290,7 @@ def _repair(graph: Graph, values: list, placed: dict) -> list:
                         and vid not in io:
                     span = out.setdefault(vid, [place, place])
                     span[0], span[1] = min(span[0], place), max(span[1], place)
-        return out
+        return {vid: tuple(span) for vid, span in out.items()}
 
     before = spans(enumerate(graph.ops))
     after = spans(sorted(placed.items()))
@@ -292,15 +299,26 @@ def _repair(graph: Graph, values: list, placed: dict) -> list:
         pools.setdefault(values[vid].mem_obj_id, []).append(vid)
     fresh = max((t.mem_obj_id for t in values if isinstance(t, TensorValue)), default=0) + 1
     out = list(values)
-    for vid in sorted(after):
-        if after[vid] == before.get(vid):
-            continue
+
+    def clear(pool, vid) -> bool:
         lo, hi = after[vid]
-        pool = pools[values[vid].mem_obj_id]
-        if any(u != vid and not (hi < after[u][0] or after[u][1] < lo) for u in pool):
-            pool.remove(vid)
-            out[vid] = replace(values[vid], mem_obj_id=fresh)
-            fresh += 1
+        return all(u == vid or hi < after[u][0] or after[u][1] < lo for u in pool)
+
+    for vid in sorted(after):
+        pool = pools[out[vid].mem_obj_id]
+        if after[vid] == before.get(vid) or clear(pool, vid):
+            continue
+        pool.remove(vid)
+        size = nbytes(values[vid])
+        fits = [(max(nbytes(values[u]) for u in members), m) for m, members in pools.items()
+                if members and clear(members, vid)]
+        roomy = sorted(f for f in fits if f[0] >= size)
+        if roomy:
+            mem = roomy[0][1]
+        else:
+            mem, fresh = fresh, fresh + 1
+        pools.setdefault(mem, []).append(vid)
+        out[vid] = replace(values[vid], mem_obj_id=mem)
     return out
 
 

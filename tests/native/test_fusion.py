@@ -1,0 +1,82 @@
+"""Load-time fusion (runtime/fusion.py) on the exported llama decoders: it fires where
+expected, and the fused build computes what the unfused one does, fp32 and fp16, prefill
+rows and decode steps, in the CPU adapter's kernel forms and in the GPU forms (matrix-
+matrix tiles for the prefill with matrix-vector twins for decode)."""
+
+import pytest
+
+from pte_webgpu.graph import TensorValue
+from pte_webgpu.runtime import fusion
+from pte_webgpu.runtime.storage import WIDE
+from pte_webgpu import formats
+from tests.decoders import DECODERS, INDEX
+from tests.fusion_check import fusion_report, native_runtime
+from tests.native.gpu_thread import run_sync
+
+LLAMAS = sorted(n for n in INDEX if n.startswith("llama_"))
+# per layer: q/k/v as one (2 fewer), gate/up as one (1), o_proj and down_proj each with
+# its residual add (2), sigmoid * gate * up as one kernel (2)
+SAVED_PER_LAYER = 7
+PER_LAYER = {"split3": 1, "split2": 1, "residual": 2, "3": 1}
+
+
+def _report(name, prompt_len=20, steps=3):
+    args = INDEX[name]["model_args"]
+    prompt_len = prompt_len if INDEX[name].get("dynamic") else 1
+    pte = (DECODERS / f"{name}.pte").read_bytes()
+    return run_sync(fusion_report(native_runtime, pte, args["vocab_size"], prompt_len, steps))
+
+
+def _check(name, report):
+    layers = INDEX[name]["model_args"]["n_layers"]
+    counts = report["dispatches"]
+    assert counts["unfused"] - counts["fused"] == SAVED_PER_LAYER * layers, counts
+    assert report["fused_ops"] == {"fused": {k: v * layers for k, v in PER_LAYER.items()},
+                                   "unfused": {}}
+    # the same arithmetic per element; a driver may still contract a * b + c differently
+    tol = 1e-5 * report["scale"] if "fp16" not in name else 1e-3 * report["scale"]
+    assert max(report["diffs"]) <= tol, report
+
+
+@pytest.mark.parametrize("name", LLAMAS)
+def test_fused_equals_unfused(name):
+    _check(name, _report(name))
+
+
+@pytest.mark.parametrize("name", [n for n in LLAMAS if INDEX[n].get("dynamic")])
+def test_fused_equals_unfused_in_gpu_forms(name, monkeypatch):
+    """Lavapipe taken for a GPU: a 20-row prefill runs the tiled matrix-matrix form of
+    every fused linear (split and residual epilogues), decode its matrix-vector twin."""
+    from pte_webgpu.ops import matmul
+    monkeypatch.setattr(matmul, "is_cpu", lambda adapter: False)
+    _check(name, _report(name))
+
+
+def test_the_rewrite_keeps_memory_objects_apart():
+    """Every pooled tensor the rewrite moved overlaps no other tensor of its memory
+    object, and the parts of a stacked weight are no longer uploaded on their own."""
+    vk = formats.open_program((DECODERS / "llama_dynamic_rope.pte").read_bytes(), [])
+    graph = vk.plans[0].delegates[0].graph.graph
+    fused = fusion.fuse(graph, WIDE.nbytes, 1 << 27)
+    spans: dict[int, list[int]] = {}
+    for place, op in enumerate(fused.ops):
+        for vid in fusion._expand(fused.values, op.args):
+            t = fused.values[vid]
+            if isinstance(t, TensorValue) and t.mem_obj_id >= 0 and not t.is_constant \
+                    and vid not in graph.input_ids + graph.output_ids:
+                spans.setdefault(vid, [place, place])[1] = place
+    for a, (lo, hi) in spans.items():
+        for b, (lo2, hi2) in spans.items():
+            if a < b and fused.values[a].mem_obj_id == fused.values[b].mem_obj_id:
+                assert hi < lo2 or hi2 < lo, (a, b, spans[a], spans[b])
+    stacked = [p for parts in fused.meta["concat"].values() for p in parts]
+    named = {v for op in fused.ops for v in fusion._expand(fused.values, op.args)}
+    assert stacked and not set(stacked) & named
+
+
+def test_a_weight_too_large_for_one_binding_stays_apart():
+    vk = formats.open_program((DECODERS / "llama_dynamic_rope.pte").read_bytes(), [])
+    graph = vk.plans[0].delegates[0].graph.graph
+    fused = fusion.fuse(graph, WIDE.nbytes, 48 * 48 * 4)  # q alone fits, q+k+v do not
+    assert "linear x3" not in fused.meta["fused"] and "linear x2" not in fused.meta["fused"]
+    assert fused.meta["fused"]["linear + residual"] == 4

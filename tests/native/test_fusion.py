@@ -5,13 +5,14 @@ matrix tiles for the prefill with matrix-vector twins for decode)."""
 
 import pytest
 
-from pte_webgpu.graph import TensorValue
+from pte_webgpu.graph import Graph, TensorValue
 from pte_webgpu.runtime import fusion
 from pte_webgpu.runtime.storage import WIDE
 from pte_webgpu import formats
 from tests.decoders import DECODERS, INDEX
 from tests.fusion_check import fusion_report, native_runtime
 from tests.native.gpu_thread import run_sync
+from tests.native.test_ops import device  # noqa: F401  (the fixture)
 
 LLAMAS = sorted(n for n in INDEX if n.startswith("llama_"))
 # per layer: q/k/v as one (2 fewer), gate/up as one (1), o_proj and down_proj each with
@@ -80,3 +81,71 @@ def test_a_weight_too_large_for_one_binding_stays_apart():
     fused = fusion.fuse(graph, WIDE.nbytes, 48 * 48 * 4)  # q alone fits, q+k+v do not
     assert "linear x3" not in fused.meta["fused"] and "linear x2" not in fused.meta["fused"]
     assert fused.meta["fused"]["linear + residual"] == 4
+
+
+# --- hand-built graphs: every matmul form, bias or not, f32 or f16 ---------------------
+def _block(storage, dtype, m, bias, variant, fuse):
+    """q/k/v-like linears on one input (with or without biases), a linear whose only
+    reader is a residual add, SwiGLU's sigmoid * gate * up, and an add with alpha 2 that
+    must stay apart; outputs and what fused."""
+    import numpy as np
+    from tests.native.test_ops import G
+
+    rng = np.random.default_rng(m * 10 + bias)
+    np_t = np.float16 if dtype.name == "float16" else np.float32
+
+    def rand(*shape):
+        return rng.standard_normal(shape).astype(np_t)
+
+    options = {"fuse": fuse} | ({"variants": {"matmul": variant}} if variant else {})
+    g = G(storage, options)
+    x, x2, r = g.input(rand(m, 24), dtype), g.input(rand(m, 16), dtype), g.input(rand(m, 8), dtype)
+    gate, up = g.input(rand(m, 20), dtype), g.input(rand(m, 20), dtype)
+    outs = []
+    for n in (16, 8, 8):  # K = 24, as q, k, v
+        b = g.const(rand(n), dtype) if bias else g.null()
+        outs.append(g.op("aten.linear.default", x, g.const(rand(n, 24), dtype), b,
+                         g.tensor((m, n), dtype=dtype)))
+    lin = g.op("aten.linear.default", x2, g.const(rand(8, 16), dtype),
+               g.const(rand(8), dtype) if bias else g.null(), g.tensor((m, 8), dtype=dtype))
+    outs.append(g.op("aten.add.Tensor", r, lin, g.int(1), g.tensor((m, 8), dtype=dtype)))
+    s = g.op("aten.sigmoid.default", gate, g.tensor((m, 20), dtype=dtype))
+    t = g.op("aten.mul.Tensor", gate, s, g.tensor((m, 20), dtype=dtype))
+    outs.append(g.op("aten.mul.Tensor", t, up, g.tensor((m, 20), dtype=dtype)))
+    outs.append(g.op("aten.add.Tensor", up, outs[-1], g.double(2.0),
+                     g.tensor((m, 20), dtype=dtype)))
+    return g, outs
+
+
+@pytest.mark.parametrize("variant", [None, "dot", "tiled", "mm4-8x8", "gemv4-32x1",
+                                     "gemv4-4x4"])
+@pytest.mark.parametrize("m", [1, 3, 37])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("half", [False, True])
+def test_fused_block_equals_unfused(device, variant, m, bias, half):  # noqa: F811
+    import numpy as np
+    from pte_webgpu import dtypes
+    from pte_webgpu.runtime.storage import Storage
+
+    if half and "shader-f16" not in device.info.features:
+        pytest.skip("the adapter has no shader-f16")
+    storage, dtype = (Storage(half=True), dtypes.FLOAT16) if half else (WIDE, dtypes.FLOAT32)
+    got = {}
+    for fuse in (True, False):
+        g, outs = _block(storage, dtype, m, bias, variant, fuse)
+        got[fuse] = g.run(device, *outs)
+    for a, b in zip(got[True], got[False]):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6 if not half else 1e-3)
+
+
+def test_the_hand_block_fuses_as_expected():
+    from pte_webgpu import dtypes
+
+    g, outs = _block(WIDE, dtypes.FLOAT32, 3, True, None, True)
+    graph = Graph(g.values, g.ops, g.inputs, outs, g.constants)
+    fused = fusion.fuse(graph, WIDE.nbytes, 1 << 27)
+    assert fused.meta["fused"] == {"linear x3": 1, "linear + residual": 1,
+                                   "elementwise x3": 1}
+    assert [op.name for op in fused.ops] == [
+        "pte_webgpu.fused_linear", "pte_webgpu.fused_linear",
+        "pte_webgpu.fused_elementwise", "aten.add.Tensor"]  # alpha 2: on its own

@@ -62,18 +62,30 @@ class _Fusion:
 
     # --- the graph as it stands -------------------------------------------------------
     def _index(self) -> None:
-        self.readers: dict[int, list[int]] = {}
+        self.readers: dict[int, set[int]] = {}
         self.writer: dict[int, int] = {}
         for i, op in self.placed.items():
-            for vid in _expand(self.values, op.args[:-1]):
-                self.readers.setdefault(vid, []).append(i)
-            for vid in _expand(self.values, op.args[-1:]):
-                self.writer[vid] = i
+            self._link(i, op)
+
+    def _link(self, i: int, op: OpCall) -> None:
+        self.placed[i] = op
+        for vid in _expand(self.values, op.args[:-1]):
+            self.readers.setdefault(vid, set()).add(i)
+        for vid in _expand(self.values, op.args[-1:]):
+            self.writer[vid] = i
+
+    def _unlink(self, i: int) -> None:
+        op = self.placed.pop(i)
+        for vid in _expand(self.values, op.args[:-1]):
+            self.readers[vid].discard(i)
+        for vid in _expand(self.values, op.args[-1:]):
+            if self.writer.get(vid) == i:
+                del self.writer[vid]
 
     def _sole_reader(self, vid: int) -> int | None:
         """The one op reading ``vid`` (None when several, none, or it is graph I/O)."""
-        readers = set(self.readers.get(vid, ()))
-        return readers.pop() if len(readers) == 1 and vid not in self.keep else None
+        readers = self.readers.get(vid, ())
+        return next(iter(readers)) if len(readers) == 1 and vid not in self.keep else None
 
     def _root(self, vid: int) -> int:
         """``vid`` before any reshape."""
@@ -150,12 +162,11 @@ class _Fusion:
         no_residual = self._add(Null())
         # At the first linear's place: its input is ready there; the others' outputs are
         # written earlier than before (_repair keeps their memory apart).
-        self.placed[chunk[0]] = OpCall(FUSED_LINEAR, (ops[0].args[0], w_id, b_id, no_residual,
-                                                      outs), ops[0].node_id)
-        for i in chunk[1:]:
-            del self.placed[i]
+        for i in chunk:
+            self._unlink(i)
+        self._link(chunk[0], OpCall(FUSED_LINEAR, (ops[0].args[0], w_id, b_id, no_residual,
+                                                   outs), ops[0].node_id))
         self._count(f"linear x{len(chunk)}")
-        self._index()
 
     # --- 2. residual adds into a linear's epilogue ------------------------------------
     def fold_residuals(self) -> None:
@@ -185,19 +196,17 @@ class _Fusion:
         r_id = b if a == cur else a
         r, lin, total = self._tensor(r_id), self._tensor(cur), self._tensor(s)
         out = self.values[out_id]
-        if r is None or total is None or tuple(r.shape) != tuple(total.shape) \
+        if r is None or total is None or lin is None or tuple(r.shape) != tuple(total.shape) \
                 or tuple(lin.shape) != tuple(total.shape) or r.dtype != total.dtype \
                 or total.dtype != out.dtype or prod(out.shape) != prod(total.shape):
             return
         outs = self._add(ListValue("value_list", (s,)))
         # At the add's place: the residual is ready there (it may be written after the
         # linear); the linear's input lives until then (_repair).
-        self.placed[reader] = OpCall(FUSED_LINEAR, (x_id, w_id, b_id, r_id, outs),
-                                     add.node_id)
-        for j in [i] + views:
-            del self.placed[j]
+        for j in [i, reader] + views:
+            self._unlink(j)
+        self._link(reader, OpCall(FUSED_LINEAR, (x_id, w_id, b_id, r_id, outs), add.node_id))
         self._count("linear + residual")
-        self._index()
 
     # --- 3. elementwise chains --------------------------------------------------------
     def _pointwise(self, i: int):
@@ -250,27 +259,21 @@ class _Fusion:
         prog = self._add(ListValue("int_list", tuple(program)))
         last = self.placed[places[-1]]
         # At the last op's place: every input is ready there (_repair: their lifetimes).
-        self.placed[places[-1]] = OpCall(FUSED_CHAIN, tuple(inputs) + (prog, results[-1]),
-                                         last.node_id)
-        for j in places[:-1]:
-            del self.placed[j]
+        for j in places:
+            self._unlink(j)
+        self._link(places[-1], OpCall(FUSED_CHAIN, tuple(inputs) + (prog, results[-1]),
+                                      last.node_id))
         self._count(f"elementwise x{len(places)}")
-        self._index()
 
     # --- clean-up ---------------------------------------------------------------------
     def drop_dead_views(self) -> None:
         """View copies whose output nothing reads any more (the inputs of linears that
-        another linear's dispatch now computes)."""
-        changed = True
-        while changed:
-            changed = False
-            for i in sorted(self.placed, reverse=True):
-                op = self.placed[i]
-                if op.name in VIEWS and op.args[-1] not in self.keep \
-                        and not self.readers.get(op.args[-1]):
-                    del self.placed[i]
-                    self._index()
-                    changed = True
+        another linear's dispatch now computes); last first, so a chain of them goes."""
+        for i in sorted(self.placed, reverse=True):
+            op = self.placed[i]
+            if op.name in VIEWS and op.args[-1] not in self.keep \
+                    and not self.readers.get(op.args[-1]):
+                self._unlink(i)
 
 
 def _repair(graph: Graph, values: list, placed: dict, nbytes) -> list:
@@ -297,6 +300,7 @@ def _repair(graph: Graph, values: list, placed: dict, nbytes) -> list:
     pools: dict[int, list[int]] = {}
     for vid in after:
         pools.setdefault(values[vid].mem_obj_id, []).append(vid)
+    sizes = {m: max(nbytes(values[u]) for u in members) for m, members in pools.items()}
     fresh = max((t.mem_obj_id for t in values if isinstance(t, TensorValue)), default=0) + 1
     out = list(values)
 
@@ -310,13 +314,13 @@ def _repair(graph: Graph, values: list, placed: dict, nbytes) -> list:
             continue
         pool.remove(vid)
         size = nbytes(values[vid])
-        fits = [(max(nbytes(values[u]) for u in members), m) for m, members in pools.items()
-                if members and clear(members, vid)]
-        roomy = sorted(f for f in fits if f[0] >= size)
+        roomy = sorted((sizes[m], m) for m, members in pools.items()
+                       if members and sizes[m] >= size and clear(members, vid))
         if roomy:
             mem = roomy[0][1]
         else:
             mem, fresh = fresh, fresh + 1
+            sizes[mem] = size
         pools.setdefault(mem, []).append(vid)
         out[vid] = replace(values[vid], mem_obj_id=mem)
     return out

@@ -22,7 +22,6 @@ shares a memory object with an input of its op its own buffer, as for any op.
 from __future__ import annotations
 
 from dataclasses import replace
-from math import prod
 
 from ..graph import Graph, ListValue, Null, OpCall, Scalar, TensorValue
 from ..ops import registry
@@ -198,8 +197,8 @@ class _Fusion:
         out = self.values[out_id]
         if r is None or total is None or lin is None or tuple(r.shape) != tuple(total.shape) \
                 or tuple(lin.shape) != tuple(total.shape) or r.dtype != total.dtype \
-                or total.dtype != out.dtype or prod(out.shape) != prod(total.shape):
-            return
+                or total.dtype != out.dtype or _lead(out.shape) != _lead(total.shape):
+            return  # (same rows, so a dynamic row count pads both alike)
         outs = self._add(ListValue("value_list", (s,)))
         # At the add's place: the residual is ready there (it may be written after the
         # linear); the linear's input lives until then (_repair).
@@ -324,6 +323,14 @@ def _repair(graph: Graph, values: list, placed: dict, nbytes) -> list:
         pools.setdefault(mem, []).append(vid)
         out[vid] = replace(values[vid], mem_obj_id=mem)
     return out
+
+
+def _lead(shape) -> tuple:
+    """A shape without its leading 1s."""
+    shape = tuple(shape)
+    while shape[:1] == (1,):
+        shape = shape[1:]
+    return shape
 
 
 def _is_one(value) -> bool:

@@ -242,7 +242,8 @@ async def build_delegate(device, vk: formats.VulkanDelegate, named: formats.Name
     graph = vk.graph
     if RuntimeOptions.of(options).fuse:
         graph = fusion.fuse(graph, storage.nbytes,
-                            device.limit("maxStorageBufferBindingSize", 1 << 27))
+                            min(device.limit("maxStorageBufferBindingSize", 1 << 27),
+                                device.limit("maxBufferSize", 1 << 28)))
     ctx = BuildContext(device, graph, resources, recording, pipelines, label, options, storage)
     ctx.buffers.update(io_buffers)
     ctx.io_ids = set(io_buffers)

@@ -35,7 +35,7 @@ VIEWS = ("aten.view_copy.default", "aten.squeeze_copy.dims", "aten.unsqueeze_cop
 
 def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     """The rewritten graph (``graph`` itself when nothing fuses). ``nbytes(tensor)``: its
-    bytes as stored; ``max_binding``: the adapter's largest storage binding."""
+    bytes as stored; ``max_binding``: the largest buffer the adapter binds."""
     f = _Fusion(graph)
     f.group_linears(nbytes, max_binding)
     f.fold_residuals()

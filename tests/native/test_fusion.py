@@ -118,7 +118,7 @@ def _block(storage, dtype, m, bias, variant, fuse):
 
 
 @pytest.mark.parametrize("variant", [None, "dot", "tiled", "mm4-8x8", "gemv4-32x1",
-                                     "gemv4-4x4"])
+                                     "gemv4-4x4", "gemvsg4-32x2"])
 @pytest.mark.parametrize("m", [1, 3, 37])
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("half", [False, True])
@@ -127,8 +127,12 @@ def test_fused_block_equals_unfused(device, variant, m, bias, half):  # noqa: F8
     from pte_webgpu import dtypes
     from pte_webgpu.runtime.storage import Storage
 
+    from pte_webgpu.ops import matmul
+
     if half and "shader-f16" not in device.info.features:
         pytest.skip("the adapter has no shader-f16")
+    if variant and matmul.supported(matmul.parse(variant), device.info):
+        pytest.skip(f"{variant}: {matmul.supported(matmul.parse(variant), device.info)}")
     storage, dtype = (Storage(half=True), dtypes.FLOAT16) if half else (WIDE, dtypes.FLOAT32)
     got = {}
     for fuse in (True, False):

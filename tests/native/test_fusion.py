@@ -153,3 +153,19 @@ def test_the_hand_block_fuses_as_expected():
     assert [op.name for op in fused.ops] == [
         "pte_webgpu.fused_linear", "pte_webgpu.fused_linear",
         "pte_webgpu.fused_elementwise", "aten.add.Tensor"]  # alpha 2: on its own
+
+
+@pytest.mark.parametrize("variant", ["", "-fp16"])
+def test_smollm_fused_equals_unfused(variant):
+    """SmolLM2-135M from `make llm` (skipped without it): a 12-row prefill (the matrix-
+    matrix forms) and decode steps give the same logits fused and unfused, with 7 x 30
+    fewer dispatches per decode step."""
+    from pathlib import Path
+
+    from tests.llm_models import llm_files
+
+    pte = Path(llm_files(variant)["pte"]).read_bytes()
+    report = run_sync(fusion_report(native_runtime, pte, 49152, 12, 2))
+    counts = report["dispatches"]
+    assert counts["unfused"] - counts["fused"] == SAVED_PER_LAYER * 30, counts
+    assert max(report["diffs"]) <= 1e-5 * report["scale"], report["diffs"]

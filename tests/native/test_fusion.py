@@ -21,11 +21,14 @@ SAVED_PER_LAYER = 7
 PER_LAYER = {"split3": 1, "split2": 1, "residual": 2, "3": 1}
 
 
-def _report(name, prompt_len=20, steps=3):
+def _report(name, prompt_len=20, steps=3, **options):
     args = INDEX[name]["model_args"]
     prompt_len = prompt_len if INDEX[name].get("dynamic") else 1
     pte = (DECODERS / f"{name}.pte").read_bytes()
-    return run_sync(fusion_report(native_runtime, pte, args["vocab_size"], prompt_len, steps))
+
+    async def make(fuse):
+        return await native_runtime(dict(options, **fuse))
+    return run_sync(fusion_report(make, pte, args["vocab_size"], prompt_len, steps))
 
 
 def _check(name, report):
@@ -42,6 +45,12 @@ def _check(name, report):
 @pytest.mark.parametrize("name", LLAMAS)
 def test_fused_equals_unfused(name):
     _check(name, _report(name))
+
+
+@pytest.mark.parametrize("name", [n for n in LLAMAS if n.endswith("fp16")])
+def test_fused_equals_unfused_with_float16_held_as_f32(name):
+    """Stacked float16 weights widened to f32 at upload, part by part at their offsets."""
+    _check(name, _report(name, float16="f32"))
 
 
 @pytest.mark.parametrize("name", [n for n in LLAMAS if INDEX[n].get("dynamic")])

@@ -18,7 +18,8 @@ LLAMAS = sorted(n for n in INDEX if n.startswith("llama_"))
 # per layer: q/k/v as one (2 fewer), gate/up as one (1), o_proj and down_proj each with
 # its residual add (2), sigmoid * gate * up as one kernel (2)
 SAVED_PER_LAYER = 7
-PER_LAYER = {"split3": 1, "split2": 1, "residual": 2, "3": 1}
+PER_LAYER = {"3 linears": 1, "2 linears": 1, "linear + residual add": 2,
+             "3 element-wise ops": 1}
 
 
 def _report(name, prompt_len=20, steps=3, **options):

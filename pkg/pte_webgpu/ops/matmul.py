@@ -523,7 +523,7 @@ async def build_fused(ctx, op):
     bindings += [(5, r_id)] if residual else [(5 + i, o) for i, o in enumerate(outs[1:])]
     n0 = widths[0] if len(outs) > 1 else 0
     n1 = n0 + widths[1] if len(outs) > 2 else 0
-    ctx.note_kernel(op, fused=epilogue or "linear")
+    ctx.note_kernel(op, fused="linear + residual add" if residual else f"{len(outs)} linears")
     await _product(ctx, op, bindings, m, n, k, has_bias, outs[0], widths[0], epilogue, n0, n1)
 
 

@@ -365,7 +365,7 @@ async def build_chain(ctx, op):
                                   half=ctx.half(out_id))
     params = PARAMS.pack(numel=out.numel, inf=math.inf, nan=math.nan)
     binds = [(0, ins[0]), (1, out_id)] + [(1 + i, vid) for i, vid in enumerate(ins[1:], 1)]
-    ctx.note_kernel(op, fused=len(steps))
+    ctx.note_kernel(op, fused=f"{len(steps)} element-wise ops")
     ctx.dispatch(op, pipeline, binds + [(len(ins) + 1, ctx.uniform(params, f"{op.name} params"))],
                  ctx.grid(-(-out.numel // wg)))
     follow_actual_size(ctx, out_id, wg)

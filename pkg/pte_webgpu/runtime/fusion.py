@@ -14,8 +14,8 @@ bound by the number of dispatches, not by arithmetic (docs/performance.md), so:
 The fused ops are defined in the op library beside their unfused forms (ops/matmul.py,
 ops/unary.py). Moving an op changes when tensors are written and last read; the exporter
 planned shared memory objects (mem_obj_id) for the original order, so a tensor whose
-lifetime changed and now overlaps another of its memory object gets one of its own
-(``_repair``). A fused op never writes a buffer it reads: build.py gives an output that
+lifetime changed and now overlaps another of its memory object moves to one where it
+overlaps nothing (``_repair``). A fused op never writes a buffer it reads: build.py gives an output that
 shares a memory object with an input of its op its own buffer, as for any op.
 """
 
@@ -52,11 +52,11 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
 
 class _Fusion:
     def __init__(self, graph: Graph):
-        self.graph, self.values = graph, list(graph.values)
+        self.values = list(graph.values)
         self.placed = {i: op for i, op in enumerate(graph.ops)}  # original index -> op
         self.keep = set(graph.input_ids) | set(graph.output_ids)
         self.concat: dict[int, tuple] = {}  # new weight/bias vid -> the constants stacked
-        self.fused: dict[str, int] = {}  # what fired, for method.kernels and the tests
+        self.fused: dict[str, int] = {}  # what fired (graph.meta["fused"])
         self._index()
 
     # --- the graph as it stands -------------------------------------------------------

@@ -17,6 +17,11 @@ adapter (``choose``), as rms_norm's is:
 - ``dot`` (same file): one output per invocation, no workgroup memory and no barrier:
   CPU adapters, where a barrier costs more than the reuse.
 
+Every form stores through an epilogue ``put(row, col, v)`` (``EPILOGUES``), so the same
+forms serve ``pte_webgpu.fused_linear`` (runtime/fusion.py): linears that share an input
+as one product over their weights stacked at load, each column range written to its own
+output, or a linear with the residual add after it folded in.
+
 A ``4`` after the kind means vec4 loads; when K % 4 != 0 the same shape loads scalars.
 Forcing a variant (tests, benchmarks): ``variants={"matmul": NAME}`` in the Runtime
 options, else the environment variable ``PTE_WEBGPU_MATMUL`` (ops/variants.py).
@@ -102,6 +107,7 @@ def _kernel(form: str, epilogue: str, rows: int) -> Kernel:
         return _with_epilogue("matmul_tile8" + ("_vec4" if vec else ""), epilogue,
                               _STAGE.format("vec4" if vec else "scalar"), body="matmul_tile8")
     subgroups = form != "gemv"
+    # One kernel per row count (a const: naga 29 panics when ``rows`` is an override).
     # Chromium needs `enable subgroups;`; wgpu-native's naga rejects it and takes the
     # builtins when the device has the "subgroup" feature.
     name = {"gemv": "matmul_gemv", "gemvsg_browser": "matmul_gemv_sg",

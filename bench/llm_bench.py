@@ -5,7 +5,7 @@ torch on CUDA (transformers' Llama with the same shapes), measured in one run.
         a copy whose named-data weights are zeros: the same graph and sizes (timing does
         not depend on the values), gzipped to a few MB, so it can travel to a GPU machine
     python bench/llm_bench.py run MODEL.pte[.gz] --export-json E.json [--prompt-len 32]
-        [--steps 32] [--output F.json] [--markdown F.md] [--no-torch]
+        [--steps 32] [--output F.json] [--markdown F.md] [--no-torch] [--unfused]
 
 ``run``: ours loads the program, runs a prefill of ``prompt-len`` tokens (one execute),
 then ``steps`` decode executes of one token each (outputs read back every step, as
@@ -51,7 +51,7 @@ def _read(path: Path) -> bytes:
     return gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
 
 
-async def ours(pte: bytes, prompt_len: int, steps: int, dtype: str) -> dict:
+async def ours(pte: bytes, prompt_len: int, steps: int, dtype: str, fuse: bool = True) -> dict:
     import pte_webgpu
     from pte_webgpu.tensor import Tensor
     import array
@@ -62,7 +62,7 @@ async def ours(pte: bytes, prompt_len: int, steps: int, dtype: str) -> dict:
     def pos(p):
         return Tensor(array.array("q", [p]), (1,), "int64")
 
-    rt = await pte_webgpu.Runtime.create("native")
+    rt = await pte_webgpu.Runtime.create("native", options={"fuse": fuse})
     try:
         program = await rt.load_program(pte)
         method = program.load_method("forward")
@@ -98,12 +98,14 @@ async def ours(pte: bytes, prompt_len: int, steps: int, dtype: str) -> dict:
         # the step's wall time is the host: encoding, host steps, submit, readback)
         await method.execute([ids([5]), pos(prompt_len + steps)], as_numpy=False, profile=True)
         gpu = sum(row["us"] for row in method.last_profile) / 1e3
-        return {"impl": "ours", "adapter": rt.device.info.summary(), "dtype": dtype,
-                "prefill_ms": prefill, "decode_ms": statistics.median(times),
+        # dispatches the step ran (an unused twin's grid is empty)
+        ran = sum(1 for s in method._gpu_parts()["recording"].steps
+                  if getattr(s, "grid", (0,))[0])
+        return {"impl": "ours" if fuse else "ours-unfused", "adapter": rt.device.info.summary(),
+                "dtype": dtype, "prefill_ms": prefill, "decode_ms": statistics.median(times),
                 "tok_s": 1e3 / statistics.median(times), "decode_gpu_ms": gpu,
                 "decode_argmax_ms": statistics.median(argmax), "decode_chained_ms": chained,
-                "chained_tok_s": 1e3 / chained,
-                "dispatches": sum(row["dispatches"] for row in method.last_profile)}
+                "chained_tok_s": 1e3 / chained, "dispatches": ran}
     finally:
         rt.close()
 
@@ -183,6 +185,8 @@ def main(argv=None) -> int:
     r.add_argument("--output", type=Path)
     r.add_argument("--markdown", type=Path)
     r.add_argument("--no-torch", action="store_true")
+    r.add_argument("--unfused", action="store_true",
+                   help="also run ours with load-time fusion off (option fuse=False)")
     args = parser.parse_args(argv)
     if args.cmd == "zero":
         zero_weights(args.pte, args.out)
@@ -200,6 +204,12 @@ def main(argv=None) -> int:
         rec["file"] = path.name
         records.append(rec)
         print(f"ours {path.name}: {rec}", file=sys.stderr, flush=True)
+        if args.unfused:
+            rec = asyncio.run(ours(_read(path), args.prompt_len, args.steps, rec["dtype"],
+                                   fuse=False))
+            rec["file"] = path.name
+            records.append(rec)
+            print(f"ours unfused {path.name}: {rec}", file=sys.stderr, flush=True)
         if not args.no_torch:
             t = torch_cuda(hp, rec["dtype"], args.prompt_len, args.steps)
             if t:

@@ -4,7 +4,8 @@
 // columns lid.x + j tw), staging K in steps of TK through workgroup memory.
 // Loads past M, N or K read as zero, so any sizes work. Tiles are numbered
 // row-major over a grid that may be folded into two dimensions.
-// Prelude (Params, bindings): shaders/compose.py from ops/matmul.py.
+// Prelude (Params, bindings, `put`: where output (row, col) goes): shaders/compose.py
+// from ops/matmul.py.
 
 override tw: u32 = 8;  // <= 8
 
@@ -67,7 +68,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         if (params.has_bias == 1u) {
           v += f32(bias[col]);
         }
-        out[row * params.n + col] = elem(v);
+        put(row, col, v);
       }
     }
   }
@@ -98,5 +99,5 @@ fn dot_item(i: u32) {
   if (params.has_bias == 1u) {
     v += f32(bias[col]);
   }
-  out[i] = elem(v);
+  put(i / params.n, col, v);
 }

@@ -11,7 +11,8 @@
 // Rows and columns past M and N are clamped to the last one (read, never written), so
 // the sweep has no branches. Entry points: main (scalar loads, any K) and main_vec4
 // (vec4 loads; K % 4 == 0).
-// Prelude (Params, bindings): shaders/compose.py from ops/matmul.py.
+// Prelude (Params, bindings, `put`: where output (row, col) goes): shaders/compose.py
+// from ops/matmul.py.
 
 override wg_size: u32 = 64;
 override cols: u32 = 1;  // 1, 2 or 4
@@ -137,9 +138,8 @@ fn write_column(b: Block, c: u32, total: vec4<f32>) {
     bias_v = f32(bias[col]);
   }
   let t = total + bias_v;
-  let at = b.row0 * params.n + col;
-  out[at] = elem(t.x);
-  if (rows > 1u && b.row0 + 1u < params.m) { out[at + params.n] = elem(t.y); }
-  if (rows > 2u && b.row0 + 2u < params.m) { out[at + 2u * params.n] = elem(t.z); }
-  if (rows > 3u && b.row0 + 3u < params.m) { out[at + 3u * params.n] = elem(t.w); }
+  put(b.row0, col, t.x);
+  if (rows > 1u && b.row0 + 1u < params.m) { put(b.row0 + 1u, col, t.y); }
+  if (rows > 2u && b.row0 + 2u < params.m) { put(b.row0 + 2u, col, t.z); }
+  if (rows > 3u && b.row0 + 3u < params.m) { put(b.row0 + 3u, col, t.w); }
 }

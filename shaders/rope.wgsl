@@ -1,54 +1,76 @@
-// Rotary position embeddings of x [B, S, H, D] into out, one invocation per element.
-// Entry `interleaved` (et_vk.apply_rotary_emb): pairs (2p, 2p+1) rotate by the angle of
-// row s, column p of cos/sin [S, D/2]. Entry `hf` (et_vk.apply_rotary_emb_hf): the first
-// `rot` dims rotate half against half (rotate_half) with cos/sin row start + s of the full
-// tables [T, rot]; dims past `rot` pass through. start is read at execute from `ints`.
+// Rotary position embeddings of q and k [B, S, H, D] (H may differ: GQA) into their
+// outputs in one dispatch: invocation i rotates element i of q and element i of k (those
+// that exist). Entry `interleaved` (et_vk.apply_rotary_emb): pairs (2p, 2p+1) rotate by
+// the angle of row s, column p of cos/sin [S, D/2]. Entry `hf`
+// (et_vk.apply_rotary_emb_hf): the first `rot` dims rotate half against half
+// (rotate_half) with cos/sin row start + s of the full tables [T, rot]; dims past `rot`
+// pass through. start is read at execute from `ints`.
 override wg_size: u32 = 64;
+
+// Element i of q (which = 0) or k (1), and its store.
+fn xv(which: u32, i: u32) -> f32 {
+  if (which == 0u) {
+    return f32(xq[i]);
+  }
+  return f32(xk[i]);
+}
+
+fn store(which: u32, i: u32, v: f32) {
+  if (which == 0u) {
+    out_q[i] = elem(v);
+  } else {
+    out_k[i] = elem(v);
+  }
+}
+
+fn interleaved_at(which: u32, i: u32, heads: u32) {
+  let d = i % params.head_dim;
+  let s = (i / (params.head_dim * heads)) % params.seq;
+  let t = s * (params.head_dim / 2u) + d / 2u;
+  let c = f32(cos_t[t]);
+  let sn = f32(sin_t[t]);
+  if (d % 2u == 0u) {
+    store(which, i, xv(which, i) * c - xv(which, i + 1u) * sn);
+  } else {
+    store(which, i, xv(which, i - 1u) * sn + xv(which, i) * c);
+  }
+}
+
+fn hf_at(which: u32, i: u32, heads: u32) {
+  let d = i % params.head_dim;
+  if (d >= params.rot) {
+    store(which, i, xv(which, i));  // exact: an f16 value round-trips through f32
+    return;
+  }
+  let s = (i / (params.head_dim * heads)) % params.seq;
+  let row = u32(max(ints[params.start_slot], 0)) + s;
+  if (row >= params.table_rows) {
+    store(which, i, 0.0);
+    return;
+  }
+  let half_rot = params.rot / 2u;
+  var rotated = 0.0;
+  if (d < half_rot) {
+    rotated = -xv(which, i + half_rot);
+  } else {
+    rotated = xv(which, i - half_rot);
+  }
+  let t = row * params.rot + d;
+  store(which, i, xv(which, i) * f32(cos_t[t]) + rotated * f32(sin_t[t]));
+}
 
 @compute @workgroup_size(wg_size)
 fn interleaved(@builtin(global_invocation_id) gid: vec3<u32>,
                @builtin(num_workgroups) groups: vec3<u32>) {
   let i = flat_index(gid, groups);
-  if (i >= params.numel) {
-    return;
-  }
-  let d = i % params.head_dim;
-  let s = (i / (params.head_dim * params.heads)) % params.seq;
-  let t = s * (params.head_dim / 2u) + d / 2u;
-  let c = f32(cos_t[t]);
-  let sn = f32(sin_t[t]);
-  if (d % 2u == 0u) {
-    out[i] = elem(f32(x[i]) * c - f32(x[i + 1u]) * sn);
-  } else {
-    out[i] = elem(f32(x[i - 1u]) * sn + f32(x[i]) * c);
-  }
+  if (i < params.numel_q) { interleaved_at(0u, i, params.heads_q); }
+  if (i < params.numel_k) { interleaved_at(1u, i, params.heads_k); }
 }
 
 @compute @workgroup_size(wg_size)
 fn hf(@builtin(global_invocation_id) gid: vec3<u32>,
       @builtin(num_workgroups) groups: vec3<u32>) {
   let i = flat_index(gid, groups);
-  if (i >= params.numel) {
-    return;
-  }
-  let d = i % params.head_dim;
-  if (d >= params.rot) {
-    out[i] = x[i];
-    return;
-  }
-  let s = (i / (params.head_dim * params.heads)) % params.seq;
-  let row = u32(max(ints[params.start_slot], 0)) + s;
-  if (row >= params.table_rows) {
-    out[i] = elem(0.0);
-    return;
-  }
-  let half_rot = params.rot / 2u;
-  var rotated = 0.0;
-  if (d < half_rot) {
-    rotated = -f32(x[i + half_rot]);
-  } else {
-    rotated = f32(x[i - half_rot]);
-  }
-  let t = row * params.rot + d;
-  out[i] = elem(f32(x[i]) * f32(cos_t[t]) + rotated * f32(sin_t[t]));
+  if (i < params.numel_q) { hf_at(0u, i, params.heads_q); }
+  if (i < params.numel_k) { hf_at(1u, i, params.heads_k); }
 }

@@ -15,6 +15,9 @@ import pte_webgpu
 from pte_webgpu import steps
 from pte_webgpu.formats import npy
 
+# the linears of a run: on their own, or fused (runtime/fusion.py)
+LINEARS = ("aten.linear.default", "pte_webgpu.fused_linear")
+
 
 def _floats(t):
     data = t.tobytes()
@@ -51,7 +54,7 @@ async def decoder_report(rt, pte, npz):
                   # kinds of the linears' kernels (a dynamic linear may have a twin)
                   "linear_variants": sorted({k[key].split("-")[0].rstrip("4")
                                              for k in method.kernels for key in ("variant", "twin")
-                                             if k["op"] == "aten.linear.default" and key in k})}
+                                             if k["op"] in LINEARS and key in k})}
         for inputs, want in zip(calls, wants):
             outs = await method.execute(inputs, as_numpy=False)
             report["errors"].append(max(_max_error(o, w) for o, w in zip(outs, want)))

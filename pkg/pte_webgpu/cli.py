@@ -71,7 +71,8 @@ def _print_run(result: dict, repeat: int) -> None:
         print(f"note: {note}")
     for k in result.get("kernels", []):
         if k.get("variant"):
-            print(f"kernel: {k['op']} -> {k['variant']} ({k.get('picked', 'auto')})")
+            fused = f" [fused: {k['fused']}]" if "fused" in k else ""
+            print(f"kernel: {k['op']}{fused} -> {k['variant']} ({k.get('picked', 'auto')})")
     for out in result["outputs"]:
         check = ""
         if "max_abs_error" in out:

@@ -55,3 +55,21 @@ finally:
     assert len({r[0][0] for r in rows}) > 4
     for shape, err in rows:
         assert err <= 1e-5, rows
+
+
+@pytest.mark.parametrize("name", ["llama_dynamic_rope", "llama_static_rope_fp16"])
+def test_fused_equals_unfused_in_the_browser(page, name):
+    """Load-time fusion (runtime/fusion.py) in the page: the fused build of a decoder (its
+    linears' split and residual epilogues in the browser's kernel forms, the element-wise
+    chain) computes what the unfused one does, and runs 7 fewer dispatches per layer."""
+    page.run_python((HERE.parent / "fusion_check.py").read_text())
+    args = INDEX[name]["model_args"]
+    prompt_len = 20 if INDEX[name].get("dynamic") else 1
+    report = page.run_python(
+        f"await fusion_report(lambda options: pte_webgpu.Runtime.create(options=options), "
+        f"await fetch_bytes('/fixtures/decoders/{name}.pte'), {args['vocab_size']}, "
+        f"{prompt_len}, 3)")
+    counts = report["dispatches"]
+    assert counts["unfused"] - counts["fused"] == 7 * args["n_layers"], report
+    tol = (1e-3 if "fp16" in name else 1e-5) * report["scale"]
+    assert max(report["diffs"]) <= tol, report

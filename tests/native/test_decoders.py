@@ -64,7 +64,9 @@ def test_decode_step_dispatches_only_the_actual_rows(runtime, name, monkeypatch)
         return sum(s.grid[0] * s.grid[1] * s.grid[2] for s in recording.steps
                    if hasattr(s, "grid") and s.label in ("aten.linear.default",
                                                          "et_vk.rms_norm.default",
-                                                         "aten.mul.Tensor"))
+                                                         "aten.mul.Tensor",
+                                                         "pte_webgpu.fused_linear",
+                                                         "pte_webgpu.fused_elementwise"))
 
     async def go():
         program = await runtime.load_program((DECODERS / f"{name}.pte").read_bytes())

@@ -63,7 +63,7 @@ def test_options_have_types_and_defaults():
     opts = RuntimeOptions()
     assert (opts.float16, opts.variants) == ("auto", {})
     assert dict(opts) == {"float16": "auto", "variants": {}, "max_alloc_bytes": 4 << 30,
-                          "max_ops": 20_000} and set(names()) == set(opts)
+                          "max_ops": 20_000, "fuse": True} and set(names()) == set(opts)
     given = {"variants": {"matmul": "dot"}}
     opts = RuntimeOptions.of(given)
     given["variants"]["matmul"] = "tiled"  # a later change to the caller's dict is not seen
@@ -73,7 +73,8 @@ def test_options_have_types_and_defaults():
 
 @pytest.mark.parametrize("options,message", [
     ({"float_16": "f32"}, "unknown runtime option 'float_16'; valid options: float16, "
-                          "variants, max_alloc_bytes, max_ops"),
+                          "variants, max_alloc_bytes, max_ops, fuse"),
+    ({"fuse": 1}, "fuse must be a bool, got int"),
     ({"max_ops": 0}, "max_ops=0: use a positive integer"),
     ({"rms_norm_variant": "tree-64"}, r"variants=\{'rms_norm': ...\}"),
     ({"float16": 16}, "float16 must be a str, got int"),

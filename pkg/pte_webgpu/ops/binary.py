@@ -142,4 +142,4 @@ def _reference(row: Binary):
 
 for _row in TABLE:
     define(_row.name, build, _reference(_row), 4 if _row.alpha else 3, half=True,
-           sizes=sizes.broadcast)
+           sizes=sizes.broadcast, pointwise=("binary", ROW[_row.name]))

@@ -17,6 +17,11 @@ adapter (``choose``), as rms_norm's is:
 - ``dot`` (same file): one output per invocation, no workgroup memory and no barrier:
   CPU adapters, where a barrier costs more than the reuse.
 
+Every form stores through an epilogue ``put(row, col, v)`` (``EPILOGUES``), so the same
+forms serve ``pte_webgpu.fused_linear`` (runtime/fusion.py): linears that share an input
+as one product over their weights stacked at load, each column range written to its own
+output, or a linear with the residual add after it folded in.
+
 A ``4`` after the kind means vec4 loads; when K % 4 != 0 the same shape loads scalars.
 Forcing a variant (tests, benchmarks): ``variants={"matmul": NAME}`` in the Runtime
 options, else the environment variable ``PTE_WEBGPU_MATMUL`` (ops/variants.py).
@@ -28,6 +33,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass, replace
+from functools import cache
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
@@ -48,19 +54,68 @@ _NAME = re.compile(r"^(gemv|gemvsg|mm)(4?)-(\d+)x(\d+)$")
 
 PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("has_bias", "u32"),
                  ("tiles_n", "u32"),  # workgroups across N
-                 ("tiles", "u32"))  # workgroups in all
+                 ("tiles", "u32"),  # workgroups in all
+                 ("n0", "u32"), ("n1", "u32"))  # split epilogues: where out1, out2 begin
 # Bindings 0-2 in two views each (entry points main: scalars, main_vec4: vec4s).
 # Without a bias the weight stands in for binding 4; the shader never reads it.
 _BINDINGS = (Binding(0, "input"), Binding(1, "weight"), Binding(2, "out", "read_write"),
              Binding(4, "bias"), Binding(0, "input4", type="elem4"),
              Binding(1, "weight4", type="elem4"))
-KERNEL = Kernel("matmul", _BINDINGS[:4], PARAMS, uniform_binding=3,
-                entries=(Entry("dot", "dot_item", "params.m * params.n"),))
+
+# Epilogues: `put(row, col, v)` stores output (row, col) = v (bias added). "" one output;
+# "split2"/"split3": columns [0, n0), [n0, n1), [n1, n) go to out, out1, out2 (linears
+# sharing an input, their weights stacked: one dispatch); "residual": out = resid + v,
+# rounded as the unfused linear then add.Tensor round (f32(elem(v))), the add's order kept.
+_PUT = "fn put(row: u32, col: u32, v: f32) {{\n{}}}\n"
+_OUT0 = "  if (col < params.n0) {\n    out[row * params.n0 + col] = elem(v);\n    return;\n  }\n"
+_OUT1 = "out1[row * ({end} - params.n0) + col - params.n0] = elem(v);"
+EPILOGUES = {
+    "": ((), _PUT.format("  out[row * params.n + col] = elem(v);\n")),
+    "split2": ((Binding(5, "out1", "read_write"),),
+               _PUT.format(_OUT0 + "  " + _OUT1.format(end="params.n") + "\n")),
+    "split3": ((Binding(5, "out1", "read_write"), Binding(6, "out2", "read_write")),
+               _PUT.format(_OUT0 + "  if (col < params.n1) {\n    "
+                           + _OUT1.format(end="params.n1") + "\n    return;\n  }\n"
+                           "  out2[row * (params.n - params.n1) + col - params.n1] = elem(v);\n")),
+    "residual": ((Binding(5, "resid"),),
+                 _PUT.format("  let at = row * params.n + col;\n"
+                             "  out[at] = elem(f32(resid[at]) + f32(elem(v)));\n")),
+}
 _STAGE = "fn stage(m0: u32, n0: u32, k0: u32, li: u32) {{ stage_{}(m0, n0, k0, li); }}\n"
-TILE8 = {vec: Kernel("matmul_tile8", _BINDINGS, PARAMS, uniform_binding=3,
-                     generated=_STAGE.format("vec4" if vec else "scalar"),
-                     name="matmul_tile8" + ("_vec4" if vec else ""))
-         for vec in (False, True)}
+
+
+def _with_epilogue(name: str, epilogue: str, generated: str = "", **kw) -> Kernel:
+    extra, put = EPILOGUES[epilogue]
+    return Kernel(kw.pop("body", name), _BINDINGS + extra, PARAMS, uniform_binding=3,
+                  generated=generated + put, name=name + (f"_{epilogue}" if epilogue else ""),
+                  **kw)
+
+
+def kernel(form: str, epilogue: str = "", rows: int = 1) -> Kernel:
+    """The shader of one form ("basic": tiled and dot; "tile8", "tile8_vec4"; "gemv",
+    "gemvsg_browser", "gemvsg_native" with ``rows``) and epilogue."""
+    return _kernel(form, epilogue, rows if form.startswith("gemv") else 1)
+
+
+@cache
+def _kernel(form: str, epilogue: str, rows: int) -> Kernel:
+    if form == "basic":
+        return _with_epilogue("matmul", epilogue,
+                              entries=(Entry("dot", "dot_item", "params.m * params.n"),))
+    if form.startswith("tile8"):
+        vec = form.endswith("vec4")
+        return _with_epilogue("matmul_tile8" + ("_vec4" if vec else ""), epilogue,
+                              _STAGE.format("vec4" if vec else "scalar"), body="matmul_tile8")
+    subgroups = form != "gemv"
+    # One kernel per row count (a const: naga 29 panics when ``rows`` is an override).
+    # Chromium needs `enable subgroups;`; wgpu-native's naga rejects it and takes the
+    # builtins when the device has the "subgroup" feature.
+    name = {"gemv": "matmul_gemv", "gemvsg_browser": "matmul_gemv_sg",
+            "gemvsg_native": "matmul_gemv_sg_native"}[form]
+    return _with_epilogue(f"{name}_r{rows}", epilogue, _gemv_generated(subgroups, rows),
+                          body="matmul_gemv", snippets=("flat_index",),
+                          enables=("subgroups",) if form == "gemvsg_browser" else ())
+
 
 # The gemv reductions, appended to shaders/matmul_gemv.wgsl's sweeps.
 _GEMV_ENTRY = """
@@ -146,19 +201,9 @@ def _gemv_generated(subgroups: bool, rows: int) -> str:
             + (_SUBGROUP_SUM if subgroups else _TREE_SUM) + entries)
 
 
-def _gemv_kernels(name: str, subgroups: bool, enables: tuple = ()) -> dict:
-    """One kernel per row count (a const: naga 29 panics when ``rows`` is an override)."""
-    return {rows: Kernel("matmul_gemv", _BINDINGS, PARAMS, uniform_binding=3,
-                         snippets=("flat_index",), generated=_gemv_generated(subgroups, rows),
-                         enables=enables, name=f"{name}_r{rows}")
-            for rows in range(1, GEMV_MAX_ROWS + 1)}
-
-
-GEMV = _gemv_kernels("matmul_gemv", False)
-# Chromium needs `enable subgroups;`; wgpu-native's naga rejects it and takes the
-# builtins when the device has the "subgroup" feature.
-GEMV_SG = {"browser": _gemv_kernels("matmul_gemv_sg", True, ("subgroups",)),
-           "native": _gemv_kernels("matmul_gemv_sg_native", True)}
+KERNEL = kernel("basic")  # the plain shaders, declared at import (tests compose them)
+TILE8 = {vec: kernel("tile8_vec4" if vec else "tile8") for vec in (False, True)}
+GEMV = {rows: kernel("gemv", rows=rows) for rows in range(1, GEMV_MAX_ROWS + 1)}
 
 
 @dataclass(frozen=True)
@@ -337,35 +382,37 @@ def tile_counts(m: int, n: int, tile: int) -> tuple[int, int]:
     return tiles_n, tiles_n * -(-m // tile)
 
 
-def _shape(ctx, v: Variant, m: int, n: int):
+def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = ""):
     """(kernel, constants, tiles_n, tiles, workgroups) of variant ``v``."""
     if v.kind == "dot":
         wg = elementwise_workgroup(ctx)
-        return KERNEL, {"wg_size": wg}, 0, 0, -(-m * n // wg)
+        return kernel("basic", epilogue), {"wg_size": wg}, 0, 0, -(-m * n // wg)
     if v.kind == "tiled":
         t = threads_per_side(ctx.limit("maxComputeInvocationsPerWorkgroup", 256))
         tiles_n, tiles = tile_counts(m, n, 4 * t)
-        return KERNEL, {"tw": t}, tiles_n, tiles, tiles
+        return kernel("basic", epilogue), {"tw": t}, tiles_n, tiles, tiles
     if v.kind == "mm":
         tiles_n, tiles = tile_counts(m, n, 8 * v.a)
-        return TILE8[v.vec4], {"tw": v.a, "tk": v.b}, tiles_n, tiles, tiles
-    kernels = GEMV if v.kind == "gemv" else GEMV_SG[
-        "browser" if ctx.device.info.backend == "browser" else "native"]
+        form = "tile8_vec4" if v.vec4 else "tile8"
+        return kernel(form, epilogue), {"tw": v.a, "tk": v.b}, tiles_n, tiles, tiles
+    form = "gemv" if v.kind == "gemv" else (
+        "gemvsg_browser" if ctx.device.info.backend == "browser" else "gemvsg_native")
     rows = min(GEMV_MAX_ROWS, m)
     tiles_n = -(-n // v.b)
     tiles = tiles_n * -(-m // rows)
-    return kernels[rows], {"wg_size": v.a, "cols": v.b}, tiles_n, tiles, tiles
+    return kernel(form, epilogue, rows), {"wg_size": v.a, "cols": v.b}, tiles_n, tiles, tiles
 
 
 async def record(ctx, op, v: Variant, bindings, m: int, n: int, k: int, has_bias: bool,
-                 half: bool = False) -> None:
+                 half: bool = False, epilogue: str = "", n0: int = 0, n1: int = 0) -> None:
     """Record one product of variant ``v``: ``bindings`` maps 0 input [M, K], 1 weight
-    [N, K], 2 out [M, N], 4 bias [N] (anything when ``has_bias`` is False) to value ids
-    or buffers. Also used by bench/ (and meant for bmm's batches)."""
-    kernel, constants, tiles_n, tiles, groups = _shape(ctx, v, m, n)
+    [N, K], 2 out [M, N], 4 bias [N] (anything when ``has_bias`` is False), and what the
+    epilogue binds (5, 6), to value ids or buffers. Also used by bench/."""
+    shader, constants, tiles_n, tiles, groups = _shape(ctx, v, m, n, epilogue)
     entry = {"dot": "dot", "tiled": "main", "mm": "main"}.get(v.kind, v.entry)
-    pipeline = await ctx.pipeline(kernel, constants, entry, half)
-    params = PARAMS.pack(m=m, n=n, k=k, has_bias=int(has_bias), tiles_n=tiles_n, tiles=tiles)
+    pipeline = await ctx.pipeline(shader, constants, entry, half)
+    params = PARAMS.pack(m=m, n=n, k=k, has_bias=int(has_bias), tiles_n=tiles_n, tiles=tiles,
+                         n0=n0, n1=n1)
     uniform = ctx.uniform(params, f"{op.name} params")
     ctx.dispatch(op, pipeline, list(bindings) + [(3, uniform)], ctx.grid(groups))
 
@@ -382,21 +429,35 @@ def linear_dims(in_shape, w_shape, out_shape, name: str) -> tuple[int, int, int]
     return prod(lead), n, k
 
 
+def _bias(ctx, op, b_id: int, n: int) -> bool:
+    """Whether the op has a bias (then checked to hold N values)."""
+    if isinstance(ctx.graph.values[b_id], Null):
+        return False
+    b = ctx.float_tensor(b_id, op)
+    if b.numel != n:
+        raise FormatError(f"{op.name}: bias shape {list(b.shape)}, expected [{n}]",
+                          field=ctx.where(op))
+    return True
+
+
 async def build_linear(ctx, op):
     x_id, w_id, b_id, out_id = ctx.args(op, 4)
     x, w, out = (ctx.float_tensor(i, op) for i in (x_id, w_id, out_id))
     m, n, k = linear_dims(x.shape, w.shape, out.shape, op.name)
-    has_bias = not isinstance(ctx.graph.values[b_id], Null)
-    if has_bias:
-        b = ctx.float_tensor(b_id, op)
-        if b.numel != n:
-            raise FormatError(f"{op.name}: bias shape {list(b.shape)}, expected [{n}]",
-                              field=ctx.where(op))
+    has_bias = _bias(ctx, op, b_id, n)
+    bindings = [(0, x_id), (1, w_id), (2, out_id), (4, b_id if has_bias else w_id)]
+    await _product(ctx, op, bindings, m, n, k, has_bias, out_id, n)
+
+
+async def _product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out_id: int,
+                   out_n: int, epilogue: str = "", n0: int = 0, n1: int = 0) -> None:
+    """The chosen form of an [M, K] x [N, K] product (and its decode twin); ``out_id``,
+    ``out_n`` columns wide, is the output whose actual size the dispatches follow."""
     if m * n == 0:
         return
     adapter = ctx.device.info
     v = VARIANTS.pick(ctx, op, lambda: choose(adapter, m, n, k), lambda v: fit(v, adapter, k))
-    bindings = [(0, x_id), (1, w_id), (2, out_id), (4, b_id if has_bias else w_id)]
+    half, extra = ctx.half(out_id), (epilogue, n0, n1)
     # A dynamic M (one program for prefill and decode): the actual rows' workgroups only,
     # and where the bound picks a matrix-matrix form, a matrix-vector twin takes the
     # executes of up to DECODE_ROWS rows (the other one's grid is then empty).
@@ -404,22 +465,95 @@ async def build_linear(ctx, op):
     twin = (decode != v and m > DECODE_ROWS and ctx.dyn is not None
             and ctx.dyn.is_dynamic(ctx.graph_key, out_id)
             and VARIANTS.forced(ctx.options) is None)
-    await record(ctx, op, v, bindings, m, n, k, has_bias, ctx.half(out_id))
+
+    def rows(elements: int) -> int:
+        return -(-elements // out_n)
+
+    await record(ctx, op, v, bindings, m, n, k, has_bias, half, *extra)
     if not twin:
-        follow_actual_size(ctx, out_id, lambda e: _groups(ctx, v, e, n))
+        follow_actual_size(ctx, out_id, lambda e: _groups(ctx, v, rows(e), n))
         return
     ctx.note_kernel(op, twin=decode.name)
     follow_actual_size(ctx, out_id,
-                       lambda e: _groups(ctx, v, e, n) if -(-e // n) > DECODE_ROWS else 0)
-    await record(ctx, op, decode, bindings, m, n, k, has_bias, ctx.half(out_id))
+                       lambda e: _groups(ctx, v, rows(e), n) if rows(e) > DECODE_ROWS else 0)
+    await record(ctx, op, decode, bindings, m, n, k, has_bias, half, *extra)
     follow_actual_size(ctx, out_id,
-                       lambda e: _groups(ctx, decode, e, n) if -(-e // n) <= DECODE_ROWS else 0,
-                       alternative=True)
+                       lambda e: _groups(ctx, decode, rows(e), n) if rows(e) <= DECODE_ROWS
+                       else 0, alternative=True)
 
 
-def _groups(ctx, v: Variant, elements: int, n: int) -> int:
-    """Workgroups of variant ``v`` covering the first ``elements`` of an [M, n] output."""
-    return _shape(ctx, v, -(-elements // n), n)[4]
+def _groups(ctx, v: Variant, rows: int, n: int) -> int:
+    """Workgroups of variant ``v`` covering the first ``rows`` rows of an [M, n] output."""
+    return _shape(ctx, v, rows, n)[4]
+
+
+# --- fused (runtime/fusion.py rewrites a graph to use it) -----------------------------
+FUSED = "pte_webgpu.fused_linear"
+MAX_SPLIT = 3  # outputs of one fused linear: bindings 2, 5, 6
+
+
+def fused_outputs(values, outs_id: int) -> tuple:
+    outs = values[outs_id]
+    return outs.items if getattr(outs, "kind", "") == "value_list" else ()
+
+
+async def build_fused(ctx, op):
+    """``[x, weight, bias|Null, residual|Null, outs]``: one product against ``weight``
+    [N, K], the weights of linears that read ``x`` stacked at load; output column ranges
+    go to ``outs`` in order (each ``[..., N_i]``). With a residual (one output):
+    ``out = residual + linear`` (an add.Tensor folded into the epilogue)."""
+    x_id, w_id, b_id, r_id, outs_id = ctx.args(op, 5)
+    outs = fused_outputs(ctx.graph.values, outs_id)
+    residual = not isinstance(ctx.graph.values[r_id], Null)
+    if not 1 <= len(outs) <= MAX_SPLIT or (residual and len(outs) != 1):
+        raise FormatError(f"{op.name}: 1 to {MAX_SPLIT} outputs (1 with a residual), found "
+                          f"{len(outs)}", field=ctx.where(op))
+    x, w = ctx.float_tensor(x_id, op), ctx.float_tensor(w_id, op)
+    widths = [ctx.float_tensor(o, op).shape[-1] if ctx.tensor(o, op).shape else 0
+              for o in outs]
+    if residual:
+        out, r = ctx.float_tensor(outs[0], op), ctx.float_tensor(r_id, op)
+        lead = tuple(x.shape[:-1])
+        if tuple(r.shape) != tuple(out.shape) or out.numel != prod(lead) * w.shape[0]:
+            raise FormatError(f"{op.name}: residual {list(r.shape)} and output "
+                              f"{list(out.shape)} should hold input rows x N", field=ctx.where(op))
+        m, n, k = linear_dims(x.shape, w.shape, lead + (w.shape[0],), op.name)
+    else:
+        for o, width in zip(outs, widths):
+            linear_dims(x.shape, (width, x.shape[-1] if x.shape else 0),
+                        ctx.tensor(o, op).shape, op.name)
+        m, n, k = linear_dims(x.shape, w.shape, tuple(x.shape[:-1]) + (sum(widths),), op.name)
+    has_bias = _bias(ctx, op, b_id, n)
+    bindings = [(0, x_id), (1, w_id), (2, outs[0]), (4, b_id if has_bias else w_id)]
+    epilogue = "residual" if residual else ("", "", "split2", "split3")[len(outs)]
+    bindings += [(5, r_id)] if residual else [(5 + i, o) for i, o in enumerate(outs[1:])]
+    n0 = widths[0] if len(outs) > 1 else 0
+    n1 = n0 + widths[1] if len(outs) > 2 else 0
+    ctx.note_kernel(op, fused="linear + residual add" if residual else f"{len(outs)} linears")
+    await _product(ctx, op, bindings, m, n, k, has_bias, outs[0], widths[0], epilogue, n0, n1)
+
+
+def reference_fused(read, values, args):
+    x_id, w_id, b_id, r_id, outs_id = args
+    whole = reference(read, values, (x_id, w_id, b_id, None))
+    outs = fused_outputs(values, outs_id)
+    if not isinstance(values[r_id], Null):
+        return [[r + v for r, v in zip(read(r_id).values, whole)]]
+    n = values[w_id].shape[0]
+    parts, start = [], 0
+    for o in outs:
+        width = values[o].shape[-1]
+        parts.append([v for i, v in enumerate(whole) if start <= i % n < start + width])
+        start += width
+    return parts
+
+
+def sizes_fused(op, shape, integer, values):
+    x_id, _, _, r_id, outs_id = op.args
+    if not isinstance(values[r_id], Null):
+        return {fused_outputs(values, outs_id)[0]: shape(r_id)}
+    lead = tuple(shape(x_id)[:-1])
+    return {o: lead + (values[o].shape[-1],) for o in fused_outputs(values, outs_id)}
 
 
 def choices(graph, op) -> dict[str, str]:
@@ -454,3 +588,4 @@ def reference(read, values, args):
 
 define("aten.linear.default", build_linear, reference, 4, half=True, choices=choices,
        sizes=sizes.linear)
+define(FUSED, build_fused, reference_fused, 5, half=True, sizes=sizes_fused)

@@ -27,6 +27,9 @@ class OpDef:
     half: bool = False  # build also runs float16 tensors stored as f16 (ctx.half)
     choices: Callable | None = None  # (graph, op) -> {typical adapter: kernel variant}
     sizes: Callable | None = None  # actual output shapes on dynamic-shape inputs (ops/sizes.py)
+    # Same-shape elementwise ops a fused kernel can chain (runtime/fusion.py):
+    # ("unary", row) of ops/unary.py's table, ("binary", row) of ops/binary.py's.
+    pointwise: tuple | None = None
 
 
 _OPS: dict[str, OpDef] = {}
@@ -34,10 +37,10 @@ _OPS: dict[str, OpDef] = {}
 
 def define(name: str, build: Callable, reference: Callable | None = None,
            args: int | None = None, half: bool = False, choices: Callable | None = None,
-           sizes: Callable | None = None) -> None:
+           sizes: Callable | None = None, pointwise: tuple | None = None) -> None:
     if name in _OPS:
         raise ValueError(f"op {name} registered twice")
-    _OPS[name] = OpDef(name, build, reference, args, half, choices, sizes)
+    _OPS[name] = OpDef(name, build, reference, args, half, choices, sizes, pointwise)
 
 
 def register(*names: str, half: bool = False, reference: Callable | None = None,

@@ -64,10 +64,12 @@ def reference_hf(read, values, args):
         return xs[i] * c[row * rot + d] + rotated * sn[row * rot + d]
     return [_ref_rotate(read(xid), cos, sin, lambda s: start + s, pair) for xid in args[:2]]
 
-PARAMS = Uniform(("numel", "u32"), ("seq", "u32"), ("heads", "u32"), ("head_dim", "u32"),
-                 ("rot", "u32"), ("table_rows", "u32"), ("start_slot", "u32"))
-KERNEL = Kernel("rope", (Binding(0, "x"), Binding(1, "cos_t"), Binding(2, "sin_t"),
-                         Binding(3, "out", "read_write"), Binding(4, "ints", type="i32")),
+PARAMS = Uniform(("numel_q", "u32"), ("numel_k", "u32"), ("seq", "u32"), ("heads_q", "u32"),
+                 ("heads_k", "u32"), ("head_dim", "u32"), ("rot", "u32"),
+                 ("table_rows", "u32"), ("start_slot", "u32"))
+KERNEL = Kernel("rope", (Binding(0, "xq"), Binding(1, "xk"), Binding(2, "cos_t"),
+                         Binding(3, "sin_t"), Binding(4, "out_q", "read_write"),
+                         Binding(5, "out_k", "read_write"), Binding(6, "ints", type="i32")),
                 PARAMS, snippets=("flat_index",))
 
 
@@ -91,21 +93,27 @@ def _check_x(ctx, op, x_id: int, out_id: int):
     return x
 
 
-async def _rotate(ctx, op, entry, x_id, out_id, cos_id, sin_id, rot, rows, ints, start_slot):
-    x = ctx.tensor(x_id, op)
-    if x.numel == 0:
+async def _rotate(ctx, op, entry, ids, cos_id, sin_id, rot, rows, ints, start_slot):
+    """One dispatch rotating q and k: ``ids`` = (xq, xk, q_out, k_out)."""
+    xq_id, xk_id, q_out, k_out = ids
+    xq, xk = ctx.tensor(xq_id, op), ctx.tensor(xk_id, op)
+    most = max(xq.numel, xk.numel)
+    if most == 0:
         return
-    _, seq, heads, dim = x.shape
+    _, seq, _, dim = xq.shape
     wg = min(64, elementwise_workgroup(ctx))
-    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg}, entry, half=ctx.half(out_id))
-    params = ctx.uniform(PARAMS.pack(numel=x.numel, seq=seq, heads=heads, head_dim=dim, rot=rot,
-                                     table_rows=rows, start_slot=start_slot),
+    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg}, entry, half=ctx.half(q_out))
+    params = ctx.uniform(PARAMS.pack(numel_q=xq.numel, numel_k=xk.numel, seq=seq,
+                                     heads_q=xq.shape[2], heads_k=xk.shape[2], head_dim=dim,
+                                     rot=rot, table_rows=rows, start_slot=start_slot),
                          f"{op.name} params")
-    binds = [(0, x_id), (1, cos_id), (2, sin_id), (3, out_id), (5, params)]
+    binds = [(0, xq_id), (1, xk_id), (2, cos_id), (3, sin_id), (4, q_out), (5, k_out),
+             (7, params)]
     if entry == "hf":  # the only entry that reads a start position
-        binds.append((4, ints))
-    ctx.dispatch(op, pipeline, binds, ctx.grid(-(-x.numel // wg)))
-    follow_actual_size(ctx, out_id, wg)
+        binds.append((6, ints))
+    ctx.dispatch(op, pipeline, binds, ctx.grid(-(-most // wg)))
+    # q and k share B and S: k's actual elements are q's scaled by their head counts
+    follow_actual_size(ctx, q_out, lambda e: -(-max(e, e * xk.numel // xq.numel) // wg))
 
 
 @register("et_vk.apply_rotary_emb.default", half=True, reference=reference, args=5,
@@ -122,8 +130,8 @@ async def build_rotary(ctx, op):
     if cos.numel != seq * dim // 2 or sin.numel != cos.numel:
         raise FormatError(f"{op.name}: tables {list(cos.shape)} / {list(sin.shape)} should hold "
                           f"[{seq}, {dim // 2}]", field=ctx.where(op))
-    for x_id, o_id in ((xq_id, q_out), (xk_id, k_out)):
-        await _rotate(ctx, op, "interleaved", x_id, o_id, cos_id, sin_id, dim, seq, None, 0)
+    await _rotate(ctx, op, "interleaved", (xq_id, xk_id, q_out, k_out), cos_id, sin_id, dim,
+                  seq, None, 0)
 
 
 @register("et_vk.apply_rotary_emb_hf.default", half=True, reference=reference_hf, args=6,
@@ -142,5 +150,5 @@ async def build_rotary_hf(ctx, op):
         raise FormatError(f"{op.name}: table width {rot} must be even and at most the head "
                           f"dim", field=ctx.where(op))
     ints, (start_slot,) = slots(ctx, op, [int_key(ctx, op, start_id, default=0)])
-    for x_id, o_id in ((xq_id, q_out), (xk_id, k_out)):
-        await _rotate(ctx, op, "hf", x_id, o_id, cos_id, sin_id, rot, rows, ints, start_slot)
+    await _rotate(ctx, op, "hf", (xq_id, xk_id, q_out, k_out), cos_id, sin_id, rot, rows, ints,
+                  start_slot)

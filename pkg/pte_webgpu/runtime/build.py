@@ -18,6 +18,7 @@ from ..errors import FormatError, GpuLimitError, PteError, UnsupportedError, cou
 from ..gpu.interface import Buffer, Copy, Dispatch, align4, fold_grid
 from ..graph import Graph, ListValue, Scalar, TensorValue
 from ..ops import registry
+from . import fusion
 from .id_checks import FLAG_BYTES, IdCheck
 from .options import RuntimeOptions
 from .state import all_zero
@@ -239,6 +240,10 @@ async def build_delegate(device, vk: formats.VulkanDelegate, named: formats.Name
     ``setup(ctx)`` runs before allocation (the Method attaches state and dynamic shapes);
     ``ctx.before_op(ctx, op)``, when set, runs before each op's handler."""
     graph = vk.graph
+    if RuntimeOptions.of(options).fuse:
+        graph = fusion.fuse(graph, storage.nbytes,
+                            min(device.limit("maxStorageBufferBindingSize", 1 << 27),
+                                device.limit("maxBufferSize", 1 << 28)))
     ctx = BuildContext(device, graph, resources, recording, pipelines, label, options, storage)
     ctx.buffers.update(io_buffers)
     ctx.io_ids = set(io_buffers)
@@ -269,16 +274,33 @@ async def call_handler(handler, ctx: BuildContext, op) -> None:
 def _allocate(ctx: BuildContext, vk, named) -> None:
     graph = ctx.graph
     dedicated = _outputs_aliasing_inputs(graph)
+    used = _used(graph) if "fused" in graph.meta else None  # what a fused op replaced is not
     pools: dict[int, int] = {}
     for vid, v in enumerate(graph.values):
         if isinstance(v, TensorValue) and vid not in ctx.buffers and v.constant_id < 0 \
-                and v.mem_obj_id >= 0 and vid not in dedicated:
+                and v.mem_obj_id >= 0 and vid not in dedicated \
+                and (used is None or vid in used):
             pools[v.mem_obj_id] = max(pools.get(v.mem_obj_id, 4), ctx.bind_size(vid))
     pool_buffers = {m: ctx.resources.buffer(size, f"{ctx.label} mem_obj {m}")
                     for m, size in sorted(pools.items())}
     constants: dict[tuple, Buffer] = {}  # tensors sharing a constant share its one upload
+    stacked = graph.meta.get("concat", {})  # fusion.py: weights of linears fused into one
     for vid, v in enumerate(graph.values):
         if not isinstance(v, TensorValue) or vid in ctx.buffers:
+            continue
+        if used is not None and vid not in used:
+            continue  # what a fused op replaced (a weight now in a stacked one)
+        if vid in stacked:
+            buf = ctx.buffers[vid] = ctx.resources.buffer(ctx.bind_size(vid),
+                                                          f"{ctx.label} stacked value {vid}")
+            offset = 0
+            for part in stacked[vid]:
+                p = graph.values[part]
+                data = formats.resolve(graph.constants[p.constant_id], p.nbytes, named,
+                                       vk.constant_bytes).data
+                upload_constant(ctx.device, ctx.storage, buf, data, p.dtype,
+                                f"{ctx.label} constant value {part}", offset)
+                offset += ctx.bind_size(part)
             continue
         if v.constant_id >= 0:
             ref = graph.constants[v.constant_id]
@@ -324,23 +346,32 @@ def upload(device, buf: Buffer, data, offset: int = 0) -> None:
 UPLOAD_STEP_ELEMENTS = 1 << 20  # elements converted per write: bounds the host copies
 
 
-def upload_constant(device, storage: Storage, buf: Buffer, data, dtype, what: str) -> None:
+def upload_constant(device, storage: Storage, buf: Buffer, data, dtype, what: str,
+                    offset: int = 0) -> None:
     """Upload a constant's host bytes ``data`` (a view of the program file) in the storage
-    dtype. Held as is, it is written straight from the file's memory; converted
-    (float16 widened to float32, int64 narrowed, bool widened), a slice at a time, so a
-    large tensor never exists twice in host memory (in a browser, the wasm heap)."""
+    dtype, at byte ``offset`` of ``buf``. Held as is, it is written straight from the
+    file's memory; converted (float16 widened to float32, int64 narrowed, bool widened), a
+    slice at a time, so a large tensor never exists twice in host memory (in a browser,
+    the wasm heap)."""
     if storage.dtype(dtype) is dtype:
-        upload(device, buf, data)
+        upload(device, buf, data, offset)
         return
     view = memoryview(data).cast("B")
-    if dtype is FLOAT16 and device.write_f16_as_f32(buf, view):
+    if dtype is FLOAT16 and device.write_f16_as_f32(buf, view, offset):
         return
     step = UPLOAD_STEP_ELEMENTS * dtype.itemsize
-    offset = 0
     for start in range(0, len(view), step):
         part = storage.to_storage(view[start:start + step], dtype, what, UnsupportedError)
         upload(device, buf, part, offset)
         offset += len(part)
+
+
+def _used(graph: Graph) -> set[int]:
+    """Value ids some op names (value lists expanded), plus the graph's I/O."""
+    out = set(graph.input_ids) | set(graph.output_ids)
+    for op in graph.ops:
+        out |= _expand(graph, op.args)
+    return out
 
 
 def _outputs_aliasing_inputs(graph: Graph) -> set[int]:

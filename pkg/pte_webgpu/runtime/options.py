@@ -32,6 +32,9 @@ class RuntimeOptions(Mapping):
     max_alloc_bytes: int = DEFAULT_MAX_ALLOC_BYTES
     # Ops one load may build (each delegate call builds its graph's ops again).
     max_ops: int = DEFAULT_MAX_OPS
+    # Load-time fusion (runtime/fusion.py): linears sharing an input, residual adds and
+    # elementwise chains run as fewer dispatches; False builds every op on its own.
+    fuse: bool = True
 
     def __post_init__(self):
         for name in ("max_alloc_bytes", "max_ops"):
@@ -39,6 +42,7 @@ class RuntimeOptions(Mapping):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise InputError(f"option {name}={value!r}: use a positive integer")
         _check_type("float16", self.float16, str)
+        _check_type("fuse", self.fuse, bool)
         if self.float16 not in FLOAT16_CHOICES:
             raise InputError(f"option float16={self.float16!r}: use one of "
                              f"{', '.join(map(repr, FLOAT16_CHOICES))}")

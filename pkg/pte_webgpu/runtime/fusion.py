@@ -1,0 +1,345 @@
+"""Load-time fusion: a Vulkan delegate graph rewritten into fewer dispatches before it is
+built (build.py), unless the option ``fuse`` is off. A decode step of a small model is
+bound by the number of dispatches, not by arithmetic (docs/performance.md), so:
+
+1. linears reading one input (through views) with constant weights, e.g. q/k/v or
+   gate/up, become one ``pte_webgpu.fused_linear`` whose weight is theirs stacked at load
+   (graph.meta["concat"]; the parts are not uploaded on their own), writing each output;
+2. a linear whose output only feeds (through views) ``add.Tensor(residual, it)`` with
+   alpha 1 writes ``residual + linear`` itself (the residual form of the same op);
+3. chains of same-shape unary/binary ops (registry ``pointwise``), each output read only
+   by the next, become one ``pte_webgpu.fused_elementwise`` (e.g. SwiGLU's sigmoid, mul,
+   mul), every step rounded to the stored type as its tensor would be.
+
+The fused ops are defined in the op library beside their unfused forms (ops/matmul.py,
+ops/unary.py). Moving an op changes when tensors are written and last read; the exporter
+planned shared memory objects (mem_obj_id) for the original order, so a tensor whose
+lifetime changed and now overlaps another of its memory object moves to one where it
+overlaps nothing (``_repair``). A fused op never writes a buffer it reads: build.py gives an output that
+shares a memory object with an input of its op its own buffer, as for any op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..graph import Graph, ListValue, Null, OpCall, Scalar, TensorValue
+from ..ops import registry
+from ..ops.matmul import FUSED as FUSED_LINEAR, MAX_SPLIT
+from ..ops.unary import FUSED as FUSED_CHAIN, MAX_INPUTS
+
+LINEAR, ADD = "aten.linear.default", "aten.add.Tensor"
+# reshapes: the same elements in the same order (ops/view.py shares or copies the buffer)
+VIEWS = ("aten.view_copy.default", "aten.squeeze_copy.dims", "aten.unsqueeze_copy.default")
+
+
+def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
+    """The rewritten graph (``graph`` itself when nothing fuses). ``nbytes(tensor)``: its
+    bytes as stored; ``max_binding``: the largest buffer the adapter binds."""
+    f = _Fusion(graph)
+    f.group_linears(nbytes, max_binding)
+    f.fold_residuals()
+    f.chain_pointwise()
+    if not f.fused:
+        return graph
+    f.drop_dead_views()
+    ops = [op for _, op in sorted(f.placed.items())]
+    values = _repair(graph, f.values, f.placed, nbytes)
+    meta = dict(graph.meta, concat=f.concat, fused=f.fused)
+    return Graph(values, ops, graph.input_ids, graph.output_ids, graph.constants,
+                 graph.version, meta)
+
+
+class _Fusion:
+    def __init__(self, graph: Graph):
+        self.values = list(graph.values)
+        self.placed = {i: op for i, op in enumerate(graph.ops)}  # original index -> op
+        self.keep = set(graph.input_ids) | set(graph.output_ids)
+        self.concat: dict[int, tuple] = {}  # new weight/bias vid -> the constants stacked
+        self.fused: dict[str, int] = {}  # what fired (graph.meta["fused"])
+        self._index()
+
+    # --- the graph as it stands -------------------------------------------------------
+    def _index(self) -> None:
+        self.readers: dict[int, set[int]] = {}
+        self.writer: dict[int, int] = {}
+        for i, op in self.placed.items():
+            self._link(i, op)
+
+    def _link(self, i: int, op: OpCall) -> None:
+        self.placed[i] = op
+        for vid in _expand(self.values, op.args[:-1]):
+            self.readers.setdefault(vid, set()).add(i)
+        for vid in _expand(self.values, op.args[-1:]):
+            self.writer[vid] = i
+
+    def _unlink(self, i: int) -> None:
+        op = self.placed.pop(i)
+        for vid in _expand(self.values, op.args[:-1]):
+            self.readers[vid].discard(i)
+        for vid in _expand(self.values, op.args[-1:]):
+            if self.writer.get(vid) == i:
+                del self.writer[vid]
+
+    def _sole_reader(self, vid: int) -> int | None:
+        """The one op reading ``vid`` (None when several, none, or it is graph I/O)."""
+        readers = self.readers.get(vid, ())
+        return next(iter(readers)) if len(readers) == 1 and vid not in self.keep else None
+
+    def _root(self, vid: int) -> int:
+        """``vid`` before any reshape."""
+        while vid in self.writer and self.placed[self.writer[vid]].name in VIEWS:
+            vid = self.placed[self.writer[vid]].args[0]
+        return vid
+
+    def _add(self, value) -> int:
+        self.values.append(value)
+        return len(self.values) - 1
+
+    def _tensor(self, vid: int) -> TensorValue | None:
+        v = self.values[vid]
+        return v if isinstance(v, TensorValue) else None
+
+    def _count(self, what: str) -> None:
+        self.fused[what] = self.fused.get(what, 0) + 1
+
+    # --- 1. linears sharing an input ----------------------------------------------------
+    def _linear_parts(self, i: int):
+        """(x, weight, bias|None, out) of a linear with constant weight (and bias)."""
+        op = self.placed[i]
+        if op.name != LINEAR or len(op.args) != 4:
+            return None
+        x, w, b, out = (self._tensor(a) for a in op.args)
+        if x is None or w is None or out is None or not w.is_constant or w.mem_obj_id >= 0 \
+                or len(w.shape) != 2 or not x.shape or x.shape[-1] != w.shape[1]:
+            return None
+        if not isinstance(self.values[op.args[2]], Null) and (
+                b is None or not b.is_constant or b.mem_obj_id >= 0 or b.dtype != w.dtype):
+            return None
+        return op.args
+
+    def group_linears(self, nbytes, max_binding: int) -> None:
+        groups: dict[tuple, list[int]] = {}
+        for i in sorted(self.placed):
+            parts = self._linear_parts(i)
+            if parts is None:
+                continue
+            x_id, w_id, b_id, out_id = parts
+            w, x = self.values[w_id], self.values[x_id]
+            root = self._tensor(self._root(x_id))
+            if root is None or root.is_constant:
+                continue  # a constant or state input (written in place): left alone
+            key = (self._root(x_id), tuple(x.shape), w.dtype, self.values[out_id].dtype,
+                   isinstance(self.values[b_id], Null))
+            groups.setdefault(key, []).append(i)
+        for members in groups.values():
+            for start in range(0, len(members) - 1, MAX_SPLIT):
+                chunk = members[start:start + MAX_SPLIT]
+                if len(chunk) > 1:
+                    self._group(chunk, nbytes, max_binding)
+
+    def _group(self, chunk: list[int], nbytes, max_binding: int) -> None:
+        ops = [self.placed[i] for i in chunk]
+        weights = [op.args[1] for op in ops]
+        w0 = self.values[weights[0]]
+        stacked = TensorValue(w0.dtype, (sum(self.values[w].shape[0] for w in weights),
+                                         w0.shape[1]))
+        b_id, biases = ops[0].args[2], [op.args[2] for op in ops]
+        bias = None if isinstance(self.values[b_id], Null) else TensorValue(
+            self.values[b_id].dtype, (stacked.shape[0],))
+        # parts meet at their byte offsets only when none is padded to 4 bytes
+        for whole, parts in ((stacked, weights), (bias, biases)):
+            if whole is not None and (nbytes(whole) > max_binding or nbytes(whole) != sum(
+                    nbytes(self.values[p]) for p in parts)):
+                return  # the linears stay apart
+        w_id = self._add(stacked)
+        self.concat[w_id] = tuple(weights)
+        if bias is not None:
+            b_id = self._add(bias)
+            self.concat[b_id] = tuple(biases)
+        outs = self._add(ListValue("value_list", tuple(op.args[3] for op in ops)))
+        no_residual = self._add(Null())
+        # At the first linear's place: its input is ready there; the others' outputs are
+        # written earlier than before (_repair keeps their memory apart).
+        for i in chunk:
+            self._unlink(i)
+        self._link(chunk[0], OpCall(FUSED_LINEAR, (ops[0].args[0], w_id, b_id, no_residual,
+                                                   outs), ops[0].node_id))
+        self._count(f"linear x{len(chunk)}")
+
+    # --- 2. residual adds into a linear's epilogue ------------------------------------
+    def fold_residuals(self) -> None:
+        for i in sorted(self.placed):
+            if i not in self.placed:
+                continue
+            parts = self._linear_parts(i)
+            if parts is not None:
+                self._fold(i, parts)
+
+    def _fold(self, i: int, parts) -> None:
+        x_id, w_id, b_id, out_id = parts
+        views, cur = [], out_id
+        reader = self._sole_reader(cur)
+        while reader is not None and self.placed[reader].name in VIEWS:
+            views.append(reader)
+            cur = self.placed[reader].args[-1]
+            reader = self._sole_reader(cur)
+        if reader is None:
+            return
+        add = self.placed[reader]
+        if add.name != ADD or len(add.args) != 4 or not _is_one(self.values[add.args[2]]):
+            return
+        a, b, s = add.args[0], add.args[1], add.args[3]
+        if (a == cur) == (b == cur):
+            return  # the linear is not exactly one operand
+        r_id = b if a == cur else a
+        r, lin, total = self._tensor(r_id), self._tensor(cur), self._tensor(s)
+        out = self.values[out_id]
+        if r is None or total is None or lin is None or tuple(r.shape) != tuple(total.shape) \
+                or tuple(lin.shape) != tuple(total.shape) or r.dtype != total.dtype \
+                or total.dtype != out.dtype or _lead(out.shape) != _lead(total.shape):
+            return  # (same rows, so a dynamic row count pads both alike)
+        outs = self._add(ListValue("value_list", (s,)))
+        # At the add's place: the residual is ready there (it may be written after the
+        # linear); the linear's input lives until then (_repair).
+        for j in [i, reader] + views:
+            self._unlink(j)
+        self._link(reader, OpCall(FUSED_LINEAR, (x_id, w_id, b_id, r_id, outs), add.node_id))
+        self._count("linear + residual")
+
+    # --- 3. elementwise chains --------------------------------------------------------
+    def _pointwise(self, i: int):
+        """(kind, row, tensor operands) of a same-shape elementwise op, else None."""
+        op = self.placed[i]
+        d = registry.find(op.name)
+        if d is None or d.pointwise is None or d.args != len(op.args):
+            return None
+        kind, row = d.pointwise
+        operands = list(op.args[:2] if kind == "binary" else op.args[:1])
+        if kind == "binary" and len(op.args) == 4 and not _is_one(self.values[op.args[2]]):
+            return None
+        out = self._tensor(op.args[-1])
+        if out is None or out.dtype.name not in ("float32", "float16"):
+            return None
+        for vid in operands:
+            t = self._tensor(vid)
+            if t is None or tuple(t.shape) != tuple(out.shape) or t.dtype != out.dtype:
+                return None
+        return (0 if kind == "unary" else 1), row, operands
+
+    def chain_pointwise(self) -> None:
+        for i in sorted(self.placed):
+            if i in self.placed and self._pointwise(i) is not None:
+                self._chain(i)
+
+    def _chain(self, first: int) -> None:
+        places, steps, inputs, results = [], [], [], []
+        i = first
+        while True:
+            kind, row, operands = self._pointwise(i)
+            new = [v for v in dict.fromkeys(operands) if v not in inputs + results]
+            if len(inputs) + len(new) >= MAX_INPUTS:
+                break
+            inputs += new
+            places.append(i)
+            steps.append((kind, row, operands))
+            results.append(self.placed[i].args[-1])
+            reader = self._sole_reader(results[-1])
+            if reader is None or self._pointwise(reader) is None:
+                break
+            i = reader
+        if len(places) < 2:
+            return
+        # registers: the inputs, then each step's result
+        reg = {v: k for k, v in enumerate(inputs + results)}
+        program = []
+        for kind, row, operands in steps:
+            program += [kind, row, reg[operands[0]], reg[operands[-1]] if kind else 0]
+        prog = self._add(ListValue("int_list", tuple(program)))
+        last = self.placed[places[-1]]
+        # At the last op's place: every input is ready there (_repair: their lifetimes).
+        for j in places:
+            self._unlink(j)
+        self._link(places[-1], OpCall(FUSED_CHAIN, tuple(inputs) + (prog, results[-1]),
+                                      last.node_id))
+        self._count(f"elementwise x{len(places)}")
+
+    # --- clean-up ---------------------------------------------------------------------
+    def drop_dead_views(self) -> None:
+        """View copies whose output nothing reads any more (the inputs of linears that
+        another linear's dispatch now computes); last first, so a chain of them goes."""
+        for i in sorted(self.placed, reverse=True):
+            op = self.placed[i]
+            if op.name in VIEWS and op.args[-1] not in self.keep \
+                    and not self.readers.get(op.args[-1]):
+                self._unlink(i)
+
+
+def _repair(graph: Graph, values: list, placed: dict, nbytes) -> list:
+    """A tensor whose lifetime (first write to last read, in original op places) changed
+    and now overlaps another tensor of its memory object moves to a memory object whose
+    tensors it overlaps none of: the smallest that holds it, else a new one (later moved
+    tensors may share that: those of different layers never overlap). The rest keep the
+    exporter's plan."""
+    io = set(graph.input_ids) | set(graph.output_ids)
+
+    def spans(ops) -> dict[int, tuple[int, int]]:
+        out: dict[int, list[int]] = {}
+        for place, op in ops:
+            for vid in _expand(values, op.args):
+                t = values[vid]
+                if isinstance(t, TensorValue) and t.mem_obj_id >= 0 and t.constant_id < 0 \
+                        and vid not in io:
+                    span = out.setdefault(vid, [place, place])
+                    span[0], span[1] = min(span[0], place), max(span[1], place)
+        return {vid: tuple(span) for vid, span in out.items()}
+
+    before = spans(enumerate(graph.ops))
+    after = spans(sorted(placed.items()))
+    pools: dict[int, list[int]] = {}
+    for vid in after:
+        pools.setdefault(values[vid].mem_obj_id, []).append(vid)
+    sizes = {m: max(nbytes(values[u]) for u in members) for m, members in pools.items()}
+    fresh = max((t.mem_obj_id for t in values if isinstance(t, TensorValue)), default=0) + 1
+    out = list(values)
+
+    def clear(pool, vid) -> bool:
+        lo, hi = after[vid]
+        return all(u == vid or hi < after[u][0] or after[u][1] < lo for u in pool)
+
+    for vid in sorted(after):
+        pool = pools[out[vid].mem_obj_id]
+        if after[vid] == before.get(vid) or clear(pool, vid):
+            continue
+        pool.remove(vid)
+        size = nbytes(values[vid])
+        roomy = sorted((sizes[m], m) for m, members in pools.items()
+                       if members and sizes[m] >= size and clear(members, vid))
+        if roomy:
+            mem = roomy[0][1]
+        else:
+            mem, fresh = fresh, fresh + 1
+            sizes[mem] = size
+        pools.setdefault(mem, []).append(vid)
+        out[vid] = replace(values[vid], mem_obj_id=mem)
+    return out
+
+
+def _lead(shape) -> tuple:
+    """A shape without its leading 1s."""
+    shape = tuple(shape)
+    while shape[:1] == (1,):
+        shape = shape[1:]
+    return shape
+
+
+def _is_one(value) -> bool:
+    return isinstance(value, Scalar) and value.kind in ("int", "double") and value.value == 1
+
+
+def _expand(values, ids) -> list[int]:
+    out = []
+    for vid in ids:
+        v = values[vid]
+        out.extend(v.items if isinstance(v, ListValue) and v.kind == "value_list" else (vid,))
+    return out

@@ -1,0 +1,69 @@
+"""One test decoder run with load-time fusion on and off (runtime/fusion.py, option fuse):
+a prefill of many rows, then decode steps, the logits of both builds compared. Pure Python
+on pte_webgpu's own Tensor type (no numpy), so the same code runs natively and, sent as
+text, inside the Pyodide page.
+
+``await fusion_report(make_runtime, pte_bytes, vocab, prompt_len, steps)`` returns a
+dict: per execute the largest absolute difference of fused and unfused logits and the
+largest logit; per build the dispatches a decode step ran (non-empty grids) and the fused
+ops of method.kernels by kind.
+"""
+
+import struct
+
+import pte_webgpu
+from pte_webgpu.tensor import Tensor
+
+
+def _ids(values):
+    return Tensor(struct.pack(f"<{len(values)}q", *values), (1, len(values)), "int64")
+
+
+def _pos(p):
+    return Tensor(struct.pack("<q", p), (1,), "int64")
+
+
+def _floats(t):
+    data = t.tobytes()
+    return struct.unpack(f"<{len(data) // t.dtype.itemsize}{t.dtype.struct_code}", data)
+
+
+async def _run(rt, pte, calls):
+    program = await rt.load_program(pte)
+    try:
+        method = program.load_method("forward")
+        outs = []
+        for call in calls:
+            outs.append(_floats((await method.execute(call, as_numpy=False))[0]))
+        steps = method._gpu_parts()["recording"].steps  # as the last (decode) step ran
+        ran = sum(1 for s in steps if hasattr(s, "grid") and s.grid[0] * s.grid[1] * s.grid[2])
+        fused = {}
+        for k in method.kernels:
+            if "fused" in k:
+                fused[str(k["fused"])] = fused.get(str(k["fused"]), 0) + 1
+        return outs, ran, fused
+    finally:
+        program.close()
+
+
+async def fusion_report(make_runtime, pte, vocab, prompt_len, steps):
+    prompt = [(7 * i + 3) % vocab for i in range(prompt_len)]
+    calls = [[_ids(prompt), _pos(0)]]
+    calls += [[_ids([(5 * k + 1) % vocab]), _pos(prompt_len + k)] for k in range(steps)]
+    got = {}
+    for fuse in (True, False):
+        rt = await make_runtime({"fuse": fuse})
+        try:
+            got[fuse] = await _run(rt, pte, calls)
+        finally:
+            rt.close()
+    (fused, unfused) = (got[True][0], got[False][0])
+    return {"diffs": [max(abs(a - b) for a, b in zip(x, y)) for x, y in zip(fused, unfused)],
+            "scale": max(abs(v) for row in unfused for v in row),
+            "exact": fused == unfused,
+            "dispatches": {"fused": got[True][1], "unfused": got[False][1]},
+            "fused_ops": {"fused": got[True][2], "unfused": got[False][2]}}
+
+
+async def native_runtime(options):
+    return await pte_webgpu.Runtime.create("native", options=options)

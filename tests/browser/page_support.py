@@ -1,6 +1,8 @@
 # Python run inside the page (sent by the tests through BrowserSession.run_python).
 # Fetches a fixture from the static server, runs it on WebGPU, compares with torch.
+import os
 import struct
+from importlib import import_module
 
 from pyodide.http import pyfetch
 
@@ -78,3 +80,32 @@ async def load_error(pte, data=()):
         return type(e).__name__, str(e), rt.device.live_buffer_count - before
     program.close()
     return None, "", rt.device.live_buffer_count - before
+
+
+async def fixture_with_variant(family, variant, name, ptd_files):
+    """run_fixture with op family ``family``'s kernel variant forced (PTE_WEBGPU_<FAMILY>)."""
+    from pte_webgpu.ops.variants import families
+    var = families()[family].env_var
+    os.environ[var] = variant
+    try:
+        return await run_fixture(name, ptd_files)
+    finally:
+        del os.environ[var]
+
+
+def adapter_supports(family, variant):
+    """Why this adapter cannot run ``variant`` of ops/<family>.py (None when it can)."""
+    ops = import_module(f"pte_webgpu.ops.{family}")
+    return ops.supported(ops.parse(variant), _runtime.device.info)
+
+
+async def run_edge(name):
+    """tests/fixtures/edge/<name>: its one output for input in0, as hex bytes."""
+    rt = await runtime()
+    program = await rt.load_program(await fetch_bytes(f"/fixtures/edge/{name}.pte"))
+    try:
+        arrays = npy.read_npz(await fetch_bytes(f"/fixtures/edge/{name}.npz"))
+        y, = await program.load_method().execute([arrays["in0"]])
+        return y.tobytes().hex()
+    finally:
+        program.close()

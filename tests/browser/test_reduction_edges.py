@@ -21,14 +21,7 @@ def page(browser_session):
 
 @pytest.mark.parametrize("name", ["layernorm_eps0_rows1e-20_4x64", "layernorm_eps0_rows1e19_4x64"])
 def test_layer_norm_eps0_rows_match_float64_in_chromium(page, name):
-    out = page.run_python(f"""
-from pte_webgpu.formats import npy
-rt = await runtime()
-program = await rt.load_program(await fetch_bytes('/fixtures/edge/{name}.pte'))
-arrays = npy.read_npz(await fetch_bytes('/fixtures/edge/{name}.npz'))
-y, = await program.load_method().execute([arrays['in0']])
-program.close()
-y.tobytes().hex()""")
+    out = page.run_python(f"await run_edge({name!r})")
     ref = np.load(EDGE / f"{name}.npz")
     x = ref["in0"].astype(np.float64)
     d = x - x.mean(-1, keepdims=True)

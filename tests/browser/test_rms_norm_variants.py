@@ -57,18 +57,6 @@ async def rms_variant(variant, rows, width, x_b64, w_b64, eps):
         return {"y": base64.b64encode(raw[:len(x)]).decode(), "kernel": ctx.kernels[-1]}
     finally:
         resources.release()
-
-
-async def fixture_with_variant(variant, name, ptd_files):
-    os.environ[rms_norm.VARIANTS.env_var] = variant
-    try:
-        return await run_fixture(name, ptd_files)
-    finally:
-        del os.environ[rms_norm.VARIANTS.env_var]
-
-
-def adapter_supports(variant):
-    return rms_norm.supported(rms_norm.parse(variant), _runtime.device.info)
 '''
 
 
@@ -101,7 +89,7 @@ def run_in_page(page, variant, x, w, eps):
 
 
 def _runnable(page, variant):
-    why = page.run_python(f"adapter_supports({variant!r})")
+    why = page.run_python(f"adapter_supports('rms_norm', {variant!r})")
     if why:
         pytest.skip(f"{variant}: {why}")
 
@@ -153,7 +141,7 @@ def test_the_rule_picks_barrier_free_kernels_on_swiftshader(page):
 def test_fixtures_with_the_variant_forced(page, variant):
     _runnable(page, variant)
     for entry in RMS_FIXTURES:
-        result = page.run_python(f"await fixture_with_variant({variant!r}, {entry['name']!r}, "
+        result = page.run_python(f"await fixture_with_variant('rms_norm', {variant!r}, {entry['name']!r}, "
                                  f"{entry.get('ptd_files', [])!r})")
         assert result["shapes"] == result["want_shapes"]
         tol = tolerance(entry)
@@ -170,14 +158,7 @@ def test_exported_eps0_rows_near_underflow_and_overflow_match_float64(page, name
     """The issue's case in Chromium: SwiftShader flushes the subnormal squares of rows near
     1e-20 and the float32 sum of rows near 1e19 overflows; eps 0. The exported program's
     output matches a float64 reference (torch's float32 gives inf and zeros)."""
-    out = page.run_python(f"""
-from pte_webgpu.formats import npy
-rt = await runtime()
-program = await rt.load_program(await fetch_bytes('/fixtures/edge/{name}.pte'))
-arrays = npy.read_npz(await fetch_bytes('/fixtures/edge/{name}.npz'))
-y, = await program.load_method().execute([arrays['in0']])
-program.close()
-y.tobytes().hex()""")
+    out = page.run_python(f"await run_edge({name!r})")
     ref = np.load(Path(__file__).parents[1] / "fixtures" / "edge" / f"{name}.npz")
     x, w = ref["in0"].astype(np.float64), ref["weight"].astype(np.float64)
     want = x / np.sqrt((x * x).mean(-1, keepdims=True)) * w

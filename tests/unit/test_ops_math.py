@@ -189,12 +189,28 @@ def _gpu(features=(), invocations=1024, storage=32768, backend="native"):
     (1, 576, 49152, {"subgroups"}, "gemvsg4-32x4"),
     (1, 1536, 576, (), "gemv4-32x1"),
     (3, 37, 2048, (), "gemv-32x2"),  # K % 4 != 0: scalar loads
-    (64, 576, 1536, (), "mm4-8x16"),
+    (32, 576, 576, (), "gemv4-32x1"),  # prefill rows: matrix-vector up to 256 rows
+    (64, 576, 1536, (), "gemv4-32x4"),
+    (256, 1536, 576, (), "gemv4-32x4"),
+    (257, 576, 1536, (), "mm4-8x16"),
     (2048, 2048, 2048, (), "mm4-16x16"),
 ])
 def test_matmul_choice_on_a_gpu(m, k, n, features, want):
     from pte_webgpu.ops import matmul
     assert matmul.choose(_gpu(features), m, n, k).name == want
+
+
+@pytest.mark.parametrize("n,want", [
+    (576, [(1023, "mm4-8x16"), (256, "gemv4-32x4"), (8, "gemv4-32x1")]),
+    (49152, [(1023, "mm4-16x16"), (256, "gemv4-32x4")]),  # decode picks the same: one form
+])
+def test_a_dynamic_linear_records_a_form_per_row_range(n, want):
+    """A prefill bound of 1023 rows: the bound's tiles, then each smaller row limit's own
+    pick where it differs (the executes of each row range run that one)."""
+    from pte_webgpu.ops import matmul
+    v = matmul.choose(_gpu(()), 1023, n, 576)
+    forms = matmul._row_forms(_gpu(()), 1023, n, 576, v)
+    assert [(top, f.name) for top, f in forms] == want
 
 
 def test_matmul_choice_fits_small_adapters():

@@ -49,7 +49,11 @@ from .variants import declare
 MAX_THREADS_PER_SIDE = 8  # tiled: 8 x 8 invocations, 32 x 32 outputs per workgroup
 GEMV_COLS = (1, 2, 4)  # columns per gemv workgroup (shaders/matmul_gemv.wgsl)
 GEMV_MAX_ROWS = 4  # rows per gemv workgroup (the vec4 of sums)
-DECODE_ROWS = 8  # up to this many rows the matrix-vector form is chosen
+DECODE_ROWS = 8  # up to this many rows the matrix-vector form is chosen (CPU adapters)
+# On GPUs up to this many: at 16-256 rows of SmolLM2's shapes (K, N of 192-1536) the gemv
+# form (4 rows per workgroup, the weight read M/4 times, mostly from L2) took 8-44 us on
+# the H200 where the tiles took 90-240 us: their few workgroups run the K loop serially.
+GPU_GEMV_ROWS = 256
 _NAME = re.compile(r"^(gemv|gemvsg|mm)(4?)-(\d+)x(\d+)$")
 
 PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("has_bias", "u32"),
@@ -297,18 +301,18 @@ def supported(v: Variant, adapter) -> str | None:
 def choose(adapter, m: int, n: int, k: int) -> Variant:
     """The selection rule (measured on an H200, native Vulkan: docs/performance.md).
 
-    CPU adapters: ``_choose_cpu``. GPUs, up to DECODE_ROWS rows: matrix-vector in
+    CPU adapters: ``_choose_cpu``. GPUs, up to GPU_GEMV_ROWS rows: matrix-vector in
     workgroups of 32 lanes (one subgroup on NVIDIA: subgroup sums need no barrier; wider
     workgroups were slower at every decode shape measured), 4 columns each from N =
-    16384, 2 from 1024, else 1; subgroup sums where the adapter has them. More rows:
-    the 8 x 8-per-lane tiles, 128 wide when that gives at least 128 tiles, else 64,
-    K in steps of 16 (8 where workgroup storage is short).
+    16384 or from 33 rows, 2 from N = 1024, else 1; subgroup sums where the adapter has
+    them. More rows: the 8 x 8-per-lane tiles, 128 wide when that gives at least 128
+    tiles, else 64, K in steps of 16 (8 where workgroup storage is short).
     """
     if is_cpu(adapter):
         return _choose_cpu(adapter, m, k)
     top = max_invocations(adapter)
-    if m <= DECODE_ROWS:
-        cols = 4 if n >= 16384 else 2 if n >= 1024 else 1
+    if m <= GPU_GEMV_ROWS:
+        cols = 4 if n >= 16384 or m > 32 else 2 if n >= 1024 else 1
         kind = "gemvsg" if has_subgroups(adapter) else "gemv"
         pick = Variant(kind, True, min(32, _floor_pow2(top)), cols)
         while pick.b > 1 and supported(pick, adapter):
@@ -341,11 +345,12 @@ def _choose_cpu(adapter, m: int, k: int) -> Variant:
 
 def candidates(adapter, m: int, k: int) -> list[Variant]:
     """Variants worth measuring for M rows (bench/), all runnable here."""
-    if m <= DECODE_ROWS:
-        names = [f"gemv4-{wg}x{c}" for wg in (32, 64, 128, 256) for c in GEMV_COLS]
+    names = []
+    if m <= (DECODE_ROWS if is_cpu(adapter) else GPU_GEMV_ROWS):
+        names += [f"gemv4-{wg}x{c}" for wg in (32, 64, 128, 256) for c in GEMV_COLS]
         names += [f"gemvsg4-{wg}x{c}" for wg in (32, 64, 128) for c in GEMV_COLS]
-    else:
-        names = ["mm4-16x8", "mm4-16x16", "mm4-16x4", "mm4-8x8", "mm4-8x16", "tiled"]
+    if m > DECODE_ROWS:
+        names += ["mm4-16x8", "mm4-16x16", "mm4-16x4", "mm4-8x8", "mm4-8x16", "tiled"]
     if is_cpu(adapter):
         names += ["dot"] + ([f"gemv{sg}4-{wg}x{c}" for sg in ("", "sg") for wg in (4, 8)
                              for c in (1, 4)] if m <= DECODE_ROWS else [])
@@ -459,27 +464,38 @@ async def _product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, ou
     v = VARIANTS.pick(ctx, op, lambda: choose(adapter, m, n, k), lambda v: fit(v, adapter, k))
     half, extra = ctx.half(out_id), (epilogue, n0, n1)
     # A dynamic M (one program for prefill and decode): the actual rows' workgroups only,
-    # and where the bound picks a matrix-matrix form, a matrix-vector twin takes the
-    # executes of up to DECODE_ROWS rows (the other one's grid is then empty).
-    decode = choose(adapter, min(m, DECODE_ROWS), n, k)
-    twin = (decode != v and m > DECODE_ROWS and ctx.dyn is not None
-            and ctx.dyn.is_dynamic(ctx.graph_key, out_id)
-            and VARIANTS.forced(ctx.options) is None)
+    # and where fewer rows pick other forms (matrix-vector for decode, ...), each is
+    # recorded too and takes the executes of its row range (the others' grids are empty).
+    forms = [(m, v)]
+    if m > 1 and ctx.dyn is not None and ctx.dyn.is_dynamic(ctx.graph_key, out_id) \
+            and VARIANTS.forced(ctx.options) is None:
+        forms = _row_forms(adapter, m, n, k, v)
+    if len(forms) > 1:
+        ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
 
     def rows(elements: int) -> int:
         return -(-elements // out_n)
 
-    await record(ctx, op, v, bindings, m, n, k, has_bias, half, *extra)
-    if not twin:
-        follow_actual_size(ctx, out_id, lambda e: _groups(ctx, v, rows(e), n))
-        return
-    ctx.note_kernel(op, twin=decode.name)
-    follow_actual_size(ctx, out_id,
-                       lambda e: _groups(ctx, v, rows(e), n) if rows(e) > DECODE_ROWS else 0)
-    await record(ctx, op, decode, bindings, m, n, k, has_bias, half, *extra)
-    follow_actual_size(ctx, out_id,
-                       lambda e: _groups(ctx, decode, rows(e), n) if rows(e) <= DECODE_ROWS
-                       else 0, alternative=True)
+    for i, (top, form) in enumerate(forms):
+        low = forms[i + 1][0] if i + 1 < len(forms) else 0  # the next form's rows are below
+        await record(ctx, op, form, bindings, m, n, k, has_bias, half, *extra)
+        follow_actual_size(
+            ctx, out_id, lambda e, f=form, low=low, top=top:
+            _groups(ctx, f, rows(e), n) if low < rows(e) <= top else 0, alternative=i > 0)
+
+
+def _row_forms(adapter, m: int, n: int, k: int, v: Variant) -> list[tuple[int, Variant]]:
+    """(up to how many rows, variant) for a dynamic M: ``v``, the bound's pick, first (it
+    serves any row count), then the pick of each smaller row limit that differs."""
+    forms = [(m, v)]
+    for limit in (GPU_GEMV_ROWS, DECODE_ROWS):
+        if limit < m:
+            pick = choose(adapter, limit, n, k)
+            if pick == forms[-1][1]:
+                forms[-1] = (forms[-1][0], pick)
+            else:
+                forms.append((limit, pick))
+    return forms
 
 
 def _groups(ctx, v: Variant, rows: int, n: int) -> int:

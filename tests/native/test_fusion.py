@@ -185,3 +185,25 @@ def test_smollm_fused_equals_unfused(variant):
     counts = report["dispatches"]
     assert counts["unfused"] - counts["fused"] == SAVED_PER_LAYER * 30, counts
     assert max(report["diffs"]) <= 1e-5 * report["scale"], report["diffs"]
+
+
+def test_cycles_in_a_malformed_graph_end_the_rewrite():
+    """Found by make fuzz-exec (seed 77, case 7584): two element-wise ops each reading the
+    other's output made the chain walk loop forever at load; cycles of views likewise.
+    The rewrite leaves such a graph alone (the build then refuses or runs it)."""
+    import numpy as np
+    from pte_webgpu import dtypes
+
+    from tests.native.test_ops import G
+    g = G()
+    x = g.input(np.ones((2, 3), np.float32))
+    a, b, c, d = (g.tensor((2, 3)) for _ in range(4))
+    g.op("aten.neg.default", b, a)  # reads b, which the next op writes from a
+    g.op("aten.neg.default", a, b)
+    sizes = g.double(0.0)  # the rewrite reads a view's input and output only
+    g.op("aten.view_copy.default", d, sizes, c)  # c from d, d from c: a cycle of views
+    g.op("aten.view_copy.default", c, sizes, d)
+    g.op("aten.add.Tensor", x, c, g.double(1.0), g.tensor((2, 3), dtype=dtypes.FLOAT32))
+    graph = Graph(g.values, g.ops, g.inputs, [g.ops[-1].args[-1]], g.constants)
+    fused = fusion.fuse(graph, WIDE.nbytes, 1 << 27)  # returns (before: never)
+    assert len(fused.ops) >= 2

@@ -88,7 +88,10 @@ class _Fusion:
 
     def _root(self, vid: int) -> int:
         """``vid`` before any reshape."""
-        while vid in self.writer and self.placed[self.writer[vid]].name in VIEWS:
+        seen = set()  # a cycle of views (a malformed graph) ends the walk
+        while vid in self.writer and self.placed[self.writer[vid]].name in VIEWS \
+                and vid not in seen:
+            seen.add(vid)
             vid = self.placed[self.writer[vid]].args[0]
         return vid
 
@@ -180,7 +183,8 @@ class _Fusion:
         x_id, w_id, b_id, out_id = parts
         views, cur = [], out_id
         reader = self._sole_reader(cur)
-        while reader is not None and self.placed[reader].name in VIEWS:
+        while reader is not None and self.placed[reader].name in VIEWS \
+                and reader not in views:  # a cycle of views: a malformed graph
             views.append(reader)
             cur = self.placed[reader].args[-1]
             reader = self._sole_reader(cur)
@@ -245,7 +249,8 @@ class _Fusion:
             steps.append((kind, row, operands))
             results.append(self.placed[i].args[-1])
             reader = self._sole_reader(results[-1])
-            if reader is None or self._pointwise(reader) is None:
+            # a reader at or before its writer: a malformed (cyclic) graph, left as it is
+            if reader is None or reader <= i or self._pointwise(reader) is None:
                 break
             i = reader
         if len(places) < 2:

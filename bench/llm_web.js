@@ -1,0 +1,113 @@
+// `pte-webgpu bench --llm --backend browser`: the same decoder as ONNX (make llm-onnx) run
+// by ONNX Runtime Web's WebGPU backend directly and through transformers.js, in the same
+// Chromium as ours. Served by bench/llm_bench.py:
+//   /ort/   onnxruntime-web/dist          (build/ortweb)
+//   /tjs/   @huggingface/transformers/dist, /tjsort/ its onnxruntime-web/dist (build/transformersjs)
+//   /models/NAME/{config.json, generation_config.json, onnx/model.onnx}
+// spec: {model, nLayers, kvHeads, headDim, plan: [{context, prefill, steps}], vocab}
+// Both return one record per (phase, context): {phase, context, tokens|positions, ms[]}.
+
+const now = () => performance.now();
+const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
+const median = (a) => { const s = [...a].sort((p, q) => p - q); const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+// prompt ids: the same formula as ours (bench/llm_bench.py prompt_ids)
+const promptIds = (n, vocab) => range(0, n).map((i) => (7 * i + 3) % Math.min(1000, vocab - 1) + 1);
+
+function argmax(data, offset, n) {
+  let best = offset;
+  for (let i = offset + 1; i < offset + n; i++) if (data[i] > data[best]) best = i;
+  return best - offset;
+}
+
+// ONNX Runtime Web, JSEP build (ort.mjs: the faster of its two WebGPU builds on SwiftShader,
+// docs/performance.md rms_norm); present.* stay on the GPU and go back in as past_*.
+export async function benchOrtLlm(spec) {
+  const ort = await import("/ort/ort.mjs");
+  ort.env.wasm.wasmPaths = "/ort/";
+  ort.env.wasm.numThreads = 1;  // no cross-origin isolation here: no wasm threads
+  ort.env.logLevel = "error";
+  const layers = range(0, spec.nLayers);
+  const pastNames = layers.flatMap((i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`]);
+  const presentNames = layers.flatMap((i) => [`present.${i}.key`, `present.${i}.value`]);
+  let t0 = now();
+  const session = await ort.InferenceSession.create(`/models/${spec.model}/onnx/model.onnx`, {
+    executionProviders: ["webgpu"], graphOptimizationLevel: "all",
+    preferredOutputLocation: Object.fromEntries(presentNames.map((n) => [n, "gpu-buffer"])) });
+  const loadMs = now() - t0;
+  const int64 = (values) => new ort.Tensor("int64", BigInt64Array.from(values, BigInt), [1, values.length]);
+  const empty = () => pastNames.map(() => new ort.Tensor("float32", new Float32Array(0),
+    [1, spec.kvHeads, 0, spec.headDim]));
+  // one run: ids after `start` cached tokens; returns the greedy token and the new cache
+  const step = async (ids, start, past) => {
+    const feeds = { input_ids: int64(ids), attention_mask: int64(range(0, start + ids.length).map(() => 1)),
+      position_ids: int64(range(start, start + ids.length)) };
+    pastNames.forEach((n, i) => { feeds[n] = past[i]; });
+    const out = await session.run(feeds);
+    const logits = out.logits.data;  // [1, 1, vocab] on the CPU: 4 x vocab bytes back
+    const token = argmax(logits, logits.length - spec.vocab, spec.vocab);
+    for (const t of past) if (t.location === "gpu-buffer") t.dispose();
+    return { token, past: presentNames.map((n) => out[n]) };
+  };
+  const records = [];
+  // warm-up: shaders and first-use costs (a 1-token prefill and one decode step)
+  let w = await step([5], 0, empty());
+  w = await step([w.token], 1, w.past);
+  for (const t of w.past) t.dispose();
+  for (const p of spec.plan) {
+    t0 = now();
+    let r = await step(promptIds(p.prefill, spec.vocab), 0, empty());
+    records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [now() - t0] });
+    const ms = [];
+    for (let k = 0; k < p.steps; k++) {
+      t0 = now();
+      r = await step([r.token], p.prefill + k, r.past);
+      ms.push(now() - t0);
+    }
+    for (const t of r.past) t.dispose();
+    records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1], ms });
+  }
+  await session.release();
+  return { records, load_ms: loadMs, version: ort.env.versions?.web ?? "?", build: "jsep" };
+}
+
+// transformers.js: AutoModelForCausalLM on device "webgpu" from local files only; one greedy
+// generate() per context (prompt of `prefill` ids, steps + 1 new tokens: the prefill's token,
+// then `steps` decode forwards), timed by a streamer: its put() runs after each token.
+export async function benchTjsLlm(spec) {
+  const tjs = await import("/tjs/transformers.min.js");
+  tjs.env.allowRemoteModels = false;
+  tjs.env.allowLocalModels = true;
+  tjs.env.localModelPath = "/models/";
+  tjs.env.useBrowserCache = false;  // 650 MB: over a headless profile's Cache API quota
+  tjs.env.backends.onnx.wasm.wasmPaths = "/tjsort/";
+  tjs.env.backends.onnx.wasm.numThreads = 1;
+  let t0 = now();
+  const model = await tjs.AutoModelForCausalLM.from_pretrained(spec.model,
+    { device: "webgpu", dtype: "fp32" });
+  const loadMs = now() - t0;
+  const generate = async (n, newTokens) => {
+    const stamps = [];
+    const streamer = { put: () => stamps.push(now()), end: () => {} };
+    const ids = new tjs.Tensor("int64", BigInt64Array.from(promptIds(n, spec.vocab), BigInt), [1, n]);
+    const mask = new tjs.Tensor("int64", new BigInt64Array(n).fill(1n), [1, n]);
+    t0 = now();
+    await model.generate({ input_ids: ids, attention_mask: mask, max_new_tokens: newTokens,
+      min_new_tokens: newTokens, do_sample: false, streamer });
+    return stamps;  // [prompt put (t0), after token 1 (prefill), after each decode step]
+  };
+  const records = [];
+  await generate(1, 2);  // warm-up
+  for (const p of spec.plan) {
+    const s = await generate(p.prefill, p.steps + 1);
+    records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [s[1] - s[0]] });
+    records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1],
+      ms: range(2, s.length).map((i) => s[i] - s[i - 1]) });
+  }
+  await model.dispose();
+  return { records, load_ms: loadMs, version: tjs.env.version ?? "?", build: "jsep" };
+}
+
+window.benchOrtLlm = benchOrtLlm;
+window.benchTjsLlm = benchTjsLlm;
+window.llmMedian = median;

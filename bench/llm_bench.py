@@ -160,13 +160,14 @@ def torch_cuda(hp: dict, dtype: str, prompt_len: int, steps: int) -> dict | None
 def torch_records(hp: dict, dtype: str, todo: list[dict], warmup: bool = True) -> list[dict]:
     """``bench --llm`` records of torch on CUDA for the plan ``todo`` (llm/bench_job.plan):
     the same prefill lengths and decode positions as ours; [] without torch + CUDA."""
-    from pte_webgpu.llm.bench_job import summarize
+    from pte_webgpu.llm.bench_job import WARMUP_TOKENS, summarize
 
     model = torch_model(hp, dtype)
     if model is None:
         return []
     import torch
 
+    torch_prefill_decode(model, min(WARMUP_TOKENS, todo[0]["prefill"]), 1)
     records = []
     for p in todo:
         if warmup:

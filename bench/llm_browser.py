@@ -103,7 +103,7 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
             config = json.loads((onnx_dir / "config.json").read_text())
             spec = {"model": name, "nLayers": config["num_hidden_layers"],
                     "kvHeads": config["num_key_value_heads"], "headDim": config["head_dim"],
-                    "vocab": config["vocab_size"], "plan": todo}
+                    "vocab": config["vocab_size"], "plan": todo, "warmup": warmup}
             versions = {"ort-web": f"onnxruntime-web {_version(ORT_DIST.parent)} (jsep)",
                         "transformers.js": f"@huggingface/transformers "
                         f"{_version(TJS_MODULES / '@huggingface' / 'transformers')} (onnxruntime-web "

@@ -4,7 +4,7 @@
 //   /ort/   onnxruntime-web/dist          (build/ortweb)
 //   /tjs/   @huggingface/transformers/dist, /tjsort/ its onnxruntime-web/dist (build/transformersjs)
 //   /models/NAME/{config.json, generation_config.json, onnx/model.onnx}
-// spec: {model, nLayers, kvHeads, headDim, plan: [{context, prefill, steps}], vocab}
+// spec: {model, nLayers, kvHeads, headDim, vocab, warmup, plan: [{context, prefill, steps}]}
 // Both return one record per (phase, context): {phase, context, tokens|positions, ms[]}.
 
 const now = () => performance.now();
@@ -50,11 +50,16 @@ export async function benchOrtLlm(spec) {
     return { token, past: presentNames.map((n) => out[n]) };
   };
   const records = [];
-  // warm-up: shaders and first-use costs (a 1-token prefill and one decode step)
-  let w = await step([5], 0, empty());
-  w = await step([w.token], 1, w.past);
-  for (const t of w.past) t.dispose();
+  // warm-up as ours (llm/bench_job.py): a prefill of up to 16 tokens and a decode step,
+  // and with spec.warmup an untimed prefill of each length before its timed one
+  const warm = async (n, decode) => {
+    let w = await step(promptIds(n, spec.vocab), 0, empty());
+    if (decode) w = await step([w.token], n, w.past);
+    for (const t of w.past) t.dispose();
+  };
+  await warm(Math.min(16, spec.plan[0].prefill), true);
   for (const p of spec.plan) {
+    if (spec.warmup) await warm(p.prefill, false);
     t0 = now();
     let r = await step(promptIds(p.prefill, spec.vocab), 0, empty());
     records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [now() - t0] });
@@ -97,8 +102,9 @@ export async function benchTjsLlm(spec) {
     return stamps;  // [prompt put (t0), after token 1 (prefill), after each decode step]
   };
   const records = [];
-  await generate(1, 2);  // warm-up
+  await generate(Math.min(16, spec.plan[0].prefill), 2);  // warm-up, as ours
   for (const p of spec.plan) {
+    if (spec.warmup) await generate(p.prefill, 1);
     const s = await generate(p.prefill, p.steps + 1);
     records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [s[1] - s[0]] });
     records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1],

@@ -8,8 +8,9 @@ each feeding the previous step's greedy token (``execute(argmax=True)``: the arg
 GPU, 4 bytes read back, as ``LanguageModel`` does). So a context up to L - N is exact; at
 c = L the prefill is L - N tokens and the last step sees L - 1 cached tokens (the records
 say so: ``tokens`` and ``positions``). Before timing, one short prefill and one decode step
-build the pipelines; each prefill length is run once untimed first unless ``warmup=False``
-(the first execute of a new length also traces its host steps).
+build the pipelines (``WARMUP_TOKENS``); each prefill length is run once untimed first
+unless ``warmup=False`` (the first execute of a new length also traces its host steps). The
+ORT Web / transformers.js (bench/llm_web.js) and torch sides warm up the same way.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ from ..errors import InputError, UnsupportedError
 from ..runtime import Runtime
 from ..tensor import Tensor
 from .generate import LanguageModel, forward_shape
+
+
+# the first warm-up prefill: more rows than a matrix-vector linear takes (8), so that the
+# prefill kernels are built before timing, as the decode ones are by its decode step
+WARMUP_TOKENS = 16
 
 
 def prompt_ids(n: int, vocab: int = 49152) -> list[int]:
@@ -83,8 +89,10 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
         try:
             todo = plan(contexts, steps, model.max_context_len, model.prefill_chunk)
             say(f"loaded in {load_s:.1f} s; warming up")
-            first = await method.execute([_ids(prompt_ids(4, model.vocab_size)), _pos(0)], argmax=True)
-            await method.execute([_ids(first), _pos(4)], argmax=True)
+            n = min(WARMUP_TOKENS, todo[0]["prefill"])
+            first = await method.execute([_ids(prompt_ids(n, model.vocab_size)), _pos(0)],
+                                         argmax=True)
+            await method.execute([_ids(first), _pos(n)], argmax=True)
             records, profiles = [], {}
             for p in todo:
                 n, c = p["prefill"], p["context"]

@@ -259,14 +259,17 @@ def main_llm(model: Path, backend: str, todo: list[dict], *, export: dict | None
         progress("torch on CUDA (when present)")
         records += [dict(r, backend=backend, dtype=dtype)
                     for r in torch_records(export["hparams"], dtype, todo, warmup)]
-    text = llm_report.markdown(records, result.get("profiles", {}), result.get("timestamps", True))
+    text = llm_report.markdown(records, result.get("profiles", {}), result.get("timestamps", True),
+                               result.get("web_profiles"))
     print(text)
     if output:
         Path(output).write_text(json.dumps(records, indent=1) + "\n")
         progress(f"wrote {output}")
         if result.get("profiles"):
             prof = Path(output).with_suffix(".profile.json")
-            prof.write_text(json.dumps(result["profiles"], indent=1) + "\n")
+            prof.write_text(json.dumps({"ours": result["profiles"],
+                                        **{k: v for k, v in result.get("web_profiles", {}).items()}},
+                                       indent=1) + "\n")
             progress(f"wrote {prof}")
     plot_path = plot_path or (Path(output).with_suffix(".png") if output else
                               REPO / "build" / "bench" / f"llm-{backend}.png")

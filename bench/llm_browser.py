@@ -89,7 +89,7 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
     dist = _dist(progress)
     dist_url = f"/pyodide-{version(dist)[:16]}/"
     impls, onnx_dir = web_impls(model, onnx_dir, progress) if web else ({}, None)
-    web_records = []
+    web_records, web_profiles = [], {}
     with StaticServer({"/": paths.web_root(), "/bench/": HERE}) as server:
         server.mount(dist_url, dist, immutable=True)
         real = model.resolve()
@@ -103,7 +103,8 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
             config = json.loads((onnx_dir / "config.json").read_text())
             spec = {"model": name, "nLayers": config["num_hidden_layers"],
                     "kvHeads": config["num_key_value_heads"], "headDim": config["head_dim"],
-                    "vocab": config["vocab_size"], "plan": todo, "warmup": warmup}
+                    "vocab": config["vocab_size"], "plan": todo, "warmup": warmup,
+                    "profile": profile}
             versions = {"ort-web": f"onnxruntime-web {_version(ORT_DIST.parent)} (jsep)",
                         "transformers.js": f"@huggingface/transformers "
                         f"{_version(TJS_MODULES / '@huggingface' / 'transformers')} (onnxruntime-web "
@@ -131,6 +132,11 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
                          f"(load {got['load_ms'] / 1e3:.1f} s)")
                 web_records += [dict(summarize(r), impl=impl, version=versions[impl],
                                      load_s=got["load_ms"] / 1e3) for r in got["records"]]
+                for c, rows in (got.get("profiles") or {}).items():
+                    if isinstance(rows, list):
+                        web_profiles[f"{impl} {c}"] = rows
+                    else:
+                        progress(f"{impl}: no profile at context {c}: {rows}")
             session.page.expose_function("pteBenchProgress", lambda text: progress(f"ours: {text}"))
             progress("ours: loading the program in Pyodide")
             result = session.run_python(_OURS.format(
@@ -140,4 +146,5 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
         raise remote_error(result["error"]["type"], result["error"]["message"])
     for r in web_records:
         r["adapter"] = adapter
+    result["web_profiles"] = web_profiles
     return result, web_records

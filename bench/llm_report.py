@@ -16,7 +16,8 @@ def _rows(records):
     return keys, contexts
 
 
-def markdown(records: list[dict], profiles: dict | None = None, timestamps: bool = True) -> str:
+def markdown(records: list[dict], profiles: dict | None = None, timestamps: bool = True,
+             web_profiles: dict | None = None) -> str:
     if not records:
         return "(no records)"
     keys, contexts = _rows(records)
@@ -44,6 +45,10 @@ def markdown(records: list[dict], profiles: dict | None = None, timestamps: bool
     for c, rows in (profiles or {}).items():
         clock = "GPU timestamps" if timestamps else "wall time per dispatch: no timestamp-query"
         lines += profile_table(rows, f"one decode step of ours at context {c} ({clock})") + [""]
+    for key, rows in (web_profiles or {}).items():
+        impl, c = key.rsplit(" ", 1)
+        lines += profile_table(rows, f"one decode step of {impl} at context {c} (JSEP's "
+                               "profiler, GPU timestamps per kernel)") + [""]
     return "\n".join(lines)
 
 

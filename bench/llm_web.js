@@ -49,7 +49,7 @@ export async function benchOrtLlm(spec) {
     for (const t of past) if (t.location === "gpu-buffer") t.dispose();
     return { token, past: presentNames.map((n) => out[n]) };
   };
-  const records = [];
+  const records = [], profiles = {};
   // warm-up as ours (llm/bench_job.py): a prefill of up to 16 tokens and a decode step,
   // and with spec.warmup an untimed prefill of each length before its timed one
   const warm = async (n, decode) => {
@@ -69,11 +69,39 @@ export async function benchOrtLlm(spec) {
       r = await step([r.token], p.prefill + k, r.past);
       ms.push(now() - t0);
     }
-    for (const t of r.past) t.dispose();
     records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1], ms });
+    if (spec.profile) {  // a profiler failure must not lose the timings
+      profiles[p.context] = await profileStep(ort, () => step([r.token], p.prefill + p.steps, r.past))
+        .catch((e) => `profile failed: ${e}`);
+    }
+    else for (const t of r.past) t.dispose();
   }
   await session.release();
-  return { records, load_ms: loadMs, version: ort.env.versions?.web ?? "?", build: "jsep" };
+  return { records, load_ms: loadMs, version: ort.env.versions?.web ?? "?", build: "jsep", profiles };
+}
+
+// Per-kernel GPU time of one run (JSEP's profiler: timestamps around each kernel), summed
+// per kernel type as ours' profile rows {op, us, dispatches}; null without timestamp-query.
+// `run` is one more decode step (it takes the cache; its own outputs are dropped here).
+async function profileStep(ort, run) {
+  const dev = await ort.env.webgpu.device;
+  if (!dev.features.has("timestamp-query")) return null;
+  const rows = {};
+  ort.env.webgpu.profiling = { mode: "default", ondata: (d) => {
+    const row = (rows[d.kernelType] ??= { op: d.kernelType, us: 0, dispatches: 0 });
+    row.us += Number(d.endTime - d.startTime) / 1e3;
+    row.dispatches += 1;
+  } };
+  try {
+    const out = await run();
+    for (const t of out.past) t.dispose();
+    await dev.queue.onSubmittedWorkDone();
+    await new Promise((done) => setTimeout(done, 2000));  // the timestamps are mapped async
+  } finally {
+    ort.env.webgpu.profiling = { mode: "off" };
+  }
+  const out = Object.values(rows);
+  return out.length ? out : null;
 }
 
 // transformers.js: AutoModelForCausalLM on device "webgpu" from local files only; one greedy

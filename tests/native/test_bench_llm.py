@@ -52,7 +52,7 @@ def test_bench_llm_writes_records_table_and_profile(tmp_path):
     table = (tmp_path / "llm.md").read_text()
     assert "| ours | prefill |" in table and "| ours | decode |" in table
     assert "ctx 28: prefill 26 tokens, decode 2 steps at positions 26..27" in table
-    profiles = json.loads((tmp_path / "llm.profile.json").read_text())
+    profiles = json.loads((tmp_path / "llm.profile.json").read_text())["ours"]
     assert sorted(profiles) == ["16", "28", "4"]
     ops = {row["op"] for row in profiles["4"] if row["dispatches"]}
     assert {"aten.linear.default", "sdpa_with_kv_cache.default"} <= ops

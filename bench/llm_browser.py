@@ -118,6 +118,8 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
                 progress(f"{impl}: loading the ONNX model ({versions[impl]})")
                 page = session.page.context.browser.new_page()  # a context of its own
                 page.set_default_timeout(TIMEOUT_MS)
+                page.on("console", lambda m, impl=impl: m.text.startswith("llm-bench: ") and
+                        progress(f"{impl}: {m.text.removeprefix('llm-bench: ')}"))
                 started = time.perf_counter()
                 try:
                     page.goto(f"{server.url}bench/llm_web.html")

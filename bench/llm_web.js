@@ -8,6 +8,8 @@
 // Both return one record per (phase, context): {phase, context, tokens|positions, ms[]}.
 
 const now = () => performance.now();
+// progress lines the host prints (bench/llm_browser.py listens to the console)
+const say = (text) => console.info(`llm-bench: ${text}`);
 const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
 const median = (a) => { const s = [...a].sort((p, q) => p - q); const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
@@ -60,9 +62,11 @@ export async function benchOrtLlm(spec) {
   await warm(Math.min(16, spec.plan[0].prefill), true);
   for (const p of spec.plan) {
     if (spec.warmup) await warm(p.prefill, false);
+    say(`context ${p.context}: prefill of ${p.prefill} tokens`);
     t0 = now();
     let r = await step(promptIds(p.prefill, spec.vocab), 0, empty());
     records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [now() - t0] });
+    say(`context ${p.context}: ${(p.prefill / records.at(-1).ms[0] * 1e3).toPrecision(3)} tok/s prefill; ${p.steps} decode steps`);
     const ms = [];
     for (let k = 0; k < p.steps; k++) {
       t0 = now();
@@ -133,6 +137,7 @@ export async function benchTjsLlm(spec) {
   await generate(Math.min(16, spec.plan[0].prefill), 2);  // warm-up, as ours
   for (const p of spec.plan) {
     if (spec.warmup) await generate(p.prefill, 1);
+    say(`context ${p.context}: generate() after a prompt of ${p.prefill} tokens`);
     const s = await generate(p.prefill, p.steps + 1);
     records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [s[1] - s[0]] });
     records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1],

@@ -12,9 +12,9 @@ model with: inputs ``input_ids``, ``attention_mask`` [1, past + n], ``position_i
 ``present.{i}.key|value``. Like the .pte (and unlike a full-logits export) ``logits`` holds the
 last position only, [1, 1, vocab], so a long prefill does not write n x vocab floats.
 
-Files: ``onnx/model.onnx``, ``config.json``, ``generation_config.json``, ``export.json`` (a
-check: greedy tokens and logits of ONNX Runtime (CPU) against the torch module, when
-onnxruntime is installed).
+Files: ``onnx/model.onnx``, ``config.json``, ``generation_config.json``, ``export.json``
+(checks: greedy tokens and logits of ONNX Runtime (CPU) against the torch module, when
+onnxruntime is installed; the torch module against make llm's reference.json, when there).
 """
 
 from __future__ import annotations
@@ -178,6 +178,23 @@ def ort_greedy(path: Path, hp, ids: list[int], steps: int):
     return tokens, step0
 
 
+def against_reference(module, hp, path: Path) -> dict:
+    """Step-0 logits and greedy tokens of this module against make llm's reference.json
+    (the exported model run eagerly: ``eager_ids``, ``reference_logits.npz``)."""
+    import numpy as np
+
+    ref = json.loads(path.read_text())
+    logits = np.load(path.with_name(ref["step0_logits"]))
+    worst, same = 0.0, []
+    for prompt in ref["prompts"]:
+        tokens, step0 = torch_greedy(module, hp, prompt["prompt_ids"], 8)
+        worst = max(worst, float(np.abs(step0 - logits[prompt["name"]]).max()))
+        want = prompt["eager_ids"][:8]  # shorter when EOS came first
+        same.append(tokens[:len(want)] == want)
+    return {"prompts": len(same), "first_8_greedy_equal": all(same),
+            "step0_max_abs_diff": worst}
+
+
 def write_configs(hp, folder: Path, eos_id: int | None, bos_id: int | None) -> None:
     """What transformers.js reads for a llama text-generation model (no tokenizer: the
     bench feeds token ids)."""
@@ -202,6 +219,8 @@ def main(argv=None) -> int:
     ap.add_argument("gguf", type=Path)
     ap.add_argument("--out-dir", type=Path, required=True)
     ap.add_argument("--check-tokens", type=int, default=8)
+    ap.add_argument("--reference", type=Path, help="make llm's reference.json (default: "
+                    "beside the GGUF, when there)")
     args = ap.parse_args(argv)
     start = time.monotonic()
     reader = gguf_llama.open_gguf(args.gguf)
@@ -216,6 +235,9 @@ def main(argv=None) -> int:
     want, want0 = torch_greedy(module, hp, ids, args.check_tokens)
     report = {"gguf": args.gguf.name, "hparams": hp.__dict__, "file": str(path),
               "bytes": path.stat().st_size, "check_prompt": ids, "torch_tokens": want}
+    reference = args.reference or args.gguf.with_name("reference.json")
+    if reference.is_file():  # make llm's references: the same model as the .pte?
+        report["vs_reference"] = against_reference(module, hp, reference)
     try:
         got, got0 = ort_greedy(path, hp, ids, args.check_tokens)
         diff = float(abs(got0 - want0).max())

@@ -1,8 +1,15 @@
 """``bench --llm`` records as a markdown table (tok/s by context, one row per impl and
-phase), a per-op profile table of one decode step, and a plot."""
+phase), a per-op profile table of one decode step, and a plot.
+
+    python bench/llm_report.py A.json B.json ... [--plot F.png] [--markdown F.md]
+        merges runs (a later file's record replaces an earlier one's for the same impl,
+        phase and context), e.g. ours at 1024 from a run without the slow references
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 from collections import defaultdict
 
@@ -92,9 +99,37 @@ def plot(records: list[dict], path: str) -> bool:
     ax.set_xticklabels([str(c) for c in contexts])
     ax.set_xlabel("context (tokens)")
     ax.set_ylabel("tokens / s")
-    ax.set_title(f"{records[0]['backend']}: {records[0]['adapter'][:70]}", fontsize=9)
+    ax.set_title(records[0]["adapter"][:80], fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return True
+
+
+def merge(paths) -> list[dict]:
+    found = {}
+    for path in paths:
+        for r in json.loads(open(path).read()):
+            found[(r["impl"], r["phase"], r["context"])] = r
+    return list(found.values())
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("json", nargs="+")
+    ap.add_argument("--plot")
+    ap.add_argument("--markdown")
+    args = ap.parse_args(argv)
+    records = merge(args.json)
+    text = markdown(records)
+    print(text)
+    if args.markdown:
+        open(args.markdown, "w").write(text + "\n")
+    if args.plot:
+        plot(records, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -89,7 +89,9 @@ export async function benchOrtLlm(spec) {
 // `run` is one more decode step (it takes the cache; its own outputs are dropped here).
 async function profileStep(ort, run) {
   const dev = await ort.env.webgpu.device;
-  if (!dev.features.has("timestamp-query")) return null;
+  // JSEP asks for the inside-passes feature when the adapter has it, else timestamp-query
+  if (!["chromium-experimental-timestamp-query-inside-passes", "timestamp-query"]
+    .some((f) => dev.features.has(f))) return null;
   const rows = {};
   ort.env.webgpu.profiling = { mode: "default", ondata: (d) => {
     const row = (rows[d.kernelType] ??= { op: d.kernelType, us: 0, dispatches: 0 });

@@ -121,9 +121,10 @@ def torch_model(hp: dict, dtype: str):
     return LlamaForCausalLM(cfg).to("cuda", getattr(torch, dtype)).eval()
 
 
-def torch_prefill_decode(model, prompt_len: int, steps: int) -> tuple[float, list[float]]:
+def torch_prefill_decode(model, prompt_len: int, steps: int):
     """One prefill of ``prompt_len`` ids (ms), then ``steps`` greedy decode steps with the
-    KV cache (ms each), each ending in ``argmax().item()`` as a generation loop does."""
+    KV cache (ms each), each ending in ``argmax().item()`` as a generation loop does; and
+    the greedy tokens."""
     import torch
 
     prompt = torch.tensor([prompt_ids(prompt_len, model.config.vocab_size)], device="cuda")
@@ -133,7 +134,7 @@ def torch_prefill_decode(model, prompt_len: int, steps: int) -> tuple[float, lis
         out = model(prompt, use_cache=True)
         token = out.logits[0, -1].argmax().item()
         prefill = (time.perf_counter() - t0) * 1e3
-        past, times = out.past_key_values, []
+        past, times, greedy = out.past_key_values, [], [token]
         for _ in range(steps):
             t0 = time.perf_counter()
             out = model(torch.tensor([[token]], device="cuda"), past_key_values=past,
@@ -141,7 +142,8 @@ def torch_prefill_decode(model, prompt_len: int, steps: int) -> tuple[float, lis
             token = out.logits[0, -1].argmax().item()
             past = out.past_key_values
             times.append((time.perf_counter() - t0) * 1e3)
-    return prefill, times
+            greedy.append(token)
+    return prefill, times, greedy
 
 
 def torch_cuda(hp: dict, dtype: str, prompt_len: int, steps: int) -> dict | None:
@@ -151,7 +153,7 @@ def torch_cuda(hp: dict, dtype: str, prompt_len: int, steps: int) -> dict | None
     if model is None:
         return None
     torch_prefill_decode(model, prompt_len, steps)  # warm-up
-    prefill, times = torch_prefill_decode(model, prompt_len, steps)
+    prefill, times, _ = torch_prefill_decode(model, prompt_len, steps)
     decode = statistics.median(times)
     return {"impl": "torch-cuda", "adapter": torch.cuda.get_device_name(), "dtype": dtype,
             "prefill_ms": prefill, "decode_ms": decode, "tok_s": 1e3 / decode}
@@ -172,10 +174,10 @@ def torch_records(hp: dict, dtype: str, todo: list[dict], warmup: bool = True) -
     for p in todo:
         if warmup:
             torch_prefill_decode(model, p["prefill"], 1)
-        prefill, times = torch_prefill_decode(model, p["prefill"], p["steps"])
+        prefill, times, greedy = torch_prefill_decode(model, p["prefill"], p["steps"])
         records.append({"phase": "prefill", "context": p["context"], "tokens": p["prefill"],
                         "ms": [prefill]})
-        records.append({"phase": "decode", "context": p["context"],
+        records.append({"phase": "decode", "context": p["context"], "greedy": greedy,
                         "positions": [p["prefill"], p["prefill"] + p["steps"] - 1], "ms": times})
     version = f"torch {torch.__version__}"
     return [dict(summarize(r), impl="torch-cuda", adapter=torch.cuda.get_device_name(),

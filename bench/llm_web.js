@@ -5,7 +5,8 @@
 //   /tjs/   @huggingface/transformers/dist, /tjsort/ its onnxruntime-web/dist (build/transformersjs)
 //   /models/NAME/{config.json, generation_config.json, onnx/model.onnx}
 // spec: {model, nLayers, kvHeads, headDim, vocab, warmup, plan: [{context, prefill, steps}]}
-// Both return one record per (phase, context): {phase, context, tokens|positions, ms[]}.
+// Both return one record per (phase, context): {phase, context, tokens|positions, ms[]};
+// decode records also `greedy`: the prefill's token and each step's.
 
 const now = () => performance.now();
 // progress lines the host prints (bench/llm_browser.py listens to the console)
@@ -67,13 +68,14 @@ export async function benchOrtLlm(spec) {
     let r = await step(promptIds(p.prefill, spec.vocab), 0, empty());
     records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [now() - t0] });
     say(`context ${p.context}: ${(p.prefill / records.at(-1).ms[0] * 1e3).toPrecision(3)} tok/s prefill; ${p.steps} decode steps`);
-    const ms = [];
+    const ms = [], greedy = [r.token];
     for (let k = 0; k < p.steps; k++) {
       t0 = now();
       r = await step([r.token], p.prefill + k, r.past);
       ms.push(now() - t0);
+      greedy.push(r.token);
     }
-    records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1], ms });
+    records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1], ms, greedy });
     if (spec.profile) {  // a profiler failure must not lose the timings
       profiles[p.context] = await profileStep(ort, () => step([r.token], p.prefill + p.steps, r.past))
         .catch((e) => `profile failed: ${e}`);
@@ -126,24 +128,25 @@ export async function benchTjsLlm(spec) {
     { device: "webgpu", dtype: "fp32" });
   const loadMs = now() - t0;
   const generate = async (n, newTokens) => {
-    const stamps = [];
-    const streamer = { put: () => stamps.push(now()), end: () => {} };
+    const stamps = [], greedy = [];
+    const streamer = { put: (ids) => { stamps.push(now()); if (stamps.length > 1) greedy.push(Number(ids[0][0])); },
+      end: () => {} };
     const ids = new tjs.Tensor("int64", BigInt64Array.from(promptIds(n, spec.vocab), BigInt), [1, n]);
     const mask = new tjs.Tensor("int64", new BigInt64Array(n).fill(1n), [1, n]);
     t0 = now();
     await model.generate({ input_ids: ids, attention_mask: mask, max_new_tokens: newTokens,
       min_new_tokens: newTokens, do_sample: false, streamer });
-    return stamps;  // [prompt put (t0), after token 1 (prefill), after each decode step]
+    return { stamps, greedy };  // stamps: the prompt's put, after token 1 (prefill), after each step
   };
   const records = [];
   await generate(Math.min(16, spec.plan[0].prefill), 2);  // warm-up, as ours
   for (const p of spec.plan) {
     if (spec.warmup) await generate(p.prefill, 1);
     say(`context ${p.context}: generate() after a prompt of ${p.prefill} tokens`);
-    const s = await generate(p.prefill, p.steps + 1);
+    const { stamps: s, greedy } = await generate(p.prefill, p.steps + 1);
     records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [s[1] - s[0]] });
     records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1],
-      ms: range(2, s.length).map((i) => s[i] - s[i - 1]) });
+      ms: range(2, s.length).map((i) => s[i] - s[i - 1]), greedy });
   }
   await model.dispose();
   return { records, load_ms: loadMs, version: tjs.env.version ?? "?", build: "jsep" };

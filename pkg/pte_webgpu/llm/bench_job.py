@@ -77,7 +77,8 @@ def _pos(p: int) -> Tensor:
 async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
                         warmup: bool = True, profile: bool = False, backend: str = "auto",
                         runtime: Runtime | None = None, progress=None) -> dict:
-    """Records {impl: "ours", phase, context, tokens | positions, ms, tok_s, ...}; with
+    """Records {phase, context, tokens | positions, ms, tok_s, ...} (decode records also
+    ``greedy``: the prefill's token and each step's, to compare impls by); with
     ``profile`` one more decode step per context with per-op GPU times."""
     say = progress or (lambda text: None)
     rt = runtime or await Runtime.create(backend)
@@ -107,12 +108,13 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
                 ms = (time.perf_counter() - t0) * 1e3
                 records.append({"phase": "prefill", "context": c, "tokens": n, "ms": [ms]})
                 say(f"context {c}: {n / ms * 1e3:.2f} tok/s prefill; {steps} decode steps")
-                times = []
+                times, greedy = [], list(token)
                 for k in range(steps):
                     t0 = time.perf_counter()
                     token = await method.execute([_ids(token), _pos(n + k)], argmax=True)
                     times.append((time.perf_counter() - t0) * 1e3)
-                records.append({"phase": "decode", "context": c,
+                    greedy += token
+                records.append({"phase": "decode", "context": c, "greedy": greedy,
                                 "positions": [n, n + steps - 1], "ms": times})
                 if profile:  # the last position again (its cache row is rewritten)
                     await method.execute([_ids(token), _pos(n + steps - 1)], argmax=True,

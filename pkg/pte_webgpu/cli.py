@@ -144,13 +144,11 @@ def cmd_run(args) -> int:
     return 0
 
 
-def cmd_bench(args) -> int:
+def _bench_script(name: str):
     import importlib.util
     from pathlib import Path
 
     # bench/ sits beside pkg/ in the repository (not in the wheel); else the current folder.
-    name = ("roundtrip" if args.roundtrip else
-            "matmul_bench" if args.op == "linear" else "rms_norm_bench")
     for root in (Path(__file__).resolve().parents[2], Path.cwd()):
         script = root / "bench" / f"{name}.py"
         if script.is_file():
@@ -160,6 +158,65 @@ def cmd_bench(args) -> int:
     spec = importlib.util.spec_from_file_location(name, script)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+def _contexts(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) < 1:
+            raise PteError(f"--contexts {text!r}: positive whole numbers separated by commas, "
+                           "e.g. 16,256,1024")
+        out.append(int(part))
+    return out
+
+
+_NOT_WITH_LLM = ("op", "shapes", "dtypes", "variants", "roundtrip")
+
+
+def cmd_bench_llm(args) -> int:
+    """``bench --llm MODEL.pte``: bench/llm_bench.py main_llm, arguments checked here."""
+    from pathlib import Path
+
+    from .llm.bench_job import host_plan
+
+    given = [f"--{n}" for n in _NOT_WITH_LLM if getattr(args, n) not in (None, False, "rms_norm")]
+    if given:
+        raise PteError(f"--llm does not take {', '.join(given)}")
+    progress = Progress(args.quiet)
+    _check_output(args.output)
+    model = Path(args.llm)
+    data = _read(args.llm)
+    if model.suffix == ".gz":
+        import gzip
+
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            raise PteError(f"{model}: not a readable gzip file: {e}") from None
+    if args.export_json and not os.path.isfile(args.export_json):
+        raise PteError(f"cannot read --export-json {args.export_json}: no such file")
+    todo = host_plan(data, (), _contexts(args.contexts), args.steps)
+    del data
+    bench = _bench_script("llm_bench")
+    try:
+        export = bench.find_export(model, Path(args.export_json) if args.export_json else None)
+    except ValueError as e:
+        raise PteError(str(e)) from None
+    return bench.main_llm(model, args.backend, todo, export=export, output=args.output,
+                          plot_path=args.plot, markdown_path=args.markdown,
+                          torch=not args.no_torch, web=not args.no_ort,
+                          onnx_dir=Path(args.onnx_dir) if args.onnx_dir else None,
+                          warmup=not args.no_warmup, profile=args.profile, progress=progress)
+
+
+def cmd_bench(args) -> int:
+    if args.llm:
+        return cmd_bench_llm(args)
+    name = ("roundtrip" if args.roundtrip else
+            "matmul_bench" if args.op == "linear" else "rms_norm_bench")
+    bench = _bench_script(name)
     if args.roundtrip:
         if args.backend != "browser":
             raise PteError("--roundtrip measures Pyodide against plain JS: browser only")
@@ -242,6 +299,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", parents=[common],
                        help="benchmark rms_norm (or linear) variants against copy, "
                        "ORT Web, torch")
+    p.add_argument("--llm", metavar="MODEL.pte", help="instead: prefill and decode tok/s of a "
+                   "language model (.pte or a `bench/llm_bench.py zero` .pte.gz) by context, "
+                   "against ORT Web and transformers.js (browser) or torch CUDA (native)")
+    p.add_argument("--contexts", default="16,256,1024", metavar="C,...",
+                   help="--llm: context lengths (default 16,256,1024)")
+    p.add_argument("--steps", type=_count, default=8, help="--llm: decode steps per context")
+    p.add_argument("--export-json", metavar="E.json", help="--llm: make llm's NAME.export.json "
+                   "(torch's hyper-parameters; default: the one beside the model)")
+    p.add_argument("--onnx-dir", metavar="DIR", help="--llm: the model as ONNX (make llm-onnx; "
+                   "default build/llm-onnx/NAME)")
+    p.add_argument("--no-torch", action="store_true", help="--llm native: skip torch CUDA")
+    p.add_argument("--no-warmup", action="store_true", help="--llm: no untimed prefill of "
+                   "each length before its timed one")
+    p.add_argument("--profile", action="store_true", help="--llm: per-op GPU times of one "
+                   "more decode step per context")
     p.add_argument("--op", choices=("rms_norm", "linear"), default="rms_norm",
                    help="the op to measure (linear: bench/matmul_bench.py)")
     p.add_argument("--backend", choices=("browser", "native"), default="browser")
@@ -253,7 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", metavar="FILE.md", help="also write the tables here")
     p.add_argument("--variants", metavar="V,...", help="variants to measure "
                    "(default: the candidates for the adapter)")
-    p.add_argument("--no-ort", action="store_true", help="browser: skip ONNX Runtime Web")
+    p.add_argument("--no-ort", action="store_true", help="browser: skip ONNX Runtime Web "
+                   "(--llm: and transformers.js)")
     p.add_argument("--roundtrip", action="store_true", help="instead: execute() round trip from "
                    "Python vs the same work from plain JS (bench/roundtrip.py)")
     p.set_defaults(func=cmd_bench)

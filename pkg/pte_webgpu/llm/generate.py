@@ -114,30 +114,13 @@ class LanguageModel:
         if isinstance(tokenizer, (str, bytes)):
             tokenizer = Tokenizer.from_json(tokenizer)
         method = program.load_method("forward")
-        plan = program.file.plan("forward")  # the program model: dynamism, the logits shape
-        if len(plan.inputs) != 2 or len(plan.outputs) != 1:
-            raise UnsupportedError(
-                f"forward takes {len(plan.inputs)} inputs and gives {len(plan.outputs)} outputs; "
-                "a llama-style program has (tokens int64[1, n], input_pos int64[1]) -> logits")
-        (tok_shape, tok_dtype), (pos_shape, pos_dtype) = method.input_specs()
-        if tok_dtype != "int64" or len(tok_shape) != 2 or tok_shape[0] != 1 \
-                or pos_dtype != "int64" or tuple(pos_shape) != (1,):
-            raise UnsupportedError(
-                f"forward inputs are {tok_dtype}{list(tok_shape)} and {pos_dtype}"
-                f"{list(pos_shape)}; expected tokens int64[1, n] and input_pos int64[1]")
-        dynamic = bool(plan.values[plan.inputs[0]].shape_dynamism)
-        logits = plan.values[plan.outputs[0]]
-        vocab = int(logits.sizes[-1]) if getattr(logits, "sizes", None) else 0
-        consts = _constants(program)
+        shape = forward_shape(program.file)
+        vocab = shape["vocab"]
         if tokenizer is not None and tokenizer.vocab_size > vocab > 0:
             raise InputError(f"the tokenizer has {tokenizer.vocab_size} tokens, the program's "
                              f"logits only {vocab}")
-        context = consts.get("get_max_context_len") or consts.get("get_max_seq_len")
-        if not context:
-            raise UnsupportedError("the program has no get_max_context_len/get_max_seq_len "
-                                   "method: its KV cache length is unknown")
-        return cls(method, tokenizer, max_context_len=int(context), vocab_size=vocab,
-                   prefill_chunk=int(tok_shape[1]) if dynamic else 1, program=program)
+        return cls(method, tokenizer, max_context_len=shape["max_context_len"], vocab_size=vocab,
+                   prefill_chunk=shape["prefill_chunk"], program=program)
 
     def close(self) -> None:
         if self.program is not None:
@@ -312,10 +295,38 @@ class LanguageModel:
         self.last.text = "".join(text)
 
 
-def _constants(program) -> dict:
-    """The values of the program's constant methods (get_max_seq_len, ...), ints only."""
+def forward_shape(file) -> dict:
+    """What a llama-style program's ``forward`` takes, read from its ProgramFile (no GPU):
+    {max_context_len (KV cache rows), prefill_chunk (tokens one execute takes), vocab}."""
+    plan = file.plan("forward")  # the program model: dynamism, the logits shape
+    if len(plan.inputs) != 2 or len(plan.outputs) != 1:
+        raise UnsupportedError(
+            f"forward takes {len(plan.inputs)} inputs and gives {len(plan.outputs)} outputs; "
+            "a llama-style program has (tokens int64[1, n], input_pos int64[1]) -> logits")
+    tok, pos = (plan.values[v] for v in plan.inputs)
+    tok_shape, pos_shape = tuple(getattr(tok, "sizes", ())), tuple(getattr(pos, "sizes", ()))
+    tok_dtype, pos_dtype = (getattr(getattr(v, "dtype", None), "name", type(v).__name__)
+                            for v in (tok, pos))
+    if tok_dtype != "int64" or len(tok_shape) != 2 or tok_shape[0] != 1 \
+            or pos_dtype != "int64" or pos_shape != (1,):
+        raise UnsupportedError(
+            f"forward inputs are {tok_dtype}{list(tok_shape)} and {pos_dtype}"
+            f"{list(pos_shape)}; expected tokens int64[1, n] and input_pos int64[1]")
+    logits = plan.values[plan.outputs[0]]
+    consts = constants(file)
+    context = consts.get("get_max_context_len") or consts.get("get_max_seq_len")
+    if not context:
+        raise UnsupportedError("the program has no get_max_context_len/get_max_seq_len "
+                               "method: its KV cache length is unknown")
+    dynamic = bool(getattr(tok, "shape_dynamism", 0))
+    return {"max_context_len": int(context), "prefill_chunk": int(tok_shape[1]) if dynamic else 1,
+            "vocab": int(logits.sizes[-1]) if getattr(logits, "sizes", None) else 0}
+
+
+def constants(file) -> dict:
+    """The values of a ProgramFile's constant methods (get_max_seq_len, ...), ints only."""
     found = {}
-    for plan in program.file.plans:
+    for plan in file.plans:
         if plan.name == "forward" or plan.inputs or len(plan.outputs) != 1:
             continue
         value = plan.values[plan.outputs[0]]

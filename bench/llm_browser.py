@@ -1,0 +1,152 @@
+"""``bench --llm --backend browser``: one headless Chromium, one server. ONNX Runtime Web and
+transformers.js (bench/llm_web.js) run first, each in a page of its own that is closed
+after it (their 650 MB model and cache leave with it); then ours in the Pyodide page
+(pte_webgpu.llm.bench_job). All three follow the same plan (prefill lengths and decode
+positions per context).
+
+Files, none committed: build/ortweb (``npm install onnxruntime-web`` there, as for the
+rms_norm bench), build/transformersjs (``npm install @huggingface/transformers``), and the
+ONNX model (``make llm-onnx``: build/llm-onnx/NAME). A missing one skips that impl with a
+line saying what to run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+ORT_DIST = REPO / "build" / "ortweb" / "node_modules" / "onnxruntime-web" / "dist"
+TJS_MODULES = REPO / "build" / "transformersjs" / "node_modules"
+TIMEOUT_MS = 3_600_000  # SwiftShader: a 1024-token prefill takes minutes
+
+
+def model_name(model: Path) -> str:
+    """The ONNX folder's name for a .pte: NAME of NAME[-fp16].pte[.gz]."""
+    name = model.name.removesuffix(".gz").removesuffix(".pte")
+    return name.removesuffix("-fp16")
+
+
+def web_impls(model: Path, onnx_dir: Path | None, log) -> tuple[dict, Path | None]:
+    """{impl: spec bits} for the impls whose files are here; the ONNX folder."""
+    onnx_dir = onnx_dir or REPO / "build" / "llm-onnx" / model_name(model)
+    if not (onnx_dir / "onnx" / "model.onnx").is_file() or not (onnx_dir / "config.json").is_file():
+        log(f"no ONNX model in {onnx_dir} (run `make llm-onnx`): skipping ort-web and "
+            "transformers.js")
+        return {}, None
+    impls = {}
+    if (ORT_DIST / "ort.mjs").is_file():
+        impls["ort-web"] = "benchOrtLlm"
+    else:
+        log("onnxruntime-web not found (npm install onnxruntime-web in build/ortweb): "
+            "skipping ort-web")
+    if (TJS_MODULES / "@huggingface" / "transformers" / "dist" / "transformers.min.js").is_file():
+        impls["transformers.js"] = "benchTjsLlm"
+    else:
+        log("transformers.js not found (npm install @huggingface/transformers in "
+            "build/transformersjs): skipping transformers.js")
+    return impls, onnx_dir
+
+
+def _version(package: Path) -> str:
+    try:
+        return json.loads((package / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return "?"
+
+
+_OURS = """
+import gzip as _gzip
+import js as _js
+from pyodide.http import pyfetch as _pyfetch
+from pte_webgpu.errors import PteError as _PteError
+from pte_webgpu.llm.bench_job import llm_bench_job as _job
+
+_pte = await (await _pyfetch({url!r})).bytes()
+if {url!r}.endswith(".gz"):
+    _pte = _gzip.decompress(_pte)
+try:
+    _result = await _job(_pte, contexts={contexts!r}, steps={steps}, warmup={warmup},
+                         profile={profile}, backend="browser", progress=_js.pteBenchProgress)
+except _PteError as _e:
+    _result = {{"error": {{"type": type(_e).__name__, "message": str(_e)}}}}
+del _pte
+_result
+"""
+
+
+def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | None = None,
+        warmup: bool = True, profile: bool = False, progress=print) -> tuple[dict, list[dict]]:
+    from pte_webgpu.chromium import paths
+    from pte_webgpu.chromium.dist import version
+    from pte_webgpu.chromium.remote import _dist, remote_error
+    from pte_webgpu.chromium.server import StaticServer
+    from pte_webgpu.chromium.session import BrowserSession
+    from pte_webgpu.llm.bench_job import summarize
+
+    dist = _dist(progress)
+    dist_url = f"/pyodide-{version(dist)[:16]}/"
+    impls, onnx_dir = web_impls(model, onnx_dir, progress) if web else ({}, None)
+    web_records, web_profiles = [], {}
+    with StaticServer({"/": paths.web_root(), "/bench/": HERE}) as server:
+        server.mount(dist_url, dist, immutable=True)
+        real = model.resolve()
+        url = server.mount("/job0/", real.parent, {real.name}) + real.name
+        if impls:
+            name = model_name(model)
+            server.mount(f"/models/{name}/", onnx_dir)
+            server.mount("/ort/", ORT_DIST)
+            server.mount("/tjs/", TJS_MODULES / "@huggingface" / "transformers" / "dist")
+            server.mount("/tjsort/", TJS_MODULES / "onnxruntime-web" / "dist")
+            config = json.loads((onnx_dir / "config.json").read_text())
+            spec = {"model": name, "nLayers": config["num_hidden_layers"],
+                    "kvHeads": config["num_key_value_heads"], "headDim": config["head_dim"],
+                    "vocab": config["vocab_size"], "plan": todo, "warmup": warmup,
+                    "profile": profile}
+            versions = {"ort-web": f"onnxruntime-web {_version(ORT_DIST.parent)} (jsep)",
+                        "transformers.js": f"@huggingface/transformers "
+                        f"{_version(TJS_MODULES / '@huggingface' / 'transformers')} (onnxruntime-web "
+                        f"{_version(TJS_MODULES / 'onnxruntime-web')}, jsep)"}
+        with BrowserSession(server.url, index_url=dist_url, timeout_ms=TIMEOUT_MS,
+                            progress=progress) as session:
+            adapter = session.run_python(
+                "from pte_webgpu.gpu.browser import BrowserDevice as _D\n"
+                "_d = await _D.create()\n_s = _d.info.summary()\n_d.close()\n_s")
+            for impl, fn in impls.items():
+                progress(f"{impl}: loading the ONNX model ({versions[impl]})")
+                page = session.page.context.browser.new_page()  # a context of its own
+                page.set_default_timeout(TIMEOUT_MS)
+                page.on("console", lambda m, impl=impl: m.text.startswith("llm-bench: ") and
+                        progress(f"{impl}: {m.text.removeprefix('llm-bench: ')}"))
+                started = time.perf_counter()
+                try:
+                    page.goto(f"{server.url}bench/llm_web.html")
+                    page.wait_for_function("window.llmWebReady === true")
+                    got = page.evaluate(f"spec => window.{fn}(spec)", spec)
+                except Exception as e:  # one impl failing must not lose the others
+                    progress(f"{impl} failed: {str(e).splitlines()[0]}")
+                    continue
+                finally:
+                    page.close()
+                progress(f"{impl}: {time.perf_counter() - started:.0f} s "
+                         f"(load {got['load_ms'] / 1e3:.1f} s)")
+                web_records += [dict(summarize(r), impl=impl, version=versions[impl],
+                                     load_s=got["load_ms"] / 1e3) for r in got["records"]]
+                for c, rows in (got.get("profiles") or {}).items():
+                    if isinstance(rows, list):
+                        web_profiles[f"{impl} {c}"] = rows
+                    else:
+                        progress(f"{impl}: no profile at context {c}: {rows}")
+            session.page.expose_function("pteBenchProgress", lambda text: progress(f"ours: {text}"))
+            progress("ours: loading the program in Pyodide")
+            result = session.run_python(_OURS.format(
+                url=url, contexts=[p["context"] for p in todo], steps=todo[0]["steps"],
+                warmup=warmup, profile=profile))
+    if "error" in result:
+        raise remote_error(result["error"]["type"], result["error"]["message"])
+    for r in web_records:
+        r["adapter"] = adapter
+    result["web_profiles"] = web_profiles
+    return result, web_records

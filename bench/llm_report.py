@@ -1,0 +1,135 @@
+"""``bench --llm`` records as a markdown table (tok/s by context, one row per impl and
+phase), a per-op profile table of one decode step, and a plot.
+
+    python bench/llm_report.py A.json B.json ... [--plot F.png] [--markdown F.md]
+        merges runs (a later file's record replaces an earlier one's for the same impl,
+        phase and context), e.g. ours at 1024 from a run without the slow references
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+
+IMPL_ORDER = ("ours", "ort-web", "transformers.js", "torch-cuda")
+
+
+def _rows(records):
+    keys = sorted({(r["impl"], r["phase"]) for r in records},
+                  key=lambda k: (IMPL_ORDER.index(k[0]) if k[0] in IMPL_ORDER else 9, k[1] != "prefill"))
+    contexts = sorted({r["context"] for r in records})
+    return keys, contexts
+
+
+def markdown(records: list[dict], profiles: dict | None = None, timestamps: bool = True,
+             web_profiles: dict | None = None) -> str:
+    if not records:
+        return "(no records)"
+    keys, contexts = _rows(records)
+    by = {(r["impl"], r["phase"], r["context"]): r for r in records}
+    first = records[0]
+    lines = [f"**{first['backend']}** — {first['adapter']}", "",
+             "| impl | phase | " + " | ".join(f"ctx {c} tok/s (ms/token)" for c in contexts) + " |",
+             "|---|---|" + "---|" * len(contexts)]
+    for impl, phase in keys:
+        cells = []
+        for c in contexts:
+            r = by.get((impl, phase, c))
+            cells.append(f"{r['tok_s']:.3g} ({r['ms_per_token']:.3g})" if r else "-")
+        lines.append(f"| {impl} | {phase} | " + " | ".join(cells) + " |")
+    lines.append("")
+    notes = []
+    for c in contexts:
+        r = by.get(("ours", "prefill", c)) or next(
+            (x for x in records if x["context"] == c and x["phase"] == "prefill"), None)
+        d = next((x for x in records if x["context"] == c and x["phase"] == "decode"), None)
+        if r and d:
+            notes.append(f"ctx {c}: prefill {r['tokens']} tokens, decode {d.get('steps', len(d['ms']))} "
+                         f"steps at positions {d['positions'][0]}..{d['positions'][1]}")
+    lines += ["; ".join(notes) + ".", ""]
+    for c, rows in (profiles or {}).items():
+        clock = "GPU timestamps" if timestamps else "wall time per dispatch: no timestamp-query"
+        lines += profile_table(rows, f"one decode step of ours at context {c} ({clock})") + [""]
+    for key, rows in (web_profiles or {}).items():
+        impl, c = key.rsplit(" ", 1)
+        lines += profile_table(rows, f"one decode step of {impl} at context {c} (JSEP's "
+                               "profiler, GPU timestamps per kernel)") + [""]
+    return "\n".join(lines)
+
+
+def profile_table(rows: list[dict], title: str, top: int = 12) -> list[str]:
+    """Per-op totals of one profiled execute (method.last_profile rows: one per kernel)."""
+    us, count = defaultdict(float), defaultdict(int)
+    for r in rows:
+        us[r["op"]] += r["us"]
+        count[r["op"]] += r.get("dispatches", 1)
+    total = sum(us.values()) or 1.0
+    lines = [f"Per-op GPU time, {title} (total {total / 1e3:.1f} ms):", "",
+             "| op | ms | share | dispatches |", "|---|---|---|---|"]
+    ranked = sorted((op for op in us if count[op]), key=us.get, reverse=True)
+    for op in ranked[:top]:
+        lines.append(f"| {op} | {us[op] / 1e3:.2f} | {us[op] / total:.1%} | {count[op]} |")
+    rest = ranked[top:]
+    if rest:
+        lines.append(f"| ({len(rest)} more ops) | {sum(us[o] for o in rest) / 1e3:.2f} | "
+                     f"{sum(us[o] for o in rest) / total:.1%} | {sum(count[o] for o in rest)} |")
+    return lines
+
+
+def plot(records: list[dict], path: str) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+        return False
+    keys, contexts = _rows(records)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for impl, phase in keys:
+        pts = sorted((r["context"], r["tok_s"]) for r in records
+                     if r["impl"] == impl and r["phase"] == phase)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                linestyle="-" if phase == "decode" else "--", label=f"{impl} {phase}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(contexts)
+    ax.set_xticklabels([str(c) for c in contexts])
+    ax.set_xlabel("context (tokens)")
+    ax.set_ylabel("tokens / s")
+    ax.set_title(records[0]["adapter"][:80], fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def merge(paths) -> list[dict]:
+    found = {}
+    for path in paths:
+        for r in json.loads(open(path).read()):
+            found[(r["impl"], r["phase"], r["context"])] = r
+    return list(found.values())
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("json", nargs="+")
+    ap.add_argument("--plot")
+    ap.add_argument("--markdown")
+    args = ap.parse_args(argv)
+    records = merge(args.json)
+    text = markdown(records)
+    print(text)
+    if args.markdown:
+        open(args.markdown, "w").write(text + "\n")
+    if args.plot:
+        plot(records, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

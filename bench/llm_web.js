@@ -1,0 +1,157 @@
+// `pte-webgpu bench --llm --backend browser`: the same decoder as ONNX (make llm-onnx) run
+// by ONNX Runtime Web's WebGPU backend directly and through transformers.js, in the same
+// Chromium as ours. Served by bench/llm_bench.py:
+//   /ort/   onnxruntime-web/dist          (build/ortweb)
+//   /tjs/   @huggingface/transformers/dist, /tjsort/ its onnxruntime-web/dist (build/transformersjs)
+//   /models/NAME/{config.json, generation_config.json, onnx/model.onnx}
+// spec: {model, nLayers, kvHeads, headDim, vocab, warmup, plan: [{context, prefill, steps}]}
+// Both return one record per (phase, context): {phase, context, tokens|positions, ms[]};
+// decode records also `greedy`: the prefill's token and each step's.
+
+const now = () => performance.now();
+// progress lines the host prints (bench/llm_browser.py listens to the console)
+const say = (text) => console.info(`llm-bench: ${text}`);
+const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
+const median = (a) => { const s = [...a].sort((p, q) => p - q); const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+// prompt ids: the same formula as ours (bench/llm_bench.py prompt_ids)
+const promptIds = (n, vocab) => range(0, n).map((i) => (7 * i + 3) % Math.min(1000, vocab - 1) + 1);
+
+function argmax(data, offset, n) {
+  let best = offset;
+  for (let i = offset + 1; i < offset + n; i++) if (data[i] > data[best]) best = i;
+  return best - offset;
+}
+
+// ONNX Runtime Web, JSEP build (ort.mjs: the faster of its two WebGPU builds on SwiftShader,
+// docs/performance.md rms_norm); present.* stay on the GPU and go back in as past_*.
+export async function benchOrtLlm(spec) {
+  const ort = await import("/ort/ort.mjs");
+  ort.env.wasm.wasmPaths = "/ort/";
+  ort.env.wasm.numThreads = 1;  // no cross-origin isolation here: no wasm threads
+  ort.env.logLevel = "error";
+  const layers = range(0, spec.nLayers);
+  const pastNames = layers.flatMap((i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`]);
+  const presentNames = layers.flatMap((i) => [`present.${i}.key`, `present.${i}.value`]);
+  let t0 = now();
+  const session = await ort.InferenceSession.create(`/models/${spec.model}/onnx/model.onnx`, {
+    executionProviders: ["webgpu"], graphOptimizationLevel: "all",
+    preferredOutputLocation: Object.fromEntries(presentNames.map((n) => [n, "gpu-buffer"])) });
+  const loadMs = now() - t0;
+  const int64 = (values) => new ort.Tensor("int64", BigInt64Array.from(values, BigInt), [1, values.length]);
+  const empty = () => pastNames.map(() => new ort.Tensor("float32", new Float32Array(0),
+    [1, spec.kvHeads, 0, spec.headDim]));
+  // one run: ids after `start` cached tokens; returns the greedy token and the new cache
+  const step = async (ids, start, past) => {
+    const feeds = { input_ids: int64(ids), attention_mask: int64(range(0, start + ids.length).map(() => 1)),
+      position_ids: int64(range(start, start + ids.length)) };
+    pastNames.forEach((n, i) => { feeds[n] = past[i]; });
+    const out = await session.run(feeds);
+    const logits = out.logits.data;  // [1, 1, vocab] on the CPU: 4 x vocab bytes back
+    const token = argmax(logits, logits.length - spec.vocab, spec.vocab);
+    for (const t of past) if (t.location === "gpu-buffer") t.dispose();
+    return { token, past: presentNames.map((n) => out[n]) };
+  };
+  const records = [], profiles = {};
+  // warm-up as ours (llm/bench_job.py): a prefill of up to 16 tokens and a decode step,
+  // and with spec.warmup an untimed prefill of each length before its timed one
+  const warm = async (n, decode) => {
+    let w = await step(promptIds(n, spec.vocab), 0, empty());
+    if (decode) w = await step([w.token], n, w.past);
+    for (const t of w.past) t.dispose();
+  };
+  await warm(Math.min(16, spec.plan[0].prefill), true);
+  for (const p of spec.plan) {
+    if (spec.warmup) await warm(p.prefill, false);
+    say(`context ${p.context}: prefill of ${p.prefill} tokens`);
+    t0 = now();
+    let r = await step(promptIds(p.prefill, spec.vocab), 0, empty());
+    records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [now() - t0] });
+    say(`context ${p.context}: ${(p.prefill / records.at(-1).ms[0] * 1e3).toPrecision(3)} tok/s prefill; ${p.steps} decode steps`);
+    const ms = [], greedy = [r.token];
+    for (let k = 0; k < p.steps; k++) {
+      t0 = now();
+      r = await step([r.token], p.prefill + k, r.past);
+      ms.push(now() - t0);
+      greedy.push(r.token);
+    }
+    records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1], ms, greedy });
+    if (spec.profile) {  // a profiler failure must not lose the timings
+      profiles[p.context] = await profileStep(ort, () => step([r.token], p.prefill + p.steps, r.past))
+        .catch((e) => `profile failed: ${e}`);
+    }
+    else for (const t of r.past) t.dispose();
+  }
+  await session.release();
+  return { records, load_ms: loadMs, version: ort.env.versions?.web ?? "?", build: "jsep", profiles };
+}
+
+// Per-kernel GPU time of one run (JSEP's profiler: timestamps around each kernel), summed
+// per kernel type as ours' profile rows {op, us, dispatches}; null without timestamp-query.
+// `run` is one more decode step (it takes the cache; its own outputs are dropped here).
+async function profileStep(ort, run) {
+  const dev = await ort.env.webgpu.device;
+  // JSEP asks for the inside-passes feature when the adapter has it, else timestamp-query
+  if (!["chromium-experimental-timestamp-query-inside-passes", "timestamp-query"]
+    .some((f) => dev.features.has(f))) return null;
+  const rows = {};
+  ort.env.webgpu.profiling = { mode: "default", ondata: (d) => {
+    const row = (rows[d.kernelType] ??= { op: d.kernelType, us: 0, dispatches: 0 });
+    row.us += Number(d.endTime - d.startTime) / 1e3;
+    row.dispatches += 1;
+  } };
+  try {
+    const out = await run();
+    for (const t of out.past) t.dispose();
+    await dev.queue.onSubmittedWorkDone();
+    await new Promise((done) => setTimeout(done, 2000));  // the timestamps are mapped async
+  } finally {
+    ort.env.webgpu.profiling = { mode: "off" };
+  }
+  const out = Object.values(rows);
+  return out.length ? out : null;
+}
+
+// transformers.js: AutoModelForCausalLM on device "webgpu" from local files only; one greedy
+// generate() per context (prompt of `prefill` ids, steps + 1 new tokens: the prefill's token,
+// then `steps` decode forwards), timed by a streamer: its put() runs after each token.
+export async function benchTjsLlm(spec) {
+  const tjs = await import("/tjs/transformers.min.js");
+  tjs.env.allowRemoteModels = false;
+  tjs.env.allowLocalModels = true;
+  tjs.env.localModelPath = "/models/";
+  tjs.env.useBrowserCache = false;  // 650 MB: over a headless profile's Cache API quota
+  tjs.env.backends.onnx.wasm.wasmPaths = "/tjsort/";
+  tjs.env.backends.onnx.wasm.numThreads = 1;
+  let t0 = now();
+  const model = await tjs.AutoModelForCausalLM.from_pretrained(spec.model,
+    { device: "webgpu", dtype: "fp32" });
+  const loadMs = now() - t0;
+  const generate = async (n, newTokens) => {
+    const stamps = [], greedy = [];
+    const streamer = { put: (ids) => { stamps.push(now()); if (stamps.length > 1) greedy.push(Number(ids[0][0])); },
+      end: () => {} };
+    const ids = new tjs.Tensor("int64", BigInt64Array.from(promptIds(n, spec.vocab), BigInt), [1, n]);
+    const mask = new tjs.Tensor("int64", new BigInt64Array(n).fill(1n), [1, n]);
+    t0 = now();
+    await model.generate({ input_ids: ids, attention_mask: mask, max_new_tokens: newTokens,
+      min_new_tokens: newTokens, do_sample: false, streamer });
+    return { stamps, greedy };  // stamps: the prompt's put, after token 1 (prefill), after each step
+  };
+  const records = [];
+  await generate(Math.min(16, spec.plan[0].prefill), 2);  // warm-up, as ours
+  for (const p of spec.plan) {
+    if (spec.warmup) await generate(p.prefill, 1);
+    say(`context ${p.context}: generate() after a prompt of ${p.prefill} tokens`);
+    const { stamps: s, greedy } = await generate(p.prefill, p.steps + 1);
+    records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [s[1] - s[0]] });
+    records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1],
+      ms: range(2, s.length).map((i) => s[i] - s[i - 1]), greedy });
+  }
+  await model.dispose();
+  return { records, load_ms: loadMs, version: tjs.env.version ?? "?", build: "jsep" };
+}
+
+window.benchOrtLlm = benchOrtLlm;
+window.benchTjsLlm = benchTjsLlm;
+window.llmMedian = median;

@@ -1,0 +1,146 @@
+"""Prefill and decode speed of a language model at given context lengths (``pte-webgpu bench
+--llm``), the same job in the page (Pyodide) and natively.
+
+For each context c, with N decode steps and a KV cache of L rows (the program's
+max_context_len): one execute of ``prefill = min(c, L - N)`` prompt tokens (timed: prefill
+tok/s = prefill / time), then N single-token executes at positions prefill .. prefill + N - 1,
+each feeding the previous step's greedy token (``execute(argmax=True)``: the argmax on the
+GPU, 4 bytes read back, as ``LanguageModel`` does). So a context up to L - N is exact; at
+c = L the prefill is L - N tokens and the last step sees L - 1 cached tokens (the records
+say so: ``tokens`` and ``positions``). Before timing, one short prefill and one decode step
+build the pipelines (``WARMUP_TOKENS``); each prefill length is run once untimed first
+unless ``warmup=False`` (the first execute of a new length also traces its host steps). The
+ORT Web / transformers.js (bench/llm_web.js) and torch sides warm up the same way.
+"""
+
+from __future__ import annotations
+
+import array
+import statistics
+import time
+
+from ..errors import InputError, UnsupportedError
+from ..runtime import Runtime
+from ..tensor import Tensor
+from .generate import LanguageModel, forward_shape
+
+
+# the first warm-up prefill: more rows than a matrix-vector linear takes (8), so that the
+# prefill kernels are built before timing, as the decode ones are by its decode step
+WARMUP_TOKENS = 16
+
+
+def prompt_ids(n: int, vocab: int = 49152) -> list[int]:
+    """Deterministic prompt ids (the ORT / transformers.js / torch sides use the same)."""
+    return [(7 * i + 3) % min(1000, vocab - 1) + 1 for i in range(n)]
+
+
+def plan(contexts, steps: int, max_context_len: int, prefill_chunk: int) -> list[dict]:
+    """Per context: the prefill length and the decode positions (see the module text)."""
+    if steps < 1:
+        raise InputError(f"decode steps must be >= 1 (got {steps})")
+    if prefill_chunk < 2:
+        raise InputError("the program takes one token per execute (static shapes): "
+                         "prefill cannot be measured as one execute")
+    out = []
+    for c in contexts:
+        if not 1 <= c <= max_context_len:
+            raise InputError(f"context {c} is outside 1..{max_context_len} (the program's "
+                             "KV cache length)")
+        n = min(c, max_context_len - steps, prefill_chunk)
+        if n < 1:
+            raise InputError(f"{steps} decode steps do not fit a KV cache of {max_context_len}")
+        out.append({"context": c, "prefill": n, "steps": steps})
+    return out
+
+
+def host_plan(pte: bytes, data_files, contexts, steps: int) -> list[dict]:
+    """``plan`` from the program file on the host (no GPU): bad contexts fail before a
+    browser or device starts."""
+    from ..formats import open_program
+
+    file = open_program(pte, data_files)
+    if "forward" not in [p.name for p in file.plans]:
+        raise UnsupportedError("the program has no forward method: not a language model")
+    shape = forward_shape(file)
+    return plan(contexts, steps, shape["max_context_len"], shape["prefill_chunk"])
+
+
+def _ids(values) -> Tensor:
+    return Tensor(array.array("q", values), (1, len(values)), "int64")
+
+
+def _pos(p: int) -> Tensor:
+    return Tensor(array.array("q", [p]), (1,), "int64")
+
+
+async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
+                        warmup: bool = True, profile: bool = False, backend: str = "auto",
+                        runtime: Runtime | None = None, progress=None) -> dict:
+    """Records {phase, context, tokens | positions, ms, tok_s, ...} (decode records also
+    ``greedy``: the prefill's token and each step's, to compare impls by); with
+    ``profile`` one more decode step per context with per-op GPU times."""
+    say = progress or (lambda text: None)
+    rt = runtime or await Runtime.create(backend)
+    try:
+        started = time.perf_counter()
+        model = await LanguageModel.load(rt, pte, None, data_files)
+        load_s = time.perf_counter() - started
+        method = model.method
+        try:
+            todo = plan(contexts, steps, model.max_context_len, model.prefill_chunk)
+            say(f"loaded in {load_s:.1f} s; warming up")
+            n = min(WARMUP_TOKENS, todo[0]["prefill"])
+            first = await method.execute([_ids(prompt_ids(n, model.vocab_size)), _pos(0)],
+                                         argmax=True)
+            await method.execute([_ids(first), _pos(n)], argmax=True)
+            records, profiles = [], {}
+            for p in todo:
+                n, c = p["prefill"], p["context"]
+                prompt = _ids(prompt_ids(n, model.vocab_size))
+                if warmup:
+                    say(f"context {c}: untimed prefill of {n} tokens")
+                    await method.execute([prompt, _pos(0)], argmax=True)
+                say(f"context {c}: prefill of {n} tokens")
+                method.reset()
+                t0 = time.perf_counter()
+                token = await method.execute([prompt, _pos(0)], argmax=True)
+                ms = (time.perf_counter() - t0) * 1e3
+                records.append({"phase": "prefill", "context": c, "tokens": n, "ms": [ms]})
+                say(f"context {c}: {n / ms * 1e3:.2f} tok/s prefill; {steps} decode steps")
+                times, greedy = [], list(token)
+                for k in range(steps):
+                    t0 = time.perf_counter()
+                    token = await method.execute([_ids(token), _pos(n + k)], argmax=True)
+                    times.append((time.perf_counter() - t0) * 1e3)
+                    greedy += token
+                records.append({"phase": "decode", "context": c, "greedy": greedy,
+                                "positions": [n, n + steps - 1], "ms": times})
+                if profile:  # the last position again (its cache row is rewritten)
+                    await method.execute([_ids(token), _pos(n + steps - 1)], argmax=True,
+                                         profile=True)
+                    profiles[str(c)] = method.last_profile
+            return {"records": [summarize(r) for r in records], "load_s": load_s,
+                    "profiles": profiles, "backend": rt.adapter.backend,
+                    "timestamps": "timestamp-query" in rt.adapter.features,
+                    "adapter": rt.adapter.summary(),
+                    "max_context_len": model.max_context_len,
+                    "prefill_chunk": model.prefill_chunk}
+        finally:
+            model.close()
+    finally:
+        if runtime is None:
+            rt.close()
+
+
+def summarize(rec: dict) -> dict:
+    """Add tok_s and ms_per_token to a record with its ``ms`` list (prefill: one execute
+    of ``tokens``; decode: one token per entry)."""
+    ms = rec["ms"]
+    if rec["phase"] == "prefill":
+        total = statistics.median(ms)
+        rec.update(tok_s=rec["tokens"] / total * 1e3, ms_per_token=total / rec["tokens"])
+    else:
+        rec.update(tok_s=len(ms) / sum(ms) * 1e3, ms_per_token=statistics.median(ms),
+                   steps=len(ms))
+    return rec

@@ -1,0 +1,75 @@
+"""`pte-webgpu bench --llm` natively on a small real exported decoder (max_seq_len 28):
+the records' schema, contexts and plan; a `llm_bench.py zero` .pte.gz with --export-json."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.decoders import DECODERS, INDEX
+
+pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
+REPO = Path(__file__).resolve().parents[2]
+NAME = "llama_dynamic_rope"
+
+
+def bench(*args):
+    return subprocess.run([sys.executable, "-m", "pte_webgpu", "bench", "--backend", "native",
+                           *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def check_records(records, contexts, steps, file):
+    ours = [r for r in records if r["impl"] == "ours"]
+    assert [(r["phase"], r["context"]) for r in ours] == \
+        [(p, c) for c in contexts for p in ("prefill", "decode")]
+    for r in records:
+        assert {"impl", "phase", "context", "tok_s", "backend", "adapter", "ms_per_token",
+                "dtype"} <= set(r), r
+        assert r["backend"] == "native" and r["adapter"] and r["tok_s"] > 0
+        assert r["impl"] in ("ours", "torch-cuda")  # no browser impls natively
+    # the cache holds 28 rows: the last context prefills 28 - steps and decodes to row 27
+    bound = INDEX[NAME]["model_args"]["max_context_len"]
+    for r in ours:
+        n = min(r["context"], bound - steps)
+        if r["phase"] == "prefill":
+            assert r["tokens"] == n and len(r["ms"]) == 1
+        else:
+            assert r["positions"] == [n, n + steps - 1] and r["steps"] == len(r["ms"]) == steps
+            assert len(r["greedy"]) == steps + 1  # the prefill's token, then each step's
+        assert r["file"] == file and r["dtype"] == "float32"
+    torch = [r for r in records if r["impl"] == "torch-cuda"]  # where torch + CUDA exist
+    assert not torch or sorted({r["context"] for r in torch}) == sorted(contexts)
+
+
+def test_bench_llm_writes_records_table_and_profile(tmp_path):
+    out = tmp_path / "llm.json"
+    done = bench("--llm", DECODERS / f"{NAME}.pte", "--contexts", "4,16,28", "--steps", "2",
+                 "--output", out, "--markdown", tmp_path / "llm.md", "--profile", "--no-torch")
+    assert done.returncode == 0, done.stderr
+    records = json.loads(out.read_text())
+    check_records(records, [4, 16, 28], 2, f"{NAME}.pte")
+    table = (tmp_path / "llm.md").read_text()
+    assert "| ours | prefill |" in table and "| ours | decode |" in table
+    assert "ctx 28: prefill 26 tokens, decode 2 steps at positions 26..27" in table
+    profiles = json.loads((tmp_path / "llm.profile.json").read_text())["ours"]
+    assert sorted(profiles) == ["16", "28", "4"]
+    ops = {row["op"] for row in profiles["4"] if row["dispatches"]}
+    assert {"aten.linear.default", "sdpa_with_kv_cache.default"} <= ops
+
+
+def test_bench_llm_takes_a_zero_weight_gz_with_its_export_json(tmp_path):
+    gz = tmp_path / f"{NAME}.pte.gz"
+    subprocess.run([sys.executable, str(REPO / "bench" / "llm_bench.py"), "zero",
+                    DECODERS / f"{NAME}.pte", gz], check=True, capture_output=True, timeout=60)
+    args = INDEX[NAME]["model_args"]
+    hparams = dict(args, head_dim=args["dim"] // args["n_heads"], tied_output=False)
+    export = tmp_path / "tiny.export.json"
+    export.write_text(json.dumps({"hparams": hparams,
+                                  "programs": {"fp32": {"file": f"{NAME}.pte"}}}))
+    out = tmp_path / "gz.json"
+    done = bench("--llm", gz, "--export-json", export, "--contexts", "8", "--steps", "3",
+                 "--output", out, "--no-warmup", "-q")
+    assert done.returncode == 0, done.stderr
+    check_records(json.loads(out.read_text()), [8], 3, gz.name)

@@ -4,10 +4,11 @@
 For each context c, with N decode steps and a KV cache of L rows (the program's
 max_context_len): one execute of ``prefill = min(c, L - N)`` prompt tokens (timed: prefill
 tok/s = prefill / time), then N single-token executes at positions prefill .. prefill + N - 1,
-each feeding the previous step's greedy token (``execute(argmax=True)``: the argmax on the
-GPU, 4 bytes read back, as ``LanguageModel`` does). So a context up to L - N is exact; at
-c = L the prefill is L - N tokens and the last step sees L - 1 cached tokens (the records
-say so: ``tokens`` and ``positions``). Before timing, one short prefill and one decode step
+each feeding the previous step's greedy token, as ``LanguageModel`` decodes: the argmax on
+the GPU (4 bytes read back) and the next step submitted before this one's token is read,
+fed on the GPU (``readout.LastArgmax``); a step's time is the gap between two tokens read.
+So a context up to L - N is exact; at c = L the prefill is L - N tokens and the last step
+sees L - 1 cached tokens (the records say so: ``tokens`` and ``positions``). Before timing, one short prefill and one decode step
 build the pipelines (``WARMUP_TOKENS``); each prefill length is run once untimed first
 unless ``warmup=False`` (the first execute of a new length also traces its host steps). The
 ORT Web / transformers.js (bench/llm_web.js) and torch sides warm up the same way.
@@ -21,6 +22,7 @@ import time
 
 from ..errors import InputError, UnsupportedError
 from ..runtime import Runtime
+from ..runtime.readout import LastArgmax
 from ..tensor import Tensor
 from .generate import LanguageModel, forward_shape
 
@@ -108,11 +110,18 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
                 ms = (time.perf_counter() - t0) * 1e3
                 records.append({"phase": "prefill", "context": c, "tokens": n, "ms": [ms]})
                 say(f"context {c}: {n / ms * 1e3:.2f} tok/s prefill; {steps} decode steps")
+                # chained as LanguageModel decodes: step k + 1 is submitted (fed on the
+                # GPU with step k's pick) before step k's token is read
                 times, greedy = [], list(token)
+                t0 = time.perf_counter()
+                pending = await method.execute([_ids(token), _pos(n)], argmax=True, wait=False)
                 for k in range(steps):
-                    t0 = time.perf_counter()
-                    token = await method.execute([_ids(token), _pos(n + k)], argmax=True)
-                    times.append((time.perf_counter() - t0) * 1e3)
+                    ahead = await method.execute([LastArgmax(), _pos(n + k + 1)], argmax=True,
+                                                 wait=False) if k + 1 < steps else None
+                    token = await pending
+                    t1 = time.perf_counter()
+                    times.append((t1 - t0) * 1e3)
+                    t0, pending = t1, ahead
                     greedy += token
                 records.append({"phase": "decode", "context": c, "greedy": greedy,
                                 "positions": [n, n + steps - 1], "ms": times})

@@ -8,10 +8,11 @@ each feeding the previous step's greedy token, as ``LanguageModel`` decodes: the
 the GPU (4 bytes read back) and the next step submitted before this one's token is read,
 fed on the GPU (``readout.LastArgmax``); a step's time is the gap between two tokens read.
 So a context up to L - N is exact; at c = L the prefill is L - N tokens and the last step
-sees L - 1 cached tokens (the records say so: ``tokens`` and ``positions``). Before timing, one short prefill and one decode step
-build the pipelines (``WARMUP_TOKENS``); each prefill length is run once untimed first
-unless ``warmup=False`` (the first execute of a new length also traces its host steps). The
-ORT Web / transformers.js (bench/llm_web.js) and torch sides warm up the same way.
+sees L - 1 cached tokens (the records say so: ``tokens`` and ``positions``). Before
+timing, one short prefill and one decode step build the pipelines (``WARMUP_TOKENS``);
+each prefill length is run once untimed first unless ``warmup=False`` (the first execute
+of a new length also traces its host steps). The ORT Web / transformers.js
+(bench/llm_web.js) and torch sides warm up the same way.
 """
 
 from __future__ import annotations

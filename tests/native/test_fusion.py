@@ -150,11 +150,12 @@ def test_fused_block_equals_unfused(device, variant, m, bias, half):  # noqa: F8
     for fuse in (True, False):
         g, outs = _block(storage, dtype, m, bias, variant, fuse)
         got[fuse] = g.run(device, *outs)
-    # bit-identical on lavapipe; on the H200 float16 results moved by one f16 ulp
-    # (2^-10 relative), the fused chain and epilogues rounding where the GPU's own f16
-    # kernels had rounded in another order
+    # bit-identical on lavapipe; on the H200 float16 results moved by up to two f16 ulps
+    # (2^-10 relative each; 10.375 against 10.390625 at 37 rows with a bias): the fused
+    # chain and epilogues round where the GPU's own f16 kernels had rounded otherwise, and
+    # the SwiGLU products carry a one-ulp change on. Four ulps allowed.
     for a, b in zip(got[True], got[False]):
-        np.testing.assert_allclose(a, b, rtol=1e-3 if half else 1e-6,
+        np.testing.assert_allclose(a, b, rtol=4e-3 if half else 1e-6,
                                    atol=1e-3 if half else 1e-6)
 
 

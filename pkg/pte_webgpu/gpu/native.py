@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 
 from ..errors import GpuError, GpuValidationError, ShaderCompileError, UnsupportedError
 from .adapter import subgroup_sizes
@@ -175,11 +176,28 @@ class NativeDevice(GpuDevice):
     async def _read(self, buf, size):
         if size == 0:
             return b""
-        buf.handle.map_sync(self.wgpu.MapMode.READ, 0, size)
+        self._map(buf.handle, size)
         try:
             return bytes(buf.handle.read_mapped(0, size))
         finally:
             buf.handle.unmap()
+
+    def _map(self, handle, size):
+        """Map for reading once the GPU has written it. ``map_sync`` waits for ALL
+        submitted work (wgpu-native's blocking poll), which would make a chained decode
+        step's read also wait for the next step, submitted ahead of it; on GPUs this polls
+        without blocking instead, so the map completes with the submission that wrote it.
+        CPU adapters share the host's cores with that polling: they block."""
+        promise = handle.map_async(self.wgpu.MapMode.READ, 0, size)
+        poll = getattr(self.device, "_poll", None)
+        if not self.info.traits.is_cpu and poll is not None and hasattr(promise, "_state"):
+            pause = 2e-5
+            while promise._state == "pending":
+                poll(False)
+                if promise._state == "pending":
+                    time.sleep(pause)
+                    pause = min(2 * pause, 2e-4)
+        promise.sync_wait()
 
     async def _wait_idle(self):
         # on_submitted_work_done_sync is broken in wgpu 0.32.0; a tiny read waits too.

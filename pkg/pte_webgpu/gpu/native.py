@@ -183,21 +183,42 @@ class NativeDevice(GpuDevice):
             buf.handle.unmap()
 
     def _map(self, handle, size):
-        """Map for reading once the GPU has written it. ``map_sync`` waits for ALL
-        submitted work (wgpu-native's blocking poll), which would make a chained decode
-        step's read also wait for the next step, submitted ahead of it; on GPUs this polls
-        without blocking instead, so the map completes with the submission that wrote it.
-        CPU adapters share the host's cores with that polling: they block."""
-        promise = handle.map_async(self.wgpu.MapMode.READ, 0, size)
-        poll = getattr(self.device, "_poll", None)
-        if not self.info.traits.is_cpu and poll is not None and hasattr(promise, "_state"):
-            pause = 2e-5
-            while promise._state == "pending":
-                poll(False)
-                if promise._state == "pending":
-                    time.sleep(pause)
-                    pause = min(2 * pause, 2e-4)
-        promise.sync_wait()
+        """Map for reading once the GPU has written it. wgpu-py's map (and its poll
+        thread) waits with wgpu-native's blocking poll, which waits for ALL submitted work
+        and holds the device meanwhile: a chained decode step's read then also waits for
+        the step submitted ahead of it, whose submit waits in turn. On GPUs this maps with
+        the C calls and polls without blocking, so the map completes with the submission
+        that wrote the buffer. CPU adapters share the host's cores with such polling:
+        they block."""
+        raw = _raw_calls()
+        if raw is None or self.info.traits.is_cpu:
+            handle.map_sync(self.wgpu.MapMode.READ, 0, size)
+            return
+        lib, null = raw
+        from wgpu.backends.wgpu_native._ffi import ffi
+        status = []
+
+        @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
+        def mapped(code, _message, _u1, _u2):
+            status.append(code)
+
+        info = ffi.new("WGPUBufferMapCallbackInfo *")
+        info.mode = lib.WGPUCallbackMode_AllowProcessEvents
+        info.callback = mapped
+        lib.wgpuBufferMapAsync(handle._internal, lib.WGPUMapMode_Read, 0, size, info[0])
+        device, pause = self.device._internal, 1e-5
+        while not status:
+            lib.wgpuDevicePoll(device, 0, null)
+            if not status:
+                time.sleep(pause)
+                pause = min(2 * pause, 2e-4)
+        if status[0] != lib.WGPUMapAsyncStatus_Success:
+            raise GpuValidationError(f"mapping {handle.label!r} for reading failed "
+                                     f"(status {status[0]})")
+        # wgpu-py's own bookkeeping, which read_mapped and unmap check
+        handle._map_state = self.wgpu.enums.BufferMapState.mapped
+        handle._mapped_status = (0, size, self.wgpu.MapMode.READ)
+        handle._mapped_memoryviews = []
 
     async def _wait_idle(self):
         # on_submitted_work_done_sync is broken in wgpu 0.32.0; a tiny read waits too.

@@ -54,6 +54,18 @@ def _split(data: bytes, offsets, outputs) -> list[memoryview]:
     return [view[o:o + size] for o, (_, size) in zip(offsets, outputs)]
 
 
+@contextlib.contextmanager
+def _wrapped(what: str):
+    """Errors of the GPU API (wgpu's GPUValidationError, a JsException, ...) as
+    GpuValidationError naming ``what`` was under way; the project's own pass through."""
+    try:
+        yield
+    except PteError:
+        raise
+    except Exception as e:
+        raise GpuValidationError(f"{what}: {type(e).__name__}: {str(e)[:2000]}") from e
+
+
 def align4(n: int) -> int:
     return max(4, (n + 3) & ~3)
 
@@ -150,15 +162,9 @@ class GpuDevice:
         offsets), submit once, map ``staging`` once; returns each output's bytes (views
         of one copy). With ``profile``, also each dispatch's GPU time in microseconds
         (timestamp queries; wall time without them)."""
-        with self.in_use():
-            try:
-                self.check_alive()
-                return await self._run(recording, outputs, staging, profile)
-            except PteError:
-                raise
-            except Exception as e:  # wgpu's GPUValidationError, a JsException, ...
-                raise GpuValidationError(f"running the recorded work: {type(e).__name__}: "
-                                         f"{str(e)[:2000]}") from e
+        with self.in_use(), _wrapped("running the recorded work"):
+            self.check_alive()
+            return await self._run(recording, outputs, staging, profile)
 
     async def warm_up(self) -> None:
         """Run one tiny dispatch, copy and read back through ``run``: the first run in a
@@ -183,31 +189,15 @@ class GpuDevice:
         """``run`` without waiting: replay, copy the outputs into ``staging``, submit; the
         offsets for ``read_outputs``, which may come after later submits (the GPU works on
         while the host prepares the next run)."""
-        with self.in_use():
-            try:
-                self.check_alive()
-                encoder = self._encoder()
-                self._encode(encoder, recording.steps)
-                offsets = self._copy_outputs(encoder, outputs, staging)
-                self._submit(encoder)
-                return offsets
-            except PteError:
-                raise
-            except Exception as e:
-                raise GpuValidationError(f"submitting the recorded work: {type(e).__name__}: "
-                                         f"{str(e)[:2000]}") from e
+        with self.in_use(), _wrapped("submitting the recorded work"):
+            self.check_alive()
+            return self._submit_run(recording, outputs, staging)
 
     async def read_outputs(self, staging: Buffer, offsets: list[int],
                            outputs: list[tuple[Buffer, int]]) -> list[memoryview]:
         """The outputs a ``submit`` copied into ``staging``, once the GPU has written them."""
-        with self.in_use():
-            try:
-                data = await self._read(staging, offsets[-1] if offsets else 0)
-            except PteError:
-                raise
-            except Exception as e:
-                raise GpuValidationError(f"reading back outputs: {type(e).__name__}: "
-                                         f"{str(e)[:2000]}") from e
+        with self.in_use(), _wrapped("reading back outputs"):
+            data = await self._read(staging, offsets[-1] if offsets else 0)
             self.check_alive()
             return _split(data, offsets, outputs)
 
@@ -236,12 +226,7 @@ class GpuDevice:
         dispatches = sum(isinstance(s, Dispatch) for s in recording.steps) if profile else 0
         query = self._query_set(2 * dispatches) if dispatches else None
         try:
-            encoder = self._encoder()
-            self._encode(encoder, recording.steps, query)
-            offsets = self._copy_outputs(encoder, outputs, staging)
-            if query is not None:
-                self._resolve(encoder, query)
-            self._submit(encoder)
+            offsets = self._submit_run(recording, outputs, staging, query)
             data = await self._read(staging, offsets[-1] if offsets else 0)
             times = None
             if query is not None:
@@ -253,6 +238,17 @@ class GpuDevice:
                 self._release_query(query)
         self.check_alive()
         return _split(data, offsets, outputs), times
+
+    def _submit_run(self, recording, outputs, staging, query=None) -> list[int]:
+        """Encode ``recording`` (timed passes with ``query``), copy the outputs into
+        ``staging``, submit; the outputs' offsets there."""
+        encoder = self._encoder()
+        self._encode(encoder, recording.steps, query)
+        offsets = self._copy_outputs(encoder, outputs, staging)
+        if query is not None:
+            self._resolve(encoder, query)
+        self._submit(encoder)
+        return offsets
 
     def _encode(self, encoder, steps, query=None) -> None:
         """Consecutive dispatches share one compute pass (WebGPU orders dispatches within

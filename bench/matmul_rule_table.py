@@ -27,7 +27,9 @@ def main(src="docs/bench/linear_h200.json", dst="build/bench/linear_h200_rule.js
     recs = [r for r in json.loads(Path(src).read_text()) if not r["variant"].startswith("chosen")]
     for r in list(recs):
         m, k, n = r["shape"]
-        if r["impl"] == "ours" and matmul.choose(H200, m, n, k).name == r["variant"]:
+        half = r["dtype"] == "float16"
+        pick = matmul.choose(H200, m, n, k, half).for_k(k).for_dtype(half)
+        if r["impl"] == "ours" and pick.name == r["variant"]:
             recs.append(dict(r, variant="chosen " + r["variant"]))
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
     Path(dst).write_text(json.dumps(recs, indent=1))

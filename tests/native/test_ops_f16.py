@@ -65,8 +65,10 @@ def test_rms_norm(device, width, variant):  # noqa: F811
 
 
 @pytest.mark.parametrize("variant", ["tiled", "dot", "gemv4-64x4", "gemv4-32x2", "gemvsg4-32x4",
-                                     "mm4-8x8", "mm4-16x8"])
-@pytest.mark.parametrize("k", [37, 64])
+                                     "gemv8-32x2", "gemvsg8-32x4x4", "gemv8-64x1x8", "gemvsg8-32x4g4",
+                                     "gemv8-16x2g4", "gemvsg8-8x2x4g2", "mm4-8x8",
+                                     "mm4-16x8"])
+@pytest.mark.parametrize("k", [37, 64, 200])  # 64, 200: 8-half loads (200: a ragged sweep)
 def test_linear_odd_shape(device, variant, k):  # noqa: F811
     if variant.startswith("gemvsg") and not {"subgroup", "subgroups"} & device.info.features:
         pytest.skip("the adapter has no subgroups")

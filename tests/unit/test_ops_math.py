@@ -185,9 +185,10 @@ def _gpu(features=(), invocations=1024, storage=32768, backend="native"):
 
 
 @pytest.mark.parametrize("m,k,n,features,want", [
-    (1, 4096, 4096, {"subgroup"}, "gemvsg4-32x2"),
-    (1, 576, 49152, {"subgroups"}, "gemvsg4-32x4"),
-    (1, 1536, 576, (), "gemv4-32x1"),
+    (1, 4096, 4096, {"subgroup"}, "gemvsg4-32x2x4"),  # decode: 4 loads in flight
+    (1, 576, 49152, {"subgroups"}, "gemvsg4-32x4g2"),  # short K, wide N: column groups
+    (1, 1536, 576, (), "gemv4-32x1x4"),
+    (2, 1536, 576, (), "gemv4-32x1"),
     (3, 37, 2048, (), "gemv-32x2"),  # K % 4 != 0: scalar loads
     (32, 576, 576, (), "gemv4-32x1"),  # prefill rows: matrix-vector up to 256 rows
     (64, 576, 1536, (), "gemv4-32x4"),
@@ -200,9 +201,20 @@ def test_matmul_choice_on_a_gpu(m, k, n, features, want):
     assert matmul.choose(_gpu(features), m, n, k).name == want
 
 
+@pytest.mark.parametrize("m,k,n,want", [
+    (1, 4096, 4096, "gemvsg8-32x2"),  # float16 decode: 16-byte loads of 8 halves
+    (1, 576, 49152, "gemvsg8-32x4g4"),
+    (1, 36, 64, "gemvsg4-32x1"),  # K % 8 != 0: vec4 loads
+    (4, 4096, 4096, "gemvsg4-32x2"),
+])
+def test_matmul_choice_for_float16(m, k, n, want):
+    from pte_webgpu.ops import matmul
+    assert matmul.choose(_gpu({"subgroup"}), m, n, k, half=True).for_k(k).name == want
+
+
 @pytest.mark.parametrize("n,want", [
-    (576, [(1023, "mm4-8x16"), (256, "gemv4-32x4"), (8, "gemv4-32x1")]),
-    (49152, [(1023, "mm4-16x16"), (256, "gemv4-32x4")]),  # decode picks the same: one form
+    (576, [(1023, "mm4-8x16"), (256, "gemv4-32x4"), (8, "gemv4-32x1"), (1, "gemv4-32x1x4")]),
+    (49152, [(1023, "mm4-16x16"), (256, "gemv4-32x4"), (1, "gemv4-32x4g2")]),
 ])
 def test_a_dynamic_linear_records_a_form_per_row_range(n, want):
     """A prefill bound of 1023 rows: the bound's tiles, then each smaller row limit's own

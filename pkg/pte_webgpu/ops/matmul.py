@@ -5,11 +5,14 @@ out ``[..., N]`` = input · weightᵀ + bias, f32 accumulation in every form (fl
 tensors are stored as f16). A family of kernels, one chosen per op from M, N, K and the
 adapter (``choose``), as rms_norm's is:
 
-- ``gemv4-WGxC`` (shaders/matmul_gemv.wgsl): matrix-vector for decode, up to 4 rows per
-  workgroup of WG lanes that sweep K together (a long K is split across them), C (1, 2
-  or 4) output columns each; lane sums meet in a halving tree in workgroup memory. ``gemvsg4-WGxC``:
-  the same summed with subgroupAdd (adapters with subgroups; no barrier when WG fits in
-  one subgroup).
+- ``gemv4-WGxC[xD]`` (shaders/matmul_gemv.wgsl): matrix-vector for decode, up to 4 rows
+  per workgroup of WG lanes that sweep K together (a long K is split across them), C (1,
+  2 or 4) output columns each, D loads in flight per lane and column (2 when not named);
+  lane sums meet in a halving tree in workgroup memory. ``gemvsg4-WGxC``: the same
+  summed with subgroupAdd (adapters with subgroups; no barrier when WG fits in one
+  subgroup). ``gemv8``/``gemvsg8``: float16 weights in 16-byte loads of 8 halves
+  (K % 8 == 0; float32 programs load vec4s, already 16 bytes). A suffix ``gG``: G
+  column groups per workgroup, WG / G lanes each (a short K: fewer, fuller workgroups).
 - ``mm4-TWxTK`` (shaders/matmul_tile8.wgsl): tiled matrix-matrix for prefill, TW x TW
   lanes per (8 TW)² output tile, 8 x 8 outputs per lane in registers, K in steps of TK
   through workgroup memory. ``record`` takes any bindings and sizes: bmm can reuse it.
@@ -54,7 +57,8 @@ DECODE_ROWS = 8  # up to this many rows the matrix-vector form is chosen (CPU ad
 # form (4 rows per workgroup, the weight read M/4 times, mostly from L2) took 8-44 us on
 # the H200 where the tiles took 90-240 us: their few workgroups run the K loop serially.
 GPU_GEMV_ROWS = 256
-_NAME = re.compile(r"^(gemv|gemvsg|mm)(4?)-(\d+)x(\d+)$")
+_NAME = re.compile(r"^(gemv|gemvsg|mm)([48]?)-(\d+)x(\d+)(?:x(\d+))?(?:g(\d+))?$")
+GEMV_DEPTHS = (1, 2, 4, 8)  # loads in flight per lane and column
 
 PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("has_bias", "u32"),
                  ("tiles_n", "u32"),  # workgroups across N
@@ -64,7 +68,7 @@ PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("has_bias", "u32"),
 # Without a bias the weight stands in for binding 4; the shader never reads it.
 _BINDINGS = (Binding(0, "input"), Binding(1, "weight"), Binding(2, "out", "read_write"),
              Binding(4, "bias"), Binding(0, "input4", type="elem4"),
-             Binding(1, "weight4", type="elem4"))
+             Binding(1, "weight4", type="elem4"), Binding(1, "weight8", type="vec4<u32>"))
 
 # Epilogues: `put(row, col, v)` stores output (row, col) = v (bias added). "" one output;
 # "split2"/"split3": columns [0, n0), [n0, n1), [n1, n) go to out, out1, out2 (linears
@@ -95,14 +99,18 @@ def _with_epilogue(name: str, epilogue: str, generated: str = "", **kw) -> Kerne
                   **kw)
 
 
-def kernel(form: str, epilogue: str = "", rows: int = 1) -> Kernel:
+def kernel(form: str, epilogue: str = "", rows: int = 1, depth: int = 2,
+           col_groups: int = 1) -> Kernel:
     """The shader of one form ("basic": tiled and dot; "tile8", "tile8_vec4"; "gemv",
-    "gemvsg_browser", "gemvsg_native" with ``rows``) and epilogue."""
-    return _kernel(form, epilogue, rows if form.startswith("gemv") else 1)
+    "gemvsg_browser", "gemvsg_native" with ``rows``, ``depth`` and ``col_groups``) and
+    epilogue."""
+    if not form.startswith("gemv"):
+        rows, depth, col_groups = 1, 2, 1
+    return _kernel(form, epilogue, rows, depth, col_groups)
 
 
 @cache
-def _kernel(form: str, epilogue: str, rows: int) -> Kernel:
+def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int) -> Kernel:
     if form == "basic":
         return _with_epilogue("matmul", epilogue,
                               entries=(Entry("dot", "dot_item", "params.m * params.n"),))
@@ -116,12 +124,36 @@ def _kernel(form: str, epilogue: str, rows: int) -> Kernel:
     # builtins when the device has the "subgroup" feature.
     name = {"gemv": "matmul_gemv", "gemvsg_browser": "matmul_gemv_sg",
             "gemvsg_native": "matmul_gemv_sg_native"}[form]
-    return _with_epilogue(f"{name}_r{rows}", epilogue, _gemv_generated(subgroups, rows),
+    suffix = (f"_d{depth}" if depth != 2 else "") + (f"_g{col_groups}" if col_groups > 1 else "")
+    return _with_epilogue(f"{name}_r{rows}{suffix}", epilogue,
+                          _gemv_generated(subgroups, rows, depth, col_groups),
                           body="matmul_gemv", snippets=("flat_index",),
                           enables=("subgroups",) if form == "gemvsg_browser" else ())
 
 
-# The gemv reductions, appended to shaders/matmul_gemv.wgsl's sweeps.
+# The gemv sweeps (one per load width), reductions and entry points, appended to
+# shaders/matmul_gemv.wgsl's steps.
+_SWEEP = """
+fn sweep_{form}(b: Block, sub: u32) -> Sums {{
+  var s: Sums;
+  let span = wg_size / col_groups;  // the group's lanes
+  let len = params.k / {per_step}u;  // steps along K
+  let rb = row_bases(b, params.k / {per_input}u);
+  let cb = col_bases(b, len);
+  var j = sub;
+  for (; j + (depth - 1u) * span < len; j += depth * span) {{
+{steps}  }}
+  for (; j < len; j += span) {{
+    s = step_{form}(s, rb, cb, j);
+  }}
+  return s;
+}}
+"""
+# (entry point, sweep, elements per step, elements per input index)
+_GEMV_FORMS = (("main", "scalar", 1, 1), ("main_vec4", "vec4", 4, 4),
+               ("main_packed", "packed", 8, 4))
+# `me`: the lane's number in the workgroup; where the workgroup is one subgroup, its
+# subgroup lane (the implementation numbers those: shuffles address them).
 _GEMV_ENTRY = """
 @compute @workgroup_size(wg_size)
 fn {name}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
@@ -130,40 +162,70 @@ fn {name}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups
   if (g >= params.tiles) {{
     return;  // uniform for the whole workgroup
   }}
-  let b = block_of(g);
-  write_column(b, lane, lanes_sum({sweep}(b, lane), lane{sg_args}));
+  let me = {me};
+  let span = wg_size / col_groups;
+  let sub = me % span;  // lane within its column group
+  let b = block_of(g, me / span);
+  write_column(b, sub, lanes_sum({sweep}(b, sub), me{sg_args}));
 }}
 """
 _TREE_SUM = """
 var<workgroup> part: array<vec4<f32>, wg_size * cols>;  // [column][lane]
 
-// Lane c (< cols) gets column c's total over the workgroup's lanes: a halving tree.
-fn lanes_sum(s: Sums, lane: u32) -> vec4<f32> {
-  part[lane] = s.c0;
-  if (cols > 1u) { part[wg_size + lane] = s.c1; }
+// Lane c (< cols) of each column group gets its column c's total over the group's
+// lanes: a halving tree in workgroup memory.
+fn tree_sum(s: Sums, me: u32) -> vec4<f32> {
+  part[me] = s.c0;
+  if (cols > 1u) { part[wg_size + me] = s.c1; }
   if (cols > 2u) {
-    part[2u * wg_size + lane] = s.c2;
-    part[3u * wg_size + lane] = s.c3;
+    part[2u * wg_size + me] = s.c2;
+    part[3u * wg_size + me] = s.c3;
   }
   workgroupBarrier();
-  for (var stride = wg_size / 2u; stride > 0u; stride /= 2u) {
-    if (lane < stride) {
+  let sub = me % (wg_size / col_groups);
+  for (var stride = wg_size / col_groups / 2u; stride > 0u; stride /= 2u) {
+    if (sub < stride) {
       for (var c = 0u; c < cols; c++) {
-        part[c * wg_size + lane] += part[c * wg_size + lane + stride];
+        part[c * wg_size + me] += part[c * wg_size + me + stride];
       }
     }
     workgroupBarrier();
   }
-  return part[min(lane, cols - 1u) * wg_size];
+  return part[min(sub, cols - 1u) * wg_size + me - sub];
+}
+
+fn pick(t: Sums, c: u32) -> vec4<f32> {
+  return select(select(select(t.c0, t.c1, c == 1u), t.c2, c == 2u), t.c3, c == 3u);
+}
+"""
+_TREE_LANES = """
+fn lanes_sum(s: Sums, me: u32) -> vec4<f32> {
+  return tree_sum(s, me);
 }
 """
 _SUBGROUP_SUM = """
-var<workgroup> part: array<vec4<f32>, wg_size * cols>;  // [column][lane]
-
-// Lane c (< cols) gets column c's total: subgroupAdd, and when the workgroup spans
-// several subgroups their totals meet in workgroup memory (which lanes share a subgroup
-// is the implementation's choice: each subgroup's first lane posts, the others zeros).
-fn lanes_sum(s: Sums, lane: u32, sg_size: u32, sg_lane: u32) -> vec4<f32> {
+// Lane c (< cols) of each column group gets its column c's total. One column group:
+// subgroupAdd, and when the workgroup spans several subgroups their totals meet in
+// workgroup memory (which lanes share a subgroup is the implementation's choice: each
+// subgroup's first lane posts, the others zeros). Several groups in a workgroup that is
+// one subgroup: butterflies within each group's lanes (subgroupShuffleXor); in several
+// subgroups, the tree.
+fn lanes_sum(s: Sums, me: u32, sg_size: u32, sg_lane: u32) -> vec4<f32> {
+  if (col_groups > 1u) {
+    if (sg_size != wg_size) {
+      return tree_sum(s, me);
+    }
+    var t = s;
+    for (var m = wg_size / col_groups / 2u; m > 0u; m /= 2u) {
+      t.c0 += subgroupShuffleXor(t.c0, m);
+      if (cols > 1u) { t.c1 += subgroupShuffleXor(t.c1, m); }
+      if (cols > 2u) {
+        t.c2 += subgroupShuffleXor(t.c2, m);
+        t.c3 += subgroupShuffleXor(t.c3, m);
+      }
+    }
+    return pick(t, me % (wg_size / col_groups));
+  }
   var t = Sums(subgroupAdd(s.c0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
   if (cols > 1u) { t.c1 = subgroupAdd(s.c1); }
   if (cols > 2u) {
@@ -171,21 +233,21 @@ fn lanes_sum(s: Sums, lane: u32, sg_size: u32, sg_lane: u32) -> vec4<f32> {
     t.c3 = subgroupAdd(s.c3);
   }
   if (sg_size >= wg_size) {  // the whole workgroup is one subgroup: no barrier
-    return select(select(select(t.c0, t.c1, lane == 1u), t.c2, lane == 2u), t.c3, lane == 3u);
+    return pick(t, me);
   }
   let lead = sg_lane == 0u;
   let zero = vec4<f32>(0.0);
-  part[lane] = select(zero, t.c0, lead);
-  if (cols > 1u) { part[wg_size + lane] = select(zero, t.c1, lead); }
+  part[me] = select(zero, t.c0, lead);
+  if (cols > 1u) { part[wg_size + me] = select(zero, t.c1, lead); }
   if (cols > 2u) {
-    part[2u * wg_size + lane] = select(zero, t.c2, lead);
-    part[3u * wg_size + lane] = select(zero, t.c3, lead);
+    part[2u * wg_size + me] = select(zero, t.c2, lead);
+    part[3u * wg_size + me] = select(zero, t.c3, lead);
   }
   workgroupBarrier();
   var all = vec4<f32>(0.0);
-  if (lane < cols) {
+  if (me < cols) {
     for (var i = 0u; i < wg_size; i++) {
-      all += part[lane * wg_size + i];
+      all += part[me * wg_size + i];
     }
   }
   return all;
@@ -193,16 +255,25 @@ fn lanes_sum(s: Sums, lane: u32, sg_size: u32, sg_lane: u32) -> vec4<f32> {
 """
 
 
-def _gemv_generated(subgroups: bool, rows: int) -> str:
+def _gemv_generated(subgroups: bool, rows: int, depth: int, col_groups: int) -> str:
     sg_params = sg_args = ""
+    me = "lane"
     if subgroups:
         sg_params = (",\n    @builtin(subgroup_size) sg_size: u32,"
                      " @builtin(subgroup_invocation_id) sg_lane: u32")
         sg_args = ", sg_size, sg_lane"
-    entries = "".join(_GEMV_ENTRY.format(name=n, sweep=s, sg_params=sg_params, sg_args=sg_args)
-                      for n, s in (("main", "sweep_scalar"), ("main_vec4", "sweep_vec4")))
+        me = "select(lane, sg_lane, sg_size == wg_size)"
+    steps = "".join(f"    s = step_{{form}}(s, rb, cb, j + {i}u * span);\n"
+                    for i in range(depth))
+    sweeps = "".join(_SWEEP.format(form=f, per_step=ps, per_input=pi,
+                                   steps=steps.replace("{form}", f))
+                     for _, f, ps, pi in _GEMV_FORMS)
+    entries = "".join(_GEMV_ENTRY.format(name=n, sweep="sweep_" + f, sg_params=sg_params,
+                                         sg_args=sg_args, me=me) for n, f, _, _ in _GEMV_FORMS)
     return (f"const rows: u32 = {rows}u;  // input rows per workgroup\n"
-            + (_SUBGROUP_SUM if subgroups else _TREE_SUM) + entries)
+            f"const depth: u32 = {depth}u;  // steps per iteration: loads in flight\n"
+            f"const col_groups: u32 = {col_groups}u;  // column groups per workgroup\n"
+            + sweeps + _TREE_SUM + (_SUBGROUP_SUM if subgroups else _TREE_LANES) + entries)
 
 
 KERNEL = kernel("basic")  # the plain shaders, declared at import (tests compose them)
@@ -216,20 +287,33 @@ class Variant:
     vec4: bool = False
     a: int = 0  # gemv: lanes per workgroup; mm: lanes per side
     b: int = 0  # gemv: columns per workgroup; mm: K per step
+    depth: int = 2  # gemv: loads in flight per lane and column
+    packed: bool = False  # gemv: f16 weights in 16-byte loads (implies vec4)
+    groups: int = 1  # gemv: column groups per workgroup
 
     @property
     def name(self) -> str:
         if self.kind in ("tiled", "dot"):
             return self.kind
-        return f"{self.kind}{'4' if self.vec4 else ''}-{self.a}x{self.b}"
+        width = "8" if self.packed else "4" if self.vec4 else ""
+        depth = f"x{self.depth}" if self.depth != 2 else ""
+        groups = f"g{self.groups}" if self.groups > 1 else ""
+        return f"{self.kind}{width}-{self.a}x{self.b}{depth}{groups}"
 
     def for_k(self, k: int) -> "Variant":
-        """vec4 loads need K % 4 == 0: other K load scalars, same shape."""
+        """Packed loads need K % 8 == 0, vec4 loads K % 4 == 0: other K load narrower,
+        same shape."""
+        if self.packed and k % 8:
+            return replace(self, packed=False).for_k(k)
         return self if not self.vec4 or k % 4 == 0 else replace(self, vec4=False)
+
+    def for_dtype(self, half: bool) -> "Variant":
+        """Packed loads are for f16 weights: f32 ones already load 16 bytes as vec4s."""
+        return replace(self, packed=False) if self.packed and not half else self
 
     @property
     def entry(self) -> str:
-        return "main_vec4" if self.vec4 else "main"
+        return "main_packed" if self.packed else "main_vec4" if self.vec4 else "main"
 
 
 def parse(name: str) -> Variant:
@@ -240,7 +324,16 @@ def parse(name: str) -> Variant:
     if not m:
         raise UnsupportedError(f"matmul variant {name!r}: names look like gemv4-64x4, "
                                "gemvsg4-32x4, mm4-16x8, tiled, dot")
-    v = Variant(m.group(1), m.group(2) == "4", int(m.group(3)), int(m.group(4)))
+    kind, width, depth, groups = m.group(1), m.group(2), m.group(5), m.group(6)
+    if kind == "mm" and (width == "8" or depth or groups):
+        raise UnsupportedError(f"matmul variant {name!r}: tiles are mm4-TWxTK or mm-TWxTK")
+    v = Variant(kind, width != "", int(m.group(3)), int(m.group(4)), int(depth or 2),
+                width == "8", int(groups or 1))
+    if v.depth not in GEMV_DEPTHS:
+        raise UnsupportedError(f"matmul variant {name!r}: {GEMV_DEPTHS} loads in flight")
+    if kind != "mm" and (not _pow2(v.groups) or v.a // v.groups < v.b):
+        raise UnsupportedError(f"matmul variant {name!r}: column groups: a power of two, "
+                               "each with at least as many lanes as columns")
     if not _pow2(v.a):
         raise UnsupportedError(f"matmul variant {name!r}: {v.a} lanes: a power of two")
     if v.kind == "mm" and (v.b < 4 or v.b % 4):
@@ -298,15 +391,18 @@ def supported(v: Variant, adapter) -> str | None:
     return None
 
 
-def choose(adapter, m: int, n: int, k: int) -> Variant:
+def choose(adapter, m: int, n: int, k: int, half: bool = False) -> Variant:
     """The selection rule (measured on an H200, native Vulkan: docs/performance.md).
 
     CPU adapters: ``_choose_cpu``. GPUs, up to GPU_GEMV_ROWS rows: matrix-vector in
     workgroups of 32 lanes (one subgroup on NVIDIA: subgroup sums need no barrier; wider
     workgroups were slower at every decode shape measured), 4 columns each from N =
     16384 or from 33 rows, 2 from N = 1024, else 1; subgroup sums where the adapter has
-    them. More rows: the 8 x 8-per-lane tiles, 128 wide when that gives at least 128
-    tiles, else 64, K in steps of 16 (8 where workgroup storage is short).
+    them. One row (decode): float16 weights in 16-byte loads; float32 ones 4 loads in
+    flight per lane and column; a short K against a wide N (the lm head) in column
+    groups, 2 (float32) or 4 (float16) per workgroup. More rows: the 8 x 8-per-lane
+    tiles, 128 wide when that gives at least 128 tiles, else 64, K in steps of 16 (8
+    where workgroup storage is short).
     """
     if is_cpu(adapter):
         return _choose_cpu(adapter, m, k)
@@ -315,6 +411,10 @@ def choose(adapter, m: int, n: int, k: int) -> Variant:
         cols = 4 if n >= 16384 or m > 32 else 2 if n >= 1024 else 1
         kind = "gemvsg" if has_subgroups(adapter) else "gemv"
         pick = Variant(kind, True, min(32, _floor_pow2(top)), cols)
+        if m == 1:
+            pick = replace(pick, packed=half, depth=2 if half else 4)
+            if k <= 1024 and n >= 16384:
+                pick = replace(pick, depth=2, groups=min(4 if half else 2, pick.a // cols))
         while pick.b > 1 and supported(pick, adapter):
             pick = replace(pick, b=pick.b // 2)
     else:
@@ -343,12 +443,18 @@ def _choose_cpu(adapter, m: int, k: int) -> Variant:
     return (pick if supported(pick, adapter) is None else Variant("dot")).for_k(k)
 
 
-def candidates(adapter, m: int, k: int) -> list[Variant]:
+def candidates(adapter, m: int, k: int, half: bool = False) -> list[Variant]:
     """Variants worth measuring for M rows (bench/), all runnable here."""
     names = []
     if m <= (DECODE_ROWS if is_cpu(adapter) else GPU_GEMV_ROWS):
         names += [f"gemv4-{wg}x{c}" for wg in (32, 64, 128, 256) for c in GEMV_COLS]
         names += [f"gemvsg4-{wg}x{c}" for wg in (32, 64, 128) for c in GEMV_COLS]
+        # one subgroup per workgroup, more loads in flight, f16 in 16-byte loads
+        names += [f"gemv{sg}{w}-32x{c}x{d}" for sg in ("", "sg") for w in (4, 8)
+                  for c in GEMV_COLS for d in (2, 4)]
+        # several column groups per workgroup (short K)
+        names += [f"gemvsg{w}-{wg}x{c}g{g}" for w in (4, 8) for wg in (32, 64, 128)
+                  for c in (2, 4) for g in (2, 4, 8) if wg // g >= 8]
     if m > DECODE_ROWS:
         names += ["mm4-16x8", "mm4-16x16", "mm4-16x4", "mm4-8x8", "mm4-8x16", "tiled"]
     if is_cpu(adapter):
@@ -356,7 +462,7 @@ def candidates(adapter, m: int, k: int) -> list[Variant]:
                              for c in (1, 4)] if m <= DECODE_ROWS else [])
     out = []
     for name in names:
-        v = parse(name).for_k(k)
+        v = parse(name).for_k(k).for_dtype(half)
         if supported(v, adapter) is None and v not in out:
             out.append(v)
     return out
@@ -403,9 +509,10 @@ def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = ""):
     form = "gemv" if v.kind == "gemv" else (
         "gemvsg_browser" if ctx.device.info.backend == "browser" else "gemvsg_native")
     rows = min(GEMV_MAX_ROWS, m)
-    tiles_n = -(-n // v.b)
+    tiles_n = -(-n // (v.b * v.groups))
     tiles = tiles_n * -(-m // rows)
-    return kernel(form, epilogue, rows), {"wg_size": v.a, "cols": v.b}, tiles_n, tiles, tiles
+    return (kernel(form, epilogue, rows, v.depth, v.groups), {"wg_size": v.a, "cols": v.b},
+            tiles_n, tiles, tiles)
 
 
 async def record(ctx, op, v: Variant, bindings, m: int, n: int, k: int, has_bias: bool,
@@ -413,6 +520,7 @@ async def record(ctx, op, v: Variant, bindings, m: int, n: int, k: int, has_bias
     """Record one product of variant ``v``: ``bindings`` maps 0 input [M, K], 1 weight
     [N, K], 2 out [M, N], 4 bias [N] (anything when ``has_bias`` is False), and what the
     epilogue binds (5, 6), to value ids or buffers. Also used by bench/."""
+    v = v.for_dtype(half)
     shader, constants, tiles_n, tiles, groups = _shape(ctx, v, m, n, epilogue)
     entry = {"dot": "dot", "tiled": "main", "mm": "main"}.get(v.kind, v.entry)
     pipeline = await ctx.pipeline(shader, constants, entry, half)
@@ -461,15 +569,16 @@ async def _product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, ou
     if m * n == 0:
         return
     adapter = ctx.device.info
-    v = VARIANTS.pick(ctx, op, lambda: choose(adapter, m, n, k), lambda v: fit(v, adapter, k))
     half, extra = ctx.half(out_id), (epilogue, n0, n1)
+    v = VARIANTS.pick(ctx, op, lambda: choose(adapter, m, n, k, half),
+                      lambda v: fit(v, adapter, k))
     # A dynamic M (one program for prefill and decode): the actual rows' workgroups only,
     # and where fewer rows pick other forms (matrix-vector for decode, ...), each is
     # recorded too and takes the executes of its row range (the others' grids are empty).
     forms = [(m, v)]
     if m > 1 and ctx.dyn is not None and ctx.dyn.is_dynamic(ctx.graph_key, out_id) \
             and VARIANTS.forced(ctx.options) is None:
-        forms = _row_forms(adapter, m, n, k, v)
+        forms = _row_forms(adapter, m, n, k, v, half)
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
 
@@ -484,13 +593,14 @@ async def _product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, ou
             _groups(ctx, f, rows(e), n) if low < rows(e) <= top else 0, alternative=i > 0)
 
 
-def _row_forms(adapter, m: int, n: int, k: int, v: Variant) -> list[tuple[int, Variant]]:
+def _row_forms(adapter, m: int, n: int, k: int, v: Variant,
+               half: bool = False) -> list[tuple[int, Variant]]:
     """(up to how many rows, variant) for a dynamic M: ``v``, the bound's pick, first (it
     serves any row count), then the pick of each smaller row limit that differs."""
     forms = [(m, v)]
-    for limit in (GPU_GEMV_ROWS, DECODE_ROWS):
+    for limit in (GPU_GEMV_ROWS, DECODE_ROWS, 1):
         if limit < m:
-            pick = choose(adapter, limit, n, k)
+            pick = choose(adapter, limit, n, k, half)
             if pick == forms[-1][1]:
                 forms[-1] = (forms[-1][0], pick)
             else:

@@ -187,8 +187,8 @@ def _gpu(features=(), invocations=1024, storage=32768, backend="native"):
 @pytest.mark.parametrize("m,k,n,features,want", [
     (1, 4096, 4096, {"subgroup"}, "gemvsg4-32x2x4"),  # decode: 4 loads in flight
     (1, 576, 49152, {"subgroups"}, "gemvsg4-32x4g2"),  # short K, wide N: column groups
-    (1, 1536, 576, (), "gemv4-32x1x4"),
-    (2, 1536, 576, (), "gemv4-32x1"),
+    (1, 1536, 576, (), "gemv4-32x1"),
+    (1, 2048, 576, (), "gemv4-32x1x4"),
     (3, 37, 2048, (), "gemv-32x2"),  # K % 4 != 0: scalar loads
     (32, 576, 576, (), "gemv4-32x1"),  # prefill rows: matrix-vector up to 256 rows
     (64, 576, 1536, (), "gemv4-32x4"),
@@ -213,7 +213,7 @@ def test_matmul_choice_for_float16(m, k, n, want):
 
 
 @pytest.mark.parametrize("n,want", [
-    (576, [(1023, "mm4-8x16"), (256, "gemv4-32x4"), (8, "gemv4-32x1"), (1, "gemv4-32x1x4")]),
+    (576, [(1023, "mm4-8x16"), (256, "gemv4-32x4"), (8, "gemv4-32x1")]),  # decode: the same
     (49152, [(1023, "mm4-16x16"), (256, "gemv4-32x4"), (1, "gemv4-32x4g2")]),
 ])
 def test_a_dynamic_linear_records_a_form_per_row_range(n, want):

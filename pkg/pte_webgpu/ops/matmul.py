@@ -398,8 +398,8 @@ def choose(adapter, m: int, n: int, k: int, half: bool = False) -> Variant:
     workgroups of 32 lanes (one subgroup on NVIDIA: subgroup sums need no barrier; wider
     workgroups were slower at every decode shape measured), 4 columns each from N =
     16384 or from 33 rows, 2 from N = 1024, else 1; subgroup sums where the adapter has
-    them. One row (decode): float16 weights in 16-byte loads; float32 ones 4 loads in
-    flight per lane and column; a short K against a wide N (the lm head) in column
+    them. One row (decode): float16 weights in 16-byte loads; float32 ones from K = 2048
+    4 loads in flight per lane and column; a short K against a wide N (the lm head) in column
     groups, 2 (float32) or 4 (float16) per workgroup. More rows: the 8 x 8-per-lane
     tiles, 128 wide when that gives at least 128 tiles, else 64, K in steps of 16 (8
     where workgroup storage is short).
@@ -412,7 +412,9 @@ def choose(adapter, m: int, n: int, k: int, half: bool = False) -> Variant:
         kind = "gemvsg" if has_subgroups(adapter) else "gemv"
         pick = Variant(kind, True, min(32, _floor_pow2(top)), cols)
         if m == 1:
-            pick = replace(pick, packed=half, depth=2 if half else 4)
+            # 4 loads in flight: 4096 x 4096 float32 0.77x -> 0.81x the copy kernel; at
+            # SmolLM2's K of 576 and 1536 ~10% slower in the model (H200)
+            pick = replace(pick, packed=half, depth=4 if k >= 2048 and not half else 2)
             if k <= 1024 and n >= 16384:
                 pick = replace(pick, depth=2, groups=min(4 if half else 2, pick.a // cols))
         while pick.b > 1 and supported(pick, adapter):

@@ -17,7 +17,8 @@ SUPPORT = (Path(__file__).parent / "page_support.py").read_text()
 LINEAR_FIXTURES = [e for e in INDEX if runnable(e)
                    and any(w in e["name"] for w in ("block", "mlp", "linear"))]
 VARIANTS = ["tiled", "dot", "gemv4-32x1", "gemv4-64x4", "gemv-128x2", "gemvsg4-32x2",
-            "gemvsg4-4x4", "gemvsg4-64x1", "mm4-8x8", "mm4-16x16", "mm-8x16"]
+            "gemvsg4-4x4", "gemvsg4-64x1", "gemvsg4-32x2x4", "gemvsg4-8x2g2", "gemv4-32x4g4",
+            "mm4-8x8", "mm4-16x16", "mm-8x16"]
 SHAPES = [(3, 37, 5), (1, 1, 1), (70, 45, 33), (1, 256, 1), (9, 64, 130), (2, 6, 7)]
 
 PAGE_CODE = r'''
@@ -112,15 +113,17 @@ def test_variant_matches_numpy(page, variant):
                                        err_msg=f"{variant} {shape} bias={bias is not None}")
 
 
-@pytest.mark.parametrize("variant", ["gemv4-32x2", "gemvsg4-32x2", "mm4-8x8", "tiled", "dot"])
+@pytest.mark.parametrize("variant", ["gemv4-32x2", "gemvsg4-32x2", "gemvsg8-32x2g4",
+                                     "gemv8-8x1x4", "mm4-8x8", "tiled", "dot"])
 def test_float16_weights_accumulate_in_f32(page, variant):
     _runnable(page, variant)
     if "shader-f16" not in page.run_python("sorted(_runtime.device.info.features)"):
         pytest.skip("no shader-f16")
-    x, w, b = _data(3, 300, 9, np.float16)
-    got, _ = run_in_page(page, variant, x, w, b)
-    ref = want(x, w, b).astype(np.float16).astype(np.float64)
-    np.testing.assert_allclose(got.astype(np.float64), ref, rtol=2e-3, atol=2e-3)
+    for k in (300, 304):  # 304: gemv8 reads 8 halves per load (K % 8 == 0)
+        x, w, b = _data(3, k, 9, np.float16)
+        got, _ = run_in_page(page, variant, x, w, b)
+        ref = want(x, w, b).astype(np.float16).astype(np.float64)
+        np.testing.assert_allclose(got.astype(np.float64), ref, rtol=2e-3, atol=2e-3)
 
 
 def test_many_rows_fold_the_grid(page):

@@ -3,6 +3,10 @@
 // +0 and -0 included, the first index). One workgroup: each lane keeps the best of a
 // strided slice, then a halving tree in workgroup memory. Greedy decoding reads back
 // these 4 bytes instead of the whole row of logits (runtime/readout.py).
+// With params.temperature > 0 it samples instead: the index of the largest
+// x / temperature + g, g Gumbel noise from a hash of (seed, draw, index), is a draw from
+// softmax(x / temperature) (the Gumbel-max trick): one pass, no sort, nothing read back
+// but the index. NaN still ranks first; -inf stays -inf.
 override wg_size: u32 = 256;
 
 var<workgroup> best_value: array<f32, wg_size>;
@@ -23,12 +27,34 @@ fn ranks_above(v: f32, i: u32, w: f32, j: u32) -> bool {
   return i < j;
 }
 
+// A well-mixed 32-bit hash (a PCG output permutation): uniform bits from a counter.
+fn mix(a: u32) -> u32 {
+  let s = a * 747796405u + 2891336453u;
+  let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;
+  return (w >> 22u) ^ w;
+}
+
+// Gumbel(0, 1) noise for element j of draw `draw`: -log(-log(u)), u uniform in (0, 1).
+fn gumbel(j: u32) -> f32 {
+  let bits = mix(params.seed ^ mix(params.draw ^ mix(j)));
+  let u = (f32(bits >> 8u) + 0.5) / 16777216.0;
+  return -log(-log(u));
+}
+
+fn key(j: u32) -> f32 {
+  let x_j = f32(x[params.offset + j]);
+  if (params.temperature > 0.0) {
+    return x_j / params.temperature + gumbel(j);
+  }
+  return x_j;
+}
+
 @compute @workgroup_size(wg_size)
 fn main(@builtin(local_invocation_index) lane: u32) {
   var v = -3.0e38;
   var i = 0xffffffffu;  // no index yet: any element ranks above
   for (var j = lane; j < params.width; j += wg_size) {
-    let x_j = f32(x[params.offset + j]);
+    let x_j = key(j);
     if (i == 0xffffffffu || ranks_above(x_j, j, v, i)) {
       v = x_j;
       i = j;

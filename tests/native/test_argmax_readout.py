@@ -91,3 +91,63 @@ def test_public_wgpu_encoding_path_gives_the_same_outputs(runtime, monkeypatch):
     slow = run_sync(run())
     np.testing.assert_array_equal(fast, x + y)
     np.testing.assert_array_equal(slow, x + y)
+
+
+@pytest.mark.parametrize("fixture,dtype", [("add_2x3x4", np.float32),
+                                           ("add_fp16_2x3x4", np.float16)])
+def test_sampling_on_the_gpu_follows_softmax(runtime, fixture, dtype):
+    """execute(argmax=True, sample=Sample(T, seed, draw)): 3000 draws of the last row's
+    index against softmax(row / T) computed here in float64 (a chi-square test; the
+    draws are deterministic for a seed, so this passes or fails the same way each run);
+    a tiny temperature gives the argmax, and the same (seed, draw) the same index."""
+    from pte_webgpu.runtime.readout import Sample
+
+    x = np.zeros((2, 3, 4), dtype)
+    row = np.array([1.0, 2.0, 0.5, -1.0])
+    x[1, 2] = row.astype(dtype)
+    y = np.zeros_like(x)
+    temperature, n = 0.7, 3000
+
+    async def go():
+        program = await runtime.load_program((FIXTURES / f"{fixture}.pte").read_bytes())
+        try:
+            method = program.load_method()
+            picks = [(await method.execute([x, y], argmax=True,
+                                           sample=Sample(temperature, 12345, d)))[0]
+                     for d in range(n)]
+            again = (await method.execute([x, y], argmax=True, sample=Sample(temperature, 12345,
+                                                                             7)))[0]
+            cold = [(await method.execute([x, y], argmax=True, sample=Sample(1e-6, 9, d)))[0]
+                    for d in range(20)]
+            return picks, again, cold
+        finally:
+            program.close()
+
+    picks, again, cold = run_sync(go())
+    p = np.exp(row / temperature)
+    p /= p.sum()
+    counts = np.bincount(picks, minlength=4)
+    chi2 = float((((counts - n * p) ** 2) / (n * p)).sum())
+    assert chi2 < 21.1, (counts.tolist(), (n * p).round(1).tolist())  # 3 dof: p = 1e-4
+    assert again == picks[7]
+    assert set(cold) == {1}
+
+
+def test_sample_is_checked(runtime):
+    from pte_webgpu.errors import InputError
+    from pte_webgpu.runtime.readout import Sample
+
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(InputError, match="temperature"):
+            Sample(bad)
+    x = np.zeros((2, 3, 4), np.float32)
+
+    async def go():
+        program = await runtime.load_program((FIXTURES / "add_2x3x4.pte").read_bytes())
+        try:
+            with pytest.raises(InputError, match="sample"):
+                await program.load_method().execute([x, x], sample=Sample(1.0))
+        finally:
+            program.close()
+
+    run_sync(go())

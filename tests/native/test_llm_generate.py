@@ -177,3 +177,59 @@ def test_smollm_fp16_answers(runtime):
     finally:
         lm.close()
     assert "Paris" in text, text
+
+
+@pytest.mark.parametrize("name", ["llama_dynamic_rope", "llama_static_rope_fp16"])
+def test_temperature_sampling_is_drawn_on_the_gpu(runtime, name):
+    """tokens(temperature=T) without top_k/top_p: every token is drawn on the GPU
+    (readout.Sample, chained steps). It equals a host-fed loop of executes with the same
+    draws, repeats for a seed, and at a vanishing temperature is the greedy continuation;
+    top_k still samples on the host."""
+    import random
+
+    from pte_webgpu.runtime.readout import Sample
+
+    case = tiny_case(name)
+    prompt, n, temperature, seed = case["prompt"], 8, 1.5, 42
+
+    async def host_fed(method):
+        seed32 = random.Random(seed).getrandbits(32)
+        ids, pos = [], 0
+        feeds = [prompt] if case["dynamic"] else [[t] for t in prompt]
+        for k, chunk in enumerate(feeds):
+            draw = Sample(temperature, seed32, 0) if k == len(feeds) - 1 else None
+            out = await method.execute([np.array([chunk], np.int64), np.array([pos], np.int64)],
+                                       argmax=True, sample=draw)
+            pos += len(chunk)
+        for d in range(1, n):
+            ids.append(out[0])
+            out = await method.execute([np.array([[ids[-1]]], np.int64),
+                                        np.array([pos], np.int64)], argmax=True,
+                                       sample=Sample(temperature, seed32, d))
+            pos += 1
+        return ids + [out[0]]
+
+    async def go():
+        lm = await LanguageModel.load(runtime, case["pte"].read_bytes())
+        try:
+            lm.stop_ids = set()
+            got = await _collect(lm.tokens(prompt, max_new_tokens=n, temperature=temperature,
+                                           seed=seed))
+            again = await _collect(lm.tokens(prompt, max_new_tokens=n, temperature=temperature,
+                                             seed=seed))
+            other = await _collect(lm.tokens(prompt, max_new_tokens=n, temperature=temperature,
+                                             seed=seed + 1))
+            cold = await _collect(lm.tokens(prompt, max_new_tokens=n, temperature=1e-6))
+            host = await _collect(lm.tokens(prompt, max_new_tokens=n, temperature=temperature,
+                                            top_k=3, seed=seed))
+            lm.reset()
+            want = await host_fed(lm.method)
+            return got, again, other, cold, host, want
+        finally:
+            lm.close()
+
+    got, again, other, cold, host, want = run_sync(go())
+    assert got == want == again
+    assert other != got  # 8 draws at T = 1.5 over a 64+ word vocab
+    assert cold == case["greedy"][:n]
+    assert len(host) == n and all(0 <= t < case["vocab"] for t in host)

@@ -10,8 +10,10 @@ and ``reset()`` forgets everything.
 Prefill is ONE execute when the tokens input has a dynamic length (chunks of its bound),
 else token by token. Greedy decoding picks each token on the GPU and feeds it to the next
 step there (``readout.LastArgmax``): step k + 1 is submitted before step k's token is read
-back, so the host's work for one step overlaps the GPU's for the other. Sampling reads the
-logits row of every step (196 KB for a 49152-word vocab, float32) and picks on the host.
+back, so the host's work for one step overlaps the GPU's for the other. Sampling at a
+temperature alone runs the same way: the GPU draws each token (``readout.Sample``,
+Gumbel-max). With top_k or top_p it reads the logits row of every step (196 KB for a
+49152-word vocab, float32) and picks on the host.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import InputError, UnsupportedError
-from ..runtime.readout import LastArgmax
+from ..runtime.readout import LastArgmax, Sample
 from ..tensor import Tensor
 from .chat import ChatTemplate
 from .sampling import choose
@@ -145,15 +147,17 @@ class LanguageModel:
         return self.tokenizer.encode(prompt, add_special=True)
 
     # --- the loop --------------------------------------------------------------------
-    async def _forward(self, ids: list[int], greedy: bool = False):
+    async def _forward(self, ids: list[int], greedy: bool = False, sample=None):
         """Feed ``ids`` after the cached history; the logits of the last one, or with
-        ``greedy`` their argmax, found on the GPU (4 bytes read back, not the row)."""
+        ``greedy`` their argmax, found on the GPU (4 bytes read back, not the row), or a
+        draw with ``sample``."""
         out = await self.method.execute(
-            [_int64(ids, (1, len(ids))), _int64([len(self.history)], (1,))], argmax=greedy)
+            [_int64(ids, (1, len(ids))), _int64([len(self.history)], (1,))], argmax=greedy,
+            sample=sample if greedy else None)
         self.history += ids
         return out[0] if greedy else last_row(out[0], self.vocab_size)
 
-    async def _feed(self, ids: list[int], greedy: bool = False):
+    async def _feed(self, ids: list[int], greedy: bool = False, sample=None):
         reuse = 0
         for a, b in zip(self.history, ids[:-1]):  # the last token is always fed: its logits
             if a != b:
@@ -166,7 +170,7 @@ class LanguageModel:
         self.last.reused = reuse
         logits = None
         for start in range(reuse, len(ids), self.prefill_chunk):
-            logits = await self._forward(ids[start:start + self.prefill_chunk], greedy)
+            logits = await self._forward(ids[start:start + self.prefill_chunk], greedy, sample)
             self.last.prefill_calls += 1
         return logits
 
@@ -174,7 +178,8 @@ class LanguageModel:
                      top_k: int | None = None, top_p: float | None = None,
                      seed: int | None = None):
         """Yield generated token ids after the prompt ``ids`` (a stop id is yielded, then the
-        loop ends). Greedy unless ``temperature`` > 0."""
+        loop ends). Greedy unless ``temperature`` > 0; then drawn on the GPU unless
+        ``top_k`` or ``top_p`` (< 1) asks for the host's sampler."""
         ids = [int(i) for i in ids]
         if not ids:
             raise InputError("the prompt has no tokens")
@@ -187,12 +192,17 @@ class LanguageModel:
         self.last = gen = Generation(prompt_ids=list(ids))
         gen.stopped = "max_new_tokens"
         t0 = time.perf_counter()
-        greedy = not temperature  # then the GPU picks: `logits` holds the token id
-        logits = await self._feed(ids, greedy)
+        # the GPU picks (`logits` then holds the token id): greedy, or a plain temperature
+        on_gpu = not temperature or (top_k is None and top_p in (None, 1.0))
+        draws = None
+        if temperature and on_gpu:
+            seed32 = rng.getrandbits(32)
+            draws = lambda n: Sample(temperature, seed32, n)  # noqa: E731
+        logits = await self._feed(ids, on_gpu, draws and draws(0))
         gen.prefill_ms = (time.perf_counter() - t0) * 1e3
         if not max_new_tokens:
             return
-        steps = self._greedy_steps(logits, max_new_tokens) if greedy else \
+        steps = self._gpu_steps(logits, max_new_tokens, draws) if on_gpu else \
             self._sampled_steps(logits, max_new_tokens, rng, temperature, top_k, top_p)
         try:
             async for token in steps:
@@ -217,23 +227,24 @@ class LanguageModel:
             return False
         return True
 
-    async def _greedy_steps(self, token: int, max_new_tokens: int):
-        """Yield the first token, then one per decode step; each step is submitted one step
-        ahead of the host, fed by the GPU with the token the host has not read yet."""
+    async def _gpu_steps(self, token: int, max_new_tokens: int, draws=None):
+        """Yield the first token, then one per decode step (argmax, or ``draws(n)``'s
+        sample for the n-th); each step is submitted one step ahead of the host, fed by
+        the GPU with the token the host has not read yet."""
         gen = self.last
         pending = None
         t1 = time.perf_counter()
         if self._room(1, max_new_tokens):
             pending = await self.method.execute(
                 [_int64([token], (1, 1)), _int64([len(gen.prompt_ids)], (1,))], argmax=True,
-                wait=False)
+                wait=False, sample=draws and draws(1))
         n = 1
         while True:
             ahead = None
             if pending is not None and self._room(n + 1, max_new_tokens):
                 ahead = await self.method.execute(
                     [LastArgmax(), _int64([len(gen.prompt_ids) + n], (1,))],
-                    argmax=True, wait=False)
+                    argmax=True, wait=False, sample=draws and draws(n + 1))
             yield token
             if pending is None:
                 return

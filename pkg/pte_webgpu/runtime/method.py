@@ -27,7 +27,7 @@ from .build import (BuildContext, Resources, build_delegate, call_handler, uploa
 from .exclusive import Exclusive
 from .id_checks import IdChecks
 from .inputs import read_input, read_list
-from .readout import LastArgmax, LastRowArgmax
+from .readout import LastArgmax, LastRowArgmax, Sample
 from .state import State, mutable_plan_values
 
 # int64 is held as int32, bool as u32 (storage.py)
@@ -241,7 +241,7 @@ class Method:
                 for v in self._plan.inputs]
 
     async def execute(self, inputs, *, as_numpy: bool | None = None, profile: bool = False,
-                      argmax: bool = False, wait: bool = True):
+                      argmax: bool = False, wait: bool = True, sample: Sample | None = None):
         """Run once. ``inputs``: one array per plan input (forms: runtime/inputs.py).
 
         With ``profile=True`` the GPU time of every dispatch is kept in
@@ -252,12 +252,16 @@ class Method:
         be ``readout.LastArgmax()``: the previous execute's index, copied on the GPU; and
         ``wait=False`` returns at once with a ``PendingArgmax`` (``await`` it for
         ``[index]``), so the host prepares the next step while the GPU runs this one.
+        ``sample=readout.Sample(temperature, seed, draw)`` (with ``argmax=True``): the
+        index is drawn from softmax(row / temperature) on the GPU instead.
         """
         if self.closed:
             raise ClosedError(f"method {self.name!r} is closed (its program or Runtime was "
                               "closed); load the program again to run it")
         if not wait and (not argmax or profile):
             raise InputError("execute(wait=False) needs argmax=True and profile=False")
+        if sample is not None and not (argmax and isinstance(sample, Sample)):
+            raise InputError("execute(sample=...) takes a readout.Sample, with argmax=True")
         inputs = read_list(inputs, len(self._plan.inputs), self.name)
         hosts, env, shapes, host_inputs = [], self._dyn, {}, {}
         id_hosts, feeds = [], []  # unpadded storage bytes and shape of each input (id checks)
@@ -317,7 +321,7 @@ class Method:
                 raw, times = [], []
                 if argmax:
                     recording = reader.prepare(prod(out_shapes[0]),
-                                               [self._plan_buffers[v] for v in feeds])
+                                               [self._plan_buffers[v] for v in feeds], sample)
                     if not wait:
                         staging = reader.staging
                         offsets = self._device.submit(recording, reader.outputs, staging)

@@ -1,13 +1,17 @@
 """Reductions of an output on the GPU before it is read back. Greedy decoding needs only
 the argmax of the logits' last row: 4 bytes instead of the row (196 KB for a 49152-token
-vocab), and no pass over it on the host (slow in Pyodide)."""
+vocab), and no pass over it on the host (slow in Pyodide). Sampling at a temperature is
+the same pass with Gumbel noise added (``Sample``)."""
 
 from __future__ import annotations
 
+from ..errors import InputError
 from ..gpu.interface import Copy, Dispatch, Recording
 from ..shaders.compose import Binding, Kernel, Uniform
 
-PARAMS = Uniform(("offset", "u32"), ("width", "u32"))
+PARAMS = Uniform(("offset", "u32"), ("width", "u32"), ("temperature", "f32"), ("seed", "u32"),
+                 ("draw", "u32"))
+PARAMS_BYTES = len(PARAMS.pack())
 KERNEL = Kernel("argmax", (Binding(0, "x"), Binding(1, "out", "read_write", type="u32")),
                 PARAMS, snippets=("bits",))
 
@@ -21,6 +25,19 @@ class LastArgmax:
 
     def __init__(self, shape=None):
         self.shape = None if shape is None else tuple(int(d) for d in shape)
+
+
+class Sample:
+    """``Method.execute(..., argmax=True, sample=Sample(temperature, seed, draw))``: the
+    index is drawn from softmax(row / temperature) on the GPU instead of the argmax
+    (Gumbel-max: the argmax of row / temperature + Gumbel noise hashed from (seed, draw,
+    index)). The same (seed, draw) gives the same index; give each step its own draw."""
+
+    def __init__(self, temperature: float, seed: int = 0, draw: int = 0):
+        if not temperature > 0 or temperature == float("inf"):
+            raise InputError(f"Sample: temperature {temperature!r} must be a positive number")
+        self.temperature = float(temperature)
+        self.seed, self.draw = int(seed) & 0xFFFFFFFF, int(draw) & 0xFFFFFFFF
 
 
 class LastRowArgmax:
@@ -47,22 +64,25 @@ class LastRowArgmax:
         lanes = 1 << (min(256, device.info.traits.max_invocations).bit_length() - 1)
         pipeline = await device.create_pipeline(KERNEL.source(half), "main",
                                                 {"wg_size": lanes}, "argmax:main")
-        params = resources.buffer(16, "argmax params", ("uniform", "copy_dst"))
+        params = resources.buffer(PARAMS_BYTES, "argmax params", ("uniform", "copy_dst"))
         result = resources.buffer(4, "argmax index")
         total = 4 + sum(size for _, size in extra_readbacks)
         stagings = [resources.buffer(total, f"argmax staging {i}", ("map_read", "copy_dst"))
                     for i in range(2)]
         group = device.bind_group(pipeline, [(0, source, source.size), (1, result, 4),
-                                             (2, params, 16)], "argmax")
+                                             (2, params, PARAMS_BYTES)], "argmax")
         return cls(device, recording, Dispatch(pipeline, group, (1, 1, 1), "argmax"), params,
                    result, stagings, width, extra_readbacks)
 
-    def prepare(self, valid_elements: int, feeds=()) -> Recording:
-        """Point the kernel at the last row of this execute's output; the recording to run
-        (copies of the last index into the ``feeds`` buffers, the method's steps, whose
-        grids the execute just set, then the argmax). Takes the next staging buffer."""
-        self.device.write_buffer(self.params, PARAMS.pack(offset=valid_elements - self.width,
-                                                          width=self.width))
+    def prepare(self, valid_elements: int, feeds=(), sample: Sample | None = None) -> Recording:
+        """Point the kernel at the last row of this execute's output (sampled with
+        ``sample``); the recording to run (copies of the last index into the ``feeds``
+        buffers, the method's steps, whose grids the execute just set, then the argmax).
+        Takes the next staging buffer."""
+        noise = {} if sample is None else {"temperature": sample.temperature,
+                                           "seed": sample.seed, "draw": sample.draw}
+        self.device.write_buffer(self.params, PARAMS.pack(
+            offset=valid_elements - self.width, width=self.width, **noise))
         self.recording.steps[:-1] = [Copy(self.result, dst, 4, "last argmax")
                                      for dst in feeds] + self._base.steps
         self.turn = 1 - self.turn

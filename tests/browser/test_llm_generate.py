@@ -84,3 +84,26 @@ def test_smollm_capital_of_france_in_the_browser(llm_page):
     assert err <= 1e-3, err
     assert got["ids"] == want == prompt["hf_ids"]
     assert "".join(got["pieces"]) == got["text"] == prompt["eager_text"]
+
+
+def test_cli_generate_in_the_browser_samples_on_the_gpu(tmp_path, pyodide_dist):
+    """--temperature alone: drawn on the GPU in Pyodide (readout.Sample), the same ids for
+    the same seed, other ids for another; a vanishing temperature gives torch's greedy."""
+    name = "llama_dynamic_hfrope"
+    case = tiny_case(name)
+    model = tmp_path / f"{name}.pte"
+    model.write_bytes(case["pte"].read_bytes())
+    tok = Tokenizer.from_file(write_tiny_tokenizer(tmp_path, name))
+    prompt, n = tok.decode(case["prompt"]), len(case["greedy"])
+    runs = {}
+    for key, extra in (("a", ["--temperature", 1.5, "--seed", 7]),
+                       ("b", ["--temperature", 1.5, "--seed", 7]),
+                       ("c", ["--temperature", 1.5, "--seed", 8]),
+                       ("cold", ["--temperature", 1e-6])):
+        done = _cli("generate", model, "--prompt", prompt, "--max-new-tokens", n, "--json",
+                    *extra)
+        assert done.returncode == 0, done.stderr
+        runs[key] = json.loads(done.stdout)
+    assert all(r["picked_on"] == "gpu" and r["backend"] == "browser" for r in runs.values())
+    assert runs["a"]["ids"] == runs["b"]["ids"] != runs["c"]["ids"]
+    assert runs["cold"]["ids"] == case["greedy"]

@@ -77,6 +77,7 @@ class Generation:
     decode_ms: float = 0.0   # the one-token steps after the first token
     decode_steps: int = 0
     stopped: str = ""        # "eos", "stop string", "max_new_tokens" or "context"
+    picked_on: str = ""      # "gpu" (greedy, or a temperature alone) or "host" (top_k/top_p)
 
     @property
     def decode_tok_s(self) -> float:
@@ -194,6 +195,7 @@ class LanguageModel:
         t0 = time.perf_counter()
         # the GPU picks (`logits` then holds the token id): greedy, or a plain temperature
         on_gpu = not temperature or (top_k is None and top_p in (None, 1.0))
+        gen.picked_on = "gpu" if on_gpu else "host"
         draws = None
         if temperature and on_gpu:
             seed32 = rng.getrandbits(32)

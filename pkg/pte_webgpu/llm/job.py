@@ -44,6 +44,7 @@ async def generate_job(pte: bytes, tokenizer_json: str, data_files=(), *, prompt
                 "ids": gen.ids,
                 "text": gen.text,
                 "stopped": gen.stopped,
+                "picked_on": gen.picked_on,
                 "load_s": load_s,
                 "prefill_ms": gen.prefill_ms,
                 "prefill_calls": gen.prefill_calls,

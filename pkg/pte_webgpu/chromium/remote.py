@@ -60,6 +60,19 @@ def remote_error(type_name: str, message: str) -> PteError:
     return error
 
 
+def page_result(session, code: str) -> dict:
+    """Run a job's page code in ``session``: its result, or the job's PteError raised here
+    with the same class and text as natively (an unexpected one: RuntimeError)."""
+    from .session import BrowserPythonError
+    try:
+        result = session.run_python(code)
+    except BrowserPythonError as e:
+        raise RuntimeError(f"internal error in the page:\n{e.traceback}") from None
+    if "error" in result:
+        raise remote_error(result["error"]["type"], result["error"]["message"])
+    return result
+
+
 @contextlib.contextmanager
 def _kept_profile():
     """The CLI's Chromium profile (its HTTP cache holds the compiled Pyodide), or None
@@ -102,7 +115,7 @@ def _server_for(profile: str | None):
 def run_in_browser(pte: bytes, data_files: list, inputs_npz: bytes | None, repeat: int,
                    profile: bool = False, cast: bool = False, progress=_quiet) -> dict:
     from .dist import version
-    from .session import BrowserPythonError, BrowserSession
+    from .session import BrowserSession
 
     dist = _dist(progress)
     # The dist's URL names its content version, so a kept profile may cache it for good.
@@ -124,13 +137,7 @@ def run_in_browser(pte: bytes, data_files: list, inputs_npz: bytes | None, repea
                             user_data_dir=user_data_dir) as session:
             session.page.on("console", lambda m: m.text.startswith(PROGRESS_PREFIX)
                             and progress(m.text[len(PROGRESS_PREFIX):]))
-            try:
-                result = session.run_python(code)
-            except BrowserPythonError as e:
-                raise RuntimeError(f"internal error in the page:\n{e.traceback}") from None
-    if "error" in result:
-        raise remote_error(result["error"]["type"], result["error"]["message"])
-    return result
+            return page_result(session, code)
 
 
 def demo_mounts(dist: Path) -> dict:

@@ -107,9 +107,9 @@ def run_in_browser(model: Path, tok: Path, data: list, options: dict, on_piece) 
     page binding ``pteGeneratePiece``."""
     from ..chromium import paths
     from ..chromium.dist import version
-    from ..chromium.remote import _dist, _quiet, remote_error
+    from ..chromium.remote import _dist, _quiet, page_result
     from ..chromium.server import StaticServer
-    from ..chromium.session import BrowserPythonError, BrowserSession
+    from ..chromium.session import BrowserSession
 
     dist = _dist(_quiet)
     dist_url = f"/pyodide-{version(dist)[:16]}/"
@@ -124,13 +124,7 @@ def run_in_browser(model: Path, tok: Path, data: list, options: dict, on_piece) 
                                  names=[p.name for p in data], options=json.dumps(options))
         with BrowserSession(server.url, index_url=dist_url) as session:
             session.page.expose_function("pteGeneratePiece", on_piece)
-            try:
-                result = session.run_python(code)
-            except BrowserPythonError as e:
-                raise RuntimeError(f"internal error in the page:\n{e.traceback}") from None
-    if "error" in result:
-        raise remote_error(result["error"]["type"], result["error"]["message"])
-    return result
+            return page_result(session, code)
 
 
 # The job's PteError comes back as {"error": {type, message}}: the host raises the same

@@ -9,13 +9,16 @@ bound by the number of dispatches, not by arithmetic (docs/performance.md), so:
    alpha 1 writes ``residual + linear`` itself (the residual form of the same op);
 3. chains of same-shape unary/binary ops (registry ``pointwise``), each output read only
    by the next, become one ``pte_webgpu.fused_elementwise`` (e.g. SwiGLU's sigmoid, mul,
-   mul), every step rounded to the stored type as its tensor would be.
+   mul), every step rounded to the stored type as its tensor would be;
+4. a reshape (``VIEWS``) shares its input's memory object, so build.py binds the input's
+   buffer instead of recording a copy (a copy ends the compute pass, and it copies the
+   tensor's whole bound, e.g. 1024 rows for a decode step's one).
 
 The fused ops are defined in the op library beside their unfused forms (ops/matmul.py,
 ops/unary.py). Moving an op changes when tensors are written and last read; the exporter
 planned shared memory objects (mem_obj_id) for the original order, so a tensor whose
 lifetime changed and now overlaps another of its memory object moves to one where it
-overlaps nothing (``_repair``). A fused op never writes a buffer it reads: build.py gives an output that
+overlaps nothing (``_repair``); a reshape's input and output move as one. A fused op never writes a buffer it reads: build.py gives an output that
 shares a memory object with an input of its op its own buffer, as for any op.
 """
 
@@ -40,11 +43,16 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     f.group_linears(nbytes, max_binding)
     f.fold_residuals()
     f.chain_pointwise()
-    if not f.fused:
-        return graph
     f.drop_dead_views()
+    views = [(op.args[0], op.args[-1]) for op in f.placed.values() if op.name in VIEWS]
+    if not f.fused and not views:
+        return graph
     ops = [op for _, op in sorted(f.placed.items())]
-    values = _repair(graph, f.values, f.placed, nbytes)
+    values = _repair(graph, f.values, f.placed, nbytes, views)
+    shared = sum(isinstance(values[a], TensorValue) and isinstance(values[b], TensorValue)
+                 and values[a].mem_obj_id == values[b].mem_obj_id >= 0 for a, b in views)
+    if shared:
+        f.fused["reshapes sharing memory"] = shared
     meta = dict(graph.meta, concat=f.concat, fused=f.fused)
     return Graph(values, ops, graph.input_ids, graph.output_ids, graph.constants,
                  graph.version, meta)
@@ -280,12 +288,14 @@ class _Fusion:
                 self._unlink(i)
 
 
-def _repair(graph: Graph, values: list, placed: dict, nbytes) -> list:
+def _repair(graph: Graph, values: list, placed: dict, nbytes, views=()) -> list:
     """A tensor whose lifetime (first write to last read, in original op places) changed
     and now overlaps another tensor of its memory object moves to a memory object whose
     tensors it overlaps none of: the smallest that holds it, else a new one (later moved
     tensors may share that: those of different layers never overlap). The rest keep the
-    exporter's plan."""
+    exporter's plan. ``views``: (input, output) of reshapes; an output of the same size
+    joins its input as one unit (one memory object, their lifetimes joined), placed by
+    the same rule."""
     io = set(graph.input_ids) | set(graph.output_ids)
 
     def spans(ops) -> dict[int, tuple[int, int]]:
@@ -301,32 +311,43 @@ def _repair(graph: Graph, values: list, placed: dict, nbytes) -> list:
 
     before = spans(enumerate(graph.ops))
     after = spans(sorted(placed.items()))
-    pools: dict[int, list[int]] = {}
+    root: dict[int, int] = {}  # a reshape's output -> the unit it joins (its input's)
+    for src, dst in views:
+        if src in after and dst in after and nbytes(values[src]) == nbytes(values[dst]):
+            root[dst] = root.get(src, src)
+    members: dict[int, list[int]] = {}
     for vid in after:
-        pools.setdefault(values[vid].mem_obj_id, []).append(vid)
-    sizes = {m: max(nbytes(values[u]) for u in members) for m, members in pools.items()}
+        members.setdefault(root.get(vid, vid), []).append(vid)
+    span = {u: (min(after[v][0] for v in vs), max(after[v][1] for v in vs))
+            for u, vs in members.items()}
+    pools: dict[int, list[int]] = {}  # memory object -> its units
+    for u in members:
+        pools.setdefault(values[u].mem_obj_id, []).append(u)
+    sizes = {m: max(nbytes(values[u]) for u in us) for m, us in pools.items()}
     fresh = max((t.mem_obj_id for t in values if isinstance(t, TensorValue)), default=0) + 1
     out = list(values)
 
-    def clear(pool, vid) -> bool:
-        lo, hi = after[vid]
-        return all(u == vid or hi < after[u][0] or after[u][1] < lo for u in pool)
+    def clear(pool, unit) -> bool:
+        lo, hi = span[unit]
+        return all(u == unit or hi < span[u][0] or span[u][1] < lo for u in pool)
 
-    for vid in sorted(after):
-        pool = pools[out[vid].mem_obj_id]
-        if after[vid] == before.get(vid) or clear(pool, vid):
-            continue
-        pool.remove(vid)
-        size = nbytes(values[vid])
-        roomy = sorted((sizes[m], m) for m, members in pools.items()
-                       if members and sizes[m] >= size and clear(members, vid))
-        if roomy:
-            mem = roomy[0][1]
-        else:
-            mem, fresh = fresh, fresh + 1
-            sizes[mem] = size
-        pools.setdefault(mem, []).append(vid)
-        out[vid] = replace(values[vid], mem_obj_id=mem)
+    for unit in sorted(members):
+        mem = values[unit].mem_obj_id
+        pool, size = pools[mem], nbytes(values[unit])
+        joined = len(members[unit]) > 1
+        if not clear(pool, unit) and (joined or span[unit] != before.get(unit)):
+            pool.remove(unit)
+            roomy = sorted((sizes[m], m) for m, us in pools.items()
+                           if us and sizes[m] >= size and clear(us, unit))
+            if roomy:
+                mem = roomy[0][1]
+            else:
+                mem, fresh = fresh, fresh + 1
+                sizes[mem] = size
+            pools.setdefault(mem, []).append(unit)
+        for vid in members[unit]:
+            if out[vid].mem_obj_id != mem:
+                out[vid] = replace(values[vid], mem_obj_id=mem)
     return out
 
 

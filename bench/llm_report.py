@@ -37,7 +37,8 @@ def markdown(records: list[dict], profiles: dict | None = None, timestamps: bool
         cells = []
         for c in contexts:
             r = by.get((impl, phase, c))
-            cells.append(f"{r['tok_s']:.3g} ({r['ms_per_token']:.3g})" if r else "-")
+            mark = "*" if r and r.get("cache") == "seeded" else ""
+            cells.append(f"{r['tok_s']:.3g} ({r['ms_per_token']:.3g}){mark}" if r else "-")
         lines.append(f"| {impl} | {phase} | " + " | ".join(cells) + " |")
     lines.append("")
     notes = []
@@ -49,6 +50,10 @@ def markdown(records: list[dict], profiles: dict | None = None, timestamps: bool
             notes.append(f"ctx {c}: prefill {r['tokens']} tokens, decode {d.get('steps', len(d['ms']))} "
                          f"steps at positions {d['positions'][0]}..{d['positions'][1]}")
     lines += ["; ".join(notes) + ".", ""]
+    if any(r.get("cache") == "seeded" for r in records):
+        lines += ["\\* decode from a KV cache of as many rows of zeros, at the same positions, "
+                  "without a prefill (--peer-prefill-max: too long a prompt for that impl "
+                  "here).", ""]
     for c, rows in (profiles or {}).items():
         clock = "GPU timestamps" if timestamps else "wall time per dispatch: no timestamp-query"
         lines += profile_table(rows, f"one decode step of ours at context {c} ({clock})") + [""]

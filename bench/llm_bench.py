@@ -198,7 +198,8 @@ def torch_records(hp: dict, dtype: str, todo: list[dict], warmup: bool = True) -
         records.append({"phase": "prefill", "context": p["context"], "tokens": p["prefill"],
                         "ms": [prefill]})
         records.append({"phase": "decode", "context": p["context"], "greedy": greedy,
-                        "positions": [p["prefill"], p["prefill"] + p["steps"] - 1], "ms": times})
+                        "positions": [p["prefill"], p["prefill"] + p["steps"] - 1], "ms": times,
+                        "cache": "prefill"})
     version = f"torch {torch.__version__}"
     return [dict(summarize(r), impl="torch-cuda", adapter=torch.cuda.get_device_name(),
                  version=version) for r in records]
@@ -254,7 +255,8 @@ def find_export(model: Path, given: Path | None) -> dict | None:
 def main_llm(model: Path, backend: str, todo: list[dict], *, export: dict | None,
              output=None, plot_path=None, markdown_path=None, torch: bool = True,
              web: bool = True, onnx_dir: Path | None = None, warmup: bool = True,
-             profile: bool = False, progress=print) -> int:
+             profile: bool = False, peer_prefill_max: int | None = None,
+             progress=print) -> int:
     """``pte-webgpu bench --llm``: ``todo`` is llm/bench_job.plan's list (checked by the
     CLI on the host)."""
     import llm_report
@@ -274,12 +276,16 @@ def main_llm(model: Path, backend: str, todo: list[dict], *, export: dict | None
     else:
         import llm_browser
 
+        more = {} if peer_prefill_max is None else {"peer_prefill_max": peer_prefill_max}
         result, web_records = llm_browser.run(model, todo, web=web, onnx_dir=onnx_dir,
                                               warmup=warmup, profile=profile,
-                                              progress=progress)
+                                              progress=progress, **more)
     base = {"backend": backend, "adapter": result["adapter"]}
     records = [dict(r, impl="ours", dtype=dtype, file=model.name, load_s=result["load_s"], **base)
                for r in result["records"]]
+    for r in records:  # ours always decodes after its own prefill
+        if r["phase"] == "decode":
+            r["cache"] = "prefill"
     records += [dict(r, dtype="float32", **base) for r in web_records]
     if backend == "native" and torch and export:
         progress("torch on CUDA (when present)")

@@ -4,6 +4,12 @@ after it (their 650 MB model and cache leave with it); then ours in the Pyodide 
 (pte_webgpu.llm.bench_job). All three follow the same plan (prefill lengths and decode
 positions per context).
 
+On SwiftShader the peers' prefill of ~1000 tokens takes over 9 minutes, so a context whose
+prefill is longer than ``peer_prefill_max`` tokens gives them no prefill: their decode starts
+from a KV cache of the same length filled with zeros on the GPU (``seed_plan``; a step's
+time depends on the cache's length, not its values). Their records say which:
+``cache: "prefill" | "seeded"``. Ours always prefills.
+
 Files, none committed: build/ortweb (``npm install onnxruntime-web`` there, as for the
 rms_norm bench), build/transformersjs (``npm install @huggingface/transformers``), and the
 ONNX model (``make llm-onnx``: build/llm-onnx/NAME). A missing one skips that impl with a
@@ -21,6 +27,15 @@ REPO = HERE.parent
 ORT_DIST = REPO / "build" / "ortweb" / "node_modules" / "onnxruntime-web" / "dist"
 TJS_MODULES = REPO / "build" / "transformersjs" / "node_modules"
 TIMEOUT_MS = 3_600_000  # SwiftShader: a 1024-token prefill takes minutes
+# the longest prompt the peers prefill for real by default (ORT Web: 4 min at 256)
+PEER_PREFILL_MAX = 256
+
+
+def seed_plan(todo: list[dict], peer_prefill_max: int) -> list[dict]:
+    """The peers' plan: ours' (llm/bench_job.plan), each context marked ``cache: "seeded"``
+    where its prefill is longer than ``peer_prefill_max`` tokens, else ``"prefill"``."""
+    return [dict(p, cache="seeded" if p["prefill"] > peer_prefill_max else "prefill")
+            for p in todo]
 
 
 def model_name(model: Path) -> str:
@@ -78,7 +93,8 @@ _result
 
 
 def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | None = None,
-        warmup: bool = True, profile: bool = False, progress=print) -> tuple[dict, list[dict]]:
+        warmup: bool = True, profile: bool = False, peer_prefill_max: int = PEER_PREFILL_MAX,
+        progress=print) -> tuple[dict, list[dict]]:
     from pte_webgpu.chromium import paths
     from pte_webgpu.chromium.dist import version
     from pte_webgpu.chromium.remote import _dist, remote_error
@@ -103,7 +119,8 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
             config = json.loads((onnx_dir / "config.json").read_text())
             spec = {"model": name, "nLayers": config["num_hidden_layers"],
                     "kvHeads": config["num_key_value_heads"], "headDim": config["head_dim"],
-                    "vocab": config["vocab_size"], "plan": todo, "warmup": warmup,
+                    "vocab": config["vocab_size"], "plan": seed_plan(todo, peer_prefill_max),
+                    "warmup": warmup,
                     "profile": profile}
             versions = {"ort-web": f"onnxruntime-web {_version(ORT_DIST.parent)} (jsep)",
                         "transformers.js": f"@huggingface/transformers "

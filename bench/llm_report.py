@@ -37,7 +37,8 @@ def markdown(records: list[dict], profiles: dict | None = None, timestamps: bool
         cells = []
         for c in contexts:
             r = by.get((impl, phase, c))
-            cells.append(f"{r['tok_s']:.3g} ({r['ms_per_token']:.3g})" if r else "-")
+            mark = "*" if r and r.get("cache") == "seeded" else ""
+            cells.append(f"{r['tok_s']:.3g} ({r['ms_per_token']:.3g}){mark}" if r else "-")
         lines.append(f"| {impl} | {phase} | " + " | ".join(cells) + " |")
     lines.append("")
     notes = []
@@ -49,6 +50,10 @@ def markdown(records: list[dict], profiles: dict | None = None, timestamps: bool
             notes.append(f"ctx {c}: prefill {r['tokens']} tokens, decode {d.get('steps', len(d['ms']))} "
                          f"steps at positions {d['positions'][0]}..{d['positions'][1]}")
     lines += ["; ".join(notes) + ".", ""]
+    if any(r.get("cache") == "seeded" for r in records):
+        lines += ["\\* decode from a KV cache of as many rows of zeros, at the same positions, "
+                  "without a prefill (--peer-prefill-max: too long a prompt for that impl "
+                  "here).", ""]
     for c, rows in (profiles or {}).items():
         clock = "GPU timestamps" if timestamps else "wall time per dispatch: no timestamp-query"
         lines += profile_table(rows, f"one decode step of ours at context {c} ({clock})") + [""]
@@ -91,15 +96,23 @@ def plot(records: list[dict], path: str) -> bool:
     for impl, phase in keys:
         pts = sorted((r["context"], r["tok_s"]) for r in records
                      if r["impl"] == impl and r["phase"] == phase)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
-                linestyle="-" if phase == "decode" else "--", label=f"{impl} {phase}")
+        line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                        linestyle="-" if phase == "decode" else "--", label=f"{impl} {phase}")
+        seeded = sorted((r["context"], r["tok_s"]) for r in records if r["impl"] == impl
+                        and r["phase"] == phase and r.get("cache") == "seeded")
+        if seeded:  # hollow: decode from a zero-filled cache, no prefill
+            ax.plot([p[0] for p in seeded], [p[1] for p in seeded], "o", markersize=10,
+                    markerfacecolor="white", color=line.get_color())
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(contexts)
     ax.set_xticklabels([str(c) for c in contexts])
     ax.set_xlabel("context (tokens)")
     ax.set_ylabel("tokens / s")
-    ax.set_title(records[0]["adapter"][:80], fontsize=9)
+    title = records[0]["adapter"][:80]
+    if any(r.get("cache") == "seeded" for r in records):
+        title += "\nhollow: decode from a zero-filled KV cache of that length (no prefill)"
+    ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -4,9 +4,14 @@
 //   /ort/   onnxruntime-web/dist          (build/ortweb)
 //   /tjs/   @huggingface/transformers/dist, /tjsort/ its onnxruntime-web/dist (build/transformersjs)
 //   /models/NAME/{config.json, generation_config.json, onnx/model.onnx}
-// spec: {model, nLayers, kvHeads, headDim, vocab, warmup, plan: [{context, prefill, steps}]}
+// spec: {model, nLayers, kvHeads, headDim, vocab, warmup, plan: [{context, prefill, steps, cache}]}
 // Both return one record per (phase, context): {phase, context, tokens|positions, ms[]};
-// decode records also `greedy`: the prefill's token and each step's.
+// decode records also `greedy` (the token fed to the first step, then each step's pick),
+// `cache` and, where known, `present` (the dims of layer 0's key cache after the last step). cache
+// "prefill": the decode follows a real prefill of `prefill` tokens; "seeded" (a prompt too
+// long for these peers on SwiftShader): no prefill, the first step starts from a KV cache of
+// `prefill` rows of zeros on the GPU, made once per context. A step's time depends on the
+// cache's length, not its values, so the decode positions are ours; the picks are not.
 
 const now = () => performance.now();
 // progress lines the host prints (bench/llm_browser.py listens to the console)
@@ -16,6 +21,20 @@ const median = (a) => { const s = [...a].sort((p, q) => p - q); const m = s.leng
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 // prompt ids: the same formula as ours (bench/llm_bench.py prompt_ids)
 const promptIds = (n, vocab) => range(0, n).map((i) => (7 * i + 3) % Math.min(1000, vocab - 1) + 1);
+
+// n rows of zeros per past_key_values input in GPU buffers (WebGPU zero-fills new ones) on
+// `device`; tensors() wraps them as GPU tensors of `Tensor` (ort's class), without a
+// disposer: a tensor disposed by its user leaves the buffer, destroyed once done
+function zeroCache(Tensor, device, names, spec, n) {
+  const dims = [1, spec.kvHeads, n, spec.headDim];
+  const size = 4 * dims.reduce((a, b) => a * b);
+  const buffers = names.map(() => device.createBuffer({ size,
+    usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST }));
+  return { buffers, tensors: () => buffers.map((b) => Tensor.fromGpuBuffer(b, { dataType: "float32", dims })) };
+}
+
+// the token fed to a seeded cache's first step: the prompt's next id
+const seedToken = (n, vocab) => promptIds(n + 1, vocab)[n];
 
 function argmax(data, offset, n) {
   let best = offset;
@@ -62,12 +81,21 @@ export async function benchOrtLlm(spec) {
   };
   await warm(Math.min(16, spec.plan[0].prefill), true);
   for (const p of spec.plan) {
-    if (spec.warmup) await warm(p.prefill, false);
-    say(`context ${p.context}: prefill of ${p.prefill} tokens`);
-    t0 = now();
-    let r = await step(promptIds(p.prefill, spec.vocab), 0, empty());
-    records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [now() - t0] });
-    say(`context ${p.context}: ${(p.prefill / records.at(-1).ms[0] * 1e3).toPrecision(3)} tok/s prefill; ${p.steps} decode steps`);
+    let r, seed = null;
+    if (p.cache === "seeded") {
+      seed = zeroCache(ort.Tensor, await ort.env.webgpu.device, pastNames, spec, p.prefill);
+      // the untimed run of a new length as a prefill's warm-up: one step from the seed
+      if (spec.warmup) for (const t of (await step([1], p.prefill, seed.tensors())).past) t.dispose();
+      say(`context ${p.context}: ${p.steps} decode steps from a zero KV cache of ${p.prefill} rows`);
+      r = { token: seedToken(p.prefill, spec.vocab), past: seed.tensors() };
+    } else {
+      if (spec.warmup) await warm(p.prefill, false);
+      say(`context ${p.context}: prefill of ${p.prefill} tokens`);
+      t0 = now();
+      r = await step(promptIds(p.prefill, spec.vocab), 0, empty());
+      records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [now() - t0] });
+      say(`context ${p.context}: ${(p.prefill / records.at(-1).ms[0] * 1e3).toPrecision(3)} tok/s prefill; ${p.steps} decode steps`);
+    }
     const ms = [], greedy = [r.token];
     for (let k = 0; k < p.steps; k++) {
       t0 = now();
@@ -75,7 +103,9 @@ export async function benchOrtLlm(spec) {
       ms.push(now() - t0);
       greedy.push(r.token);
     }
-    records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1], ms, greedy });
+    if (seed) seed.buffers.forEach((b) => b.destroy());
+    records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1], ms,
+      greedy, cache: seed ? "seeded" : "prefill", present: [...r.past[0].dims] });
     if (spec.profile) {  // a profiler failure must not lose the timings
       profiles[p.context] = await profileStep(ort, () => step([r.token], p.prefill + p.steps, r.past))
         .catch((e) => `profile failed: ${e}`);
@@ -127,26 +157,52 @@ export async function benchTjsLlm(spec) {
   const model = await tjs.AutoModelForCausalLM.from_pretrained(spec.model,
     { device: "webgpu", dtype: "fp32" });
   const loadMs = now() - t0;
-  const generate = async (n, newTokens) => {
+  // a greedy generate() of newTokens after a prompt of n ids; with `seed` (zeroCache: GPU
+  // tensors of n rows) the prompt is n + 1 ids and a DynamicCache of the seed holds the
+  // first n, so generate() feeds only the last one (its documented way to continue from a
+  // cache): every forward is then a decode step. seed "empty": an empty DynamicCache
+  const generate = async (n, newTokens, seed = null) => {
     const stamps = [], greedy = [];
-    const streamer = { put: (ids) => { stamps.push(now()); if (stamps.length > 1) greedy.push(Number(ids[0][0])); },
+    const streamer = { put: (ids) => { stamps.push(now()); greedy.push(Number(ids[0].at(-1))); },
       end: () => {} };
-    const ids = new tjs.Tensor("int64", BigInt64Array.from(promptIds(n, spec.vocab), BigInt), [1, n]);
-    const mask = new tjs.Tensor("int64", new BigInt64Array(n).fill(1n), [1, n]);
+    const len = seed?.buffers ? n + 1 : n;
+    const ids = new tjs.Tensor("int64", BigInt64Array.from(promptIds(len, spec.vocab), BigInt), [1, len]);
+    const mask = new tjs.Tensor("int64", new BigInt64Array(len).fill(1n), [1, len]);
+    const cache = seed === "empty" ? new tjs.DynamicCache() : seed && new tjs.DynamicCache(Object.fromEntries(
+      seed.tensors().map((t, i) => [pastNames[i], new tjs.Tensor(t)])));
     t0 = now();
     await model.generate({ input_ids: ids, attention_mask: mask, max_new_tokens: newTokens,
-      min_new_tokens: newTokens, do_sample: false, streamer });
-    return { stamps, greedy };  // stamps: the prompt's put, after token 1 (prefill), after each step
+      min_new_tokens: newTokens, do_sample: false, streamer, ...(cache && { past_key_values: cache }) });
+    // a cache passed in is kept alive by generate(): its dims, then its GPU tensors freed
+    const present = cache && [...cache[pastNames[0]].dims];
+    // the class of ort's tensors that transformers.js takes as such: its session's outputs'
+    // (transformers.js bundles onnxruntime-common twice; a tensor of the other class would
+    // be wrapped again, and its dispose would call itself)
+    const ortTensor = cache && cache[pastNames[0]].ort_tensor.constructor;
+    if (cache) await cache.dispose();
+    return { stamps, greedy, present, ortTensor };  // stamps: the prompt's put, then one after each forward
   };
+  const pastNames = range(0, spec.nLayers).flatMap((i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`]);
   const records = [];
-  await generate(Math.min(16, spec.plan[0].prefill), 2);  // warm-up, as ours
+  // warm-up, as ours; an empty cache passed in (the same as none) hands back ort's class
+  const { ortTensor } = await generate(Math.min(16, spec.plan[0].prefill), 2, "empty");
   for (const p of spec.plan) {
+    if (p.cache === "seeded") {
+      const seed = zeroCache(ortTensor, await tjs.env.backends.onnx.webgpu.device, pastNames, spec, p.prefill);
+      if (spec.warmup) await generate(p.prefill, 1, seed);
+      say(`context ${p.context}: generate() of ${p.steps} decode steps from a zero KV cache of ${p.prefill} rows`);
+      const { stamps: s, greedy, present } = await generate(p.prefill, p.steps, seed);
+      seed.buffers.forEach((b) => b.destroy());
+      records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1],
+        ms: range(1, s.length).map((i) => s[i] - s[i - 1]), greedy, cache: "seeded", present });
+      continue;
+    }
     if (spec.warmup) await generate(p.prefill, 1);
     say(`context ${p.context}: generate() after a prompt of ${p.prefill} tokens`);
     const { stamps: s, greedy } = await generate(p.prefill, p.steps + 1);
     records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [s[1] - s[0]] });
     records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1],
-      ms: range(2, s.length).map((i) => s[i] - s[i - 1]), greedy });
+      ms: range(2, s.length).map((i) => s[i] - s[i - 1]), greedy: greedy.slice(1), cache: "prefill" });
   }
   await model.dispose();
   return { records, load_ms: loadMs, version: tjs.env.version ?? "?", build: "jsep" };

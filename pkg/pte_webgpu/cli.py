@@ -197,6 +197,8 @@ def cmd_bench_llm(args) -> int:
             raise PteError(f"{model}: not a readable gzip file: {e}") from None
     if args.export_json and not os.path.isfile(args.export_json):
         raise PteError(f"cannot read --export-json {args.export_json}: no such file")
+    if args.peer_prefill_max is not None and args.backend != "browser":
+        raise PteError("--peer-prefill-max is for --backend browser (ORT Web, transformers.js)")
     todo = host_plan(data, (), _contexts(args.contexts), args.steps)
     del data
     bench = _bench_script("llm_bench")
@@ -208,7 +210,8 @@ def cmd_bench_llm(args) -> int:
                           plot_path=args.plot, markdown_path=args.markdown,
                           torch=not args.no_torch, web=not args.no_ort,
                           onnx_dir=Path(args.onnx_dir) if args.onnx_dir else None,
-                          warmup=not args.no_warmup, profile=args.profile, progress=progress)
+                          warmup=not args.no_warmup, profile=args.profile,
+                          peer_prefill_max=args.peer_prefill_max, progress=progress)
 
 
 def cmd_bench(args) -> int:
@@ -256,6 +259,16 @@ def _count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _tokens(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a token count >= 0, got {text!r}")
     return value
 
 
@@ -314,6 +327,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "each length before its timed one")
     p.add_argument("--profile", action="store_true", help="--llm: per-op GPU times of one "
                    "more decode step per context")
+    p.add_argument("--peer-prefill-max", type=_tokens, metavar="TOKENS", help="--llm browser: "
+                   "the longest prompt ORT Web and transformers.js prefill for real (default "
+                   "256; 0: none); at a context with a longer prefill their decode starts from "
+                   "a zero-filled KV cache of that length on the GPU, at our decode positions, "
+                   "and gives no prefill record (records say cache: seeded)")
     p.add_argument("--op", choices=("rms_norm", "linear"), default="rms_norm",
                    help="the op to measure (linear: bench/matmul_bench.py)")
     p.add_argument("--backend", choices=("browser", "native"), default="browser")

@@ -38,6 +38,7 @@ def check_records(records, contexts, steps, file):
         else:
             assert r["positions"] == [n, n + steps - 1] and r["steps"] == len(r["ms"]) == steps
             assert len(r["greedy"]) == steps + 1  # the prefill's token, then each step's
+            assert r["cache"] == "prefill"  # ours always decodes after its own prefill
         assert r["file"] == file and r["dtype"] == "float32"
     torch = [r for r in records if r["impl"] == "torch-cuda"]  # where torch + CUDA exist
     assert not torch or sorted({r["context"] for r in torch}) == sorted(contexts)

@@ -22,6 +22,8 @@ TINY = FIXTURES / "decoders" / "llama_dynamic_rope.pte"  # KV cache of 28 rows
     (["--op", "linear"], "--llm does not take --op"),
     (["--shapes", "1x64"], "--llm does not take --shapes"),
     (["--export-json", "/nonexistent/e.json"], "--export-json"),
+    (["--peer-prefill-max", "-1"], "--peer-prefill-max"),
+    (["--peer-prefill-max", "8"], "--peer-prefill-max is for --backend browser"),
 ])
 def test_bad_llm_arguments_exit_2_with_one_line(args, fragment):
     one_line_exit_2(cli_run("bench", "--llm", TINY, "--backend", "native", *args), fragment)
@@ -42,3 +44,19 @@ def test_plan_keeps_decode_inside_the_cache():
     assert plan([1024], 1, 1024, 1023)[0]["prefill"] == 1023  # one execute takes 1023 at most
     with pytest.raises(InputError, match="static shapes"):
         plan([16], 8, 1024, 1)
+
+
+def test_the_peers_decode_from_a_seeded_cache_past_their_prefill_limit():
+    import sys
+
+    sys.path.insert(0, str(FIXTURES.parents[1] / "bench"))
+    try:
+        from llm_browser import PEER_PREFILL_MAX, seed_plan
+    finally:
+        sys.path.remove(str(FIXTURES.parents[1] / "bench"))
+    todo = plan([16, 256, 1024], 8, 1024, 1023)
+    got = seed_plan(todo, PEER_PREFILL_MAX)
+    # the same prefill lengths and decode positions as ours; only 1016 > 256 is seeded
+    assert [(p["context"], p["prefill"], p["steps"], p["cache"]) for p in got] == [
+        (16, 16, 8, "prefill"), (256, 256, 8, "prefill"), (1024, 1016, 8, "seeded")]
+    assert [p["cache"] for p in seed_plan(todo, 0)] == ["seeded"] * 3

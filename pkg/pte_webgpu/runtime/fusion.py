@@ -18,8 +18,9 @@ The fused ops are defined in the op library beside their unfused forms (ops/matm
 ops/unary.py). Moving an op changes when tensors are written and last read; the exporter
 planned shared memory objects (mem_obj_id) for the original order, so a tensor whose
 lifetime changed and now overlaps another of its memory object moves to one where it
-overlaps nothing (``_repair``); a reshape's input and output move as one. A fused op never writes a buffer it reads: build.py gives an output that
-shares a memory object with an input of its op its own buffer, as for any op.
+overlaps nothing (``_repair``); a reshape's input and output move as one. A fused op
+never writes a buffer it reads: build.py gives an output that shares a memory object
+with an input of its op its own buffer, as for any op.
 """
 
 from __future__ import annotations

@@ -196,8 +196,12 @@ class BuildContext:
 
     def view(self, op, src_vid: int, dst_vid: int) -> None:
         """``dst`` holds ``src``'s bytes under another shape: share ``src``'s buffer when
-        nothing overwrites it while ``dst`` is still read, else copy."""
+        nothing overwrites it while ``dst`` is still read, else copy (into a buffer of
+        its own where the plan put ``dst`` in ``src``'s memory: fusion.py does that)."""
         if dst_vid in self.io_ids or not self._unchanged_while_live(src_vid, dst_vid):
+            if self.buffers[dst_vid] is self.buffers[src_vid]:
+                self.buffers[dst_vid] = self.resources.buffer(self.bind_size(dst_vid),
+                                                              f"{self.label} value {dst_vid}")
             self.copy(op, src_vid, dst_vid)
         else:
             self.buffers[dst_vid] = self.buffers[src_vid]
@@ -376,10 +380,12 @@ def _used(graph: Graph) -> set[int]:
 
 def _outputs_aliasing_inputs(graph: Graph) -> set[int]:
     """Op outputs (each tensor of a ValueList result too) whose mem_obj_id matches one
-    of the same op's inputs or an earlier output of the same op."""
+    of the same op's inputs or an earlier output of the same op. Not a reshape's: it
+    holds its input's bytes (``BuildContext.view`` shares the buffer, or copies into one
+    of its own)."""
     out = set()
     for op in graph.ops:
-        if not op.args:
+        if not op.args or op.name in fusion.VIEWS:
             continue
         taken = {graph.values[a].mem_obj_id for a in _operands(graph, op)
                  if isinstance(graph.values[a], TensorValue)}

@@ -5,13 +5,15 @@ text, inside the Pyodide page.
 
 ``await fusion_report(make_runtime, pte_bytes, vocab, prompt_len, steps)`` returns a
 dict: per execute the largest absolute difference of fused and unfused logits and the
-largest logit; per build the dispatches a decode step ran (non-empty grids) and the fused
-ops of method.kernels by kind.
+largest logit; per build the dispatches a decode step ran (non-empty grids), its copies
+made by reshapes,
+the bytes of the method's buffers and the fused ops of method.kernels by kind.
 """
 
 import struct
 
 import pte_webgpu
+from pte_webgpu.runtime.fusion import VIEWS
 from pte_webgpu.tensor import Tensor
 
 
@@ -37,11 +39,13 @@ async def _run(rt, pte, calls):
             outs.append(_floats((await method.execute(call, as_numpy=False))[0]))
         steps = method._gpu_parts()["recording"].steps  # as the last (decode) step ran
         ran = sum(1 for s in steps if hasattr(s, "grid") and s.grid[0] * s.grid[1] * s.grid[2])
+        copies = sum(1 for s in steps if type(s).__name__ == "Copy" and s.label in VIEWS)
+        nbytes = sum(b.size for b in method._resources.buffers)
         fused = {}
         for k in method.kernels:
             if "fused" in k:
                 fused[str(k["fused"])] = fused.get(str(k["fused"]), 0) + 1
-        return outs, ran, fused
+        return outs, ran, fused, copies, nbytes
     finally:
         program.close()
 
@@ -62,7 +66,9 @@ async def fusion_report(make_runtime, pte, vocab, prompt_len, steps):
             "scale": max(abs(v) for row in unfused for v in row),
             "exact": fused == unfused,
             "dispatches": {"fused": got[True][1], "unfused": got[False][1]},
-            "fused_ops": {"fused": got[True][2], "unfused": got[False][2]}}
+            "fused_ops": {"fused": got[True][2], "unfused": got[False][2]},
+            "copies": {"fused": got[True][3], "unfused": got[False][3]},
+            "buffer_bytes": {"fused": got[True][4], "unfused": got[False][4]}}
 
 
 async def native_runtime(options):

@@ -71,5 +71,6 @@ def test_fused_equals_unfused_in_the_browser(page, name):
         f"{prompt_len}, 3)")
     counts = report["dispatches"]
     assert counts["unfused"] - counts["fused"] == 7 * args["n_layers"], report
+    assert report["copies"]["fused"] == 0 < report["copies"]["unfused"], report["copies"]
     tol = (1e-3 if "fp16" in name else 1e-5) * report["scale"]
     assert max(report["diffs"]) <= tol, report

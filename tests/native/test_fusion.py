@@ -38,6 +38,10 @@ def _check(name, report):
     assert counts["unfused"] - counts["fused"] == SAVED_PER_LAYER * layers, counts
     assert report["fused_ops"] == {"fused": {k: v * layers for k, v in PER_LAYER.items()},
                                    "unfused": {}}
+    # reshapes share their inputs' memory: no copy is left, and memory stays as it was
+    # (a reshape given a buffer it never used once doubled SmolLM2's)
+    assert report["copies"]["fused"] == 0 < report["copies"]["unfused"], report["copies"]
+    assert report["buffer_bytes"]["fused"] <= 1.05 * report["buffer_bytes"]["unfused"], report
     # the same arithmetic per element; a driver may still contract a * b + c differently
     tol = 1e-5 * report["scale"] if "fp16" not in name else 1e-3 * report["scale"]
     assert max(report["diffs"]) <= tol, report

@@ -2,10 +2,10 @@
 op-by-op Python encode, in Chromium: a decoder with a dynamic token count (prefill of 5,
 then single-token steps, then steps fed on the GPU by the last argmax) run once each
 way. Every WebGPU encoder call is logged (objects by identity, numbers as they are) by
-wrapping the GPU* prototypes; each execute must make the same calls both ways, and the
-outputs must match eager torch both ways. The log also says which calls Python made
-and which the JS encode made (by the stack), so the interop saving is measured, not
-assumed."""
+wrapping the GPU* prototypes (bench/gpu_calls.js); each execute must make the same calls
+both ways, and the outputs must match eager torch both ways. The log also says which
+calls Python made and which the JS encode made (by the stack), so the interop saving is
+measured, not assumed."""
 
 from pathlib import Path
 
@@ -19,37 +19,7 @@ HERE = Path(__file__).parent
 SUPPORT = (HERE / "page_support.py").read_text()
 NAME = "llama_dynamic_rope"
 
-# Wraps every method of the GPU* interfaces; `gpuLog.on` records, `gpuLog.restore()`
-# puts the originals back.
-WRAP_JS = r"""
-(() => {
-  const ids = new WeakMap();
-  let next = 0;
-  const show = (v) => (v !== null && typeof v === "object")
-    ? "#" + (ids.get(v) ?? (ids.set(v, ++next), next)) : String(v);
-  const log = { on: false, calls: [], fromPython: 0, fromEncode: 0, originals: [] };
-  log.clear = () => { log.calls = []; log.fromPython = 0; log.fromEncode = 0; };
-  for (const C of [GPUDevice, GPUQueue, GPUCommandEncoder, GPUComputePassEncoder, GPUBuffer]) {
-    const logged = C === GPUCommandEncoder || C === GPUComputePassEncoder;
-    for (const k of Object.getOwnPropertyNames(C.prototype)) {
-      const d = Object.getOwnPropertyDescriptor(C.prototype, k);
-      if (k === "constructor" || typeof d.value !== "function") continue;
-      const f = d.value;
-      log.originals.push([C.prototype, k, f]);
-      C.prototype[k] = function (...a) {
-        if (log.on) {
-          if (new Error().stack.includes("pteEncodeRecording")) log.fromEncode++;
-          else log.fromPython++;
-          if (logged) log.calls.push(k + "(" + a.map(show).join(",") + ")");
-        }
-        return f.apply(this, a);
-      };
-    }
-  }
-  log.restore = () => { for (const [p, k, f] of log.originals) p[k] = f; };
-  globalThis.gpuLog = log;
-})();
-"""
+WRAP_JS = (HERE.parents[1] / "bench" / "gpu_calls.js").read_text()
 
 PAGE = r"""
 import js

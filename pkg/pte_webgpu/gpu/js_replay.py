@@ -11,6 +11,7 @@ into the grid numbers, sent again with that one call; anything else rebuilds the
 from __future__ import annotations
 
 from array import array
+from itertools import compress
 from operator import is_not
 
 from .interface import BEGIN, DISPATCH, END, Copy, Dispatch, pass_plan
@@ -63,7 +64,6 @@ class JsRecording:
             "groups": [d.bind_group for d in dispatches],
             "src": [c.src.handle for c in copies], "dst": [c.dst.handle for c in copies],
             "sizes": [c.size for c in copies]})
-        self.code = None
         self.grids_dirty, self.code_dirty = True, True
 
     def _make_code(self) -> array:
@@ -76,11 +76,13 @@ class JsRecording:
         old = self.steps
         if len(steps) != len(old):
             return False
-        if not any(map(is_not, steps, old)):
+        # the steps that are other objects, found without a Python loop (a decode step has
+        # ~550; readout's feed copy is a new object each execute)
+        changed = list(compress(range(len(old)), map(is_not, steps, old)))
+        if not changed:
             return True
-        for index, (new, was) in enumerate(zip(steps, old)):
-            if new is was:
-                continue
+        for index in changed:
+            new, was = steps[index], old[index]
             if type(new) is Dispatch and type(was) is Dispatch:
                 if new.pipeline is not was.pipeline or new.bind_group is not was.bind_group:
                     return False
@@ -93,7 +95,8 @@ class JsRecording:
                     return False
             else:
                 return False
-        self.steps = list(steps)
+        for index in changed:
+            old[index] = steps[index]
         return True
 
     def encode(self, encoder, encode_fn) -> None:

@@ -4,8 +4,6 @@ vocab), and no pass over it on the host (slow in Pyodide)."""
 
 from __future__ import annotations
 
-from operator import is_not
-
 from ..gpu.interface import Copy, Dispatch, Recording
 from ..shaders.compose import Binding, Kernel, Uniform
 
@@ -38,7 +36,6 @@ class LastRowArgmax:
         self.stagings, self.turn = stagings, 0
         self.ran = False  # whether ``result`` holds an index yet (for LastArgmax inputs)
         self._base = recording
-        self._feeds: tuple = ((), [])  # the last feeds and their copies, reused as they are
 
     @property
     def staging(self):
@@ -66,11 +63,7 @@ class LastRowArgmax:
         grids the execute just set, then the argmax). Takes the next staging buffer."""
         self.device.write_buffer(self.params, PARAMS.pack(offset=valid_elements - self.width,
                                                           width=self.width))
-        feeds = tuple(feeds)
-        if len(feeds) != len(self._feeds[0]) or any(map(is_not, feeds, self._feeds[0])):
-            # new copies only for new feeds: a backend's encoded form follows the steps
-            # by identity (gpu/js_replay.py)
-            self._feeds = feeds, [Copy(self.result, dst, 4, "last argmax") for dst in feeds]
-        self.recording.steps[:-1] = self._feeds[1] + self._base.steps
+        self.recording.steps[:-1] = [Copy(self.result, dst, 4, "last argmax")
+                                     for dst in feeds] + self._base.steps
         self.turn = 1 - self.turn
         return self.recording

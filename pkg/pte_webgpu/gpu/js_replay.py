@@ -1,11 +1,12 @@
 """A Recording encoded by one JS call (the browser backend's untimed path).
 
 Each Pyodide-to-JS call costs microseconds; encoding op by op makes ~3 per dispatch (a
-SmolLM2 decode step: ~300 dispatches). So a recording is turned once into JS arrays (its
-pipelines, bind groups, copies; grids as one Uint32Array; ``pass_plan``'s ops as (op,
-slot) pairs) and ``ENCODE_JS`` walks them. Before each use the arrays are checked against
-the steps by identity: a grid that changed (dynamic sizes replace a Dispatch) is written
-into the grid numbers, sent again with that one call; anything else rebuilds them.
+SmolLM2 decode step: 277 dispatches, ~1180 calls). So a recording is turned once into JS
+arrays (its pipelines, bind groups, copies; grids as one Uint32Array; ``pass_plan``'s ops
+as (op, slot) pairs) and ``ENCODE_JS`` walks them. Before each use the arrays are checked
+against the steps by identity: a grid that changed (dynamic sizes replace a Dispatch) is
+written into the grid numbers, sent again with that one call (and the ops, when a grid
+turned empty or back); any other change rebuilds them.
 """
 
 from __future__ import annotations

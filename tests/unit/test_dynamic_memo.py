@@ -1,7 +1,8 @@
 """DynamicEnv reruns only the host steps that input data can change while the input
-shapes repeat (a decode loop), and everything when the shapes change."""
+shapes repeat (a decode loop), and everything when the shapes change; the grids that
+follow actual sizes are set again only when a size they read changed."""
 
-from pte_webgpu.gpu.interface import Recording
+from pte_webgpu.gpu.interface import Dispatch, Recording
 from pte_webgpu.runtime.dynamic import DynamicEnv
 
 
@@ -41,3 +42,22 @@ def test_same_shapes_rerun_only_the_data_steps():
     calls.clear()
     assert _run(env, 5, 20) == (25, (10,))  # a new shape: everything again
     assert calls == ["position", "end", "doubled"]
+
+
+def test_grids_are_set_again_only_when_a_size_they_read_changes():
+    calls = []
+    env = _env([])
+
+    def grid(env):  # like follow_actual_size's: reads one tensor's actual shape
+        calls.append("grid")
+        return (env.shape(0, 3, (18,))[0], 1, 1)
+
+    env.grids.append((0, grid, ("shape", 0, 3)))
+    recording = Recording([Dispatch("pipeline", "group", (18, 1, 1), "op")])
+    grids = []
+    for length, data in [(3, 10), (3, 20), (3, 30), (5, 30), (5, 40), (3, 40)]:
+        env.values, env.host_inputs = {("shape", -1, 7): (length,)}, {7: data}
+        env.run(recording)
+        grids.append(recording.steps[0].grid[0])
+    assert grids == [6, 6, 6, 10, 10, 6]
+    assert len(calls) == 3  # the first run and the two size changes

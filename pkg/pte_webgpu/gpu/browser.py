@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..errors import (DeviceLostError, GpuError, GpuValidationError, ShaderCompileError)
 from .adapter import subgroup_sizes
 from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice
+from .js_replay import ENCODE_JS, JsRecording
 
 
 def _js():
@@ -24,6 +25,10 @@ def _absent(value) -> bool:
 
 
 class BrowserDevice(GpuDevice):
+    # Untimed runs encode a recording in one JS call (js_replay.py); False: op by op
+    # from Python, as profiling does (the tests compare the two).
+    js_replay = True
+
     @classmethod
     async def create(cls, power_preference: str = "high-performance") -> "BrowserDevice":
         js, create_proxy, to_js = _js()
@@ -202,6 +207,18 @@ class BrowserDevice(GpuDevice):
 
     def _encoder(self):
         return self.device.createCommandEncoder()
+
+    def _encode_recording(self, encoder, recording):
+        if not self.js_replay or not recording.steps:
+            super()._encode_recording(encoder, recording)
+            return
+        if not hasattr(self, "_encode_js"):
+            self._encode_js = self.js.eval(ENCODE_JS)
+        replay = recording.encoded
+        if (not isinstance(replay, JsRecording) or replay.device is not self
+                or not replay.follow(recording.steps)):
+            replay = recording.encoded = JsRecording(self, recording.steps)
+        replay.encode(encoder, self._encode_js)
 
     def _begin_pass(self, encoder, query, index):
         if query is None:

@@ -46,6 +46,37 @@ class Recording:
     """Work recorded at load: passes of dispatches separated by copies."""
 
     steps: list = field(default_factory=list)  # Dispatch | Copy, in order
+    # a backend's own form of ``steps`` (the browser's JS arrays), checked against them
+    # before each use: whoever changes ``steps`` need not know it is there
+    encoded: object = field(default=None, repr=False, compare=False)
+
+
+# What encoding a recording does, step by step: pass_plan's (op, index) pairs.
+BEGIN, DISPATCH, END, COPY = range(4)
+
+
+def pass_plan(steps):
+    """The one rule for encoding ``steps`` (both backends, the browser's JS replay too):
+    (op, index in ``steps``) pairs. Consecutive dispatches share one compute pass (WebGPU
+    orders dispatches within a pass); a copy ends the pass; a dispatch with an empty grid
+    (an unused alternative) is left out, and no pass begins for dispatches all left out."""
+    open_pass = False
+    for index, step in enumerate(steps):
+        if type(step) is Copy:
+            if open_pass:
+                yield END, -1
+                open_pass = False
+            yield COPY, index
+            continue
+        grid = step.grid
+        if not (grid[0] and grid[1] and grid[2]):
+            continue
+        if not open_pass:
+            yield BEGIN, -1
+            open_pass = True
+        yield DISPATCH, index
+    if open_pass:
+        yield END, -1
 
 
 def _split(data: bytes, offsets, outputs) -> list[memoryview]:
@@ -243,35 +274,50 @@ class GpuDevice:
         """Encode ``recording`` (timed passes with ``query``), copy the outputs into
         ``staging``, submit; the outputs' offsets there."""
         encoder = self._encoder()
-        self._encode(encoder, recording.steps, query)
+        if query is None:
+            self._encode_recording(encoder, recording)
+        else:
+            self._encode(encoder, recording.steps, query)
         offsets = self._copy_outputs(encoder, outputs, staging)
         if query is not None:
             self._resolve(encoder, query)
         self._submit(encoder)
         return offsets
 
+    def _encode_recording(self, encoder, recording: Recording) -> None:
+        """Encode a whole recording (untimed); a backend may replace the op-by-op
+        ``_encode`` (the browser encodes in one JS call)."""
+        self._encode(encoder, recording.steps)
+
     def _encode(self, encoder, steps, query=None) -> None:
-        """Consecutive dispatches share one compute pass (WebGPU orders dispatches within
-        a pass); a copy ends the pass. Profiling gives each dispatch its own timed pass."""
-        compute, index = None, 0
+        """Encode ``steps`` op by op as ``pass_plan`` says. Profiling (``query``) gives each
+        dispatch its own timed pass, an empty one too (the times keep their places)."""
+        if query is not None:
+            self._encode_timed(encoder, steps, query)
+            return
+        compute = None
+        for op, index in pass_plan(steps):
+            if op == DISPATCH:
+                self._dispatch(compute, steps[index])
+            elif op == BEGIN:
+                compute = self._begin_pass(encoder, None, 0)
+            elif op == END:
+                self._end_pass(compute)
+            else:
+                step = steps[index]
+                self._copy(encoder, step.src, 0, step.dst, 0, step.size)
+
+    def _encode_timed(self, encoder, steps, query) -> None:
+        index = 0
         for step in steps:
-            if isinstance(step, Copy) or query is not None:
-                if compute is not None:
-                    self._end_pass(compute)
-                    compute = None
-            if isinstance(step, Copy):
+            if type(step) is Copy:
                 self._copy(encoder, step.src, 0, step.dst, 0, step.size)
                 continue
-            empty = not (step.grid[0] and step.grid[1] and step.grid[2])
-            if empty and query is None:
-                continue  # an empty grid (an unused alternative): nothing to encode
-            if compute is None:
-                compute = self._begin_pass(encoder, query, index)
-            if not empty:  # profiled: its timed pass stays, empty (times keep their places)
+            compute = self._begin_pass(encoder, query, index)
+            if step.grid[0] and step.grid[1] and step.grid[2]:
                 self._dispatch(compute, step)
-            index += 1
-        if compute is not None:
             self._end_pass(compute)
+            index += 1
 
     def _copy_outputs(self, encoder, outputs, staging) -> list[int]:
         offsets, at = [], 0

@@ -73,7 +73,8 @@ def follow_actual_size(ctx, out_id: int, per, alternative: bool = False) -> None
             if len(seen) < 64:
                 seen[shape] = got
         return got
-    env.grids.append((len(ctx.recording.steps) - 1, grid))
+    # grid reads nothing but this key's value: env.run skips the grids when no key changed
+    env.grids.append((len(ctx.recording.steps) - 1, grid, ("shape", graph, out_id)))
 
 
 def int_value(env, graph_values, graph: int, vid: int, where: str) -> int:

@@ -43,7 +43,11 @@ class DynamicEnv:
         self.chunks: list[list] = []  # per slot buffer: its keys in slot order
         self.buffers: list = []
         self.steps: list = []  # host steps fn(env), in chain order
-        self.grids: list = []  # (step index in the recording, fn(env) -> grid)
+        # (step index in the recording, fn(env) -> grid, the one value key fn reads)
+        self.grids: list = []
+        self._grid_keys: list = []
+        self._grid_values: list | None = None  # those keys' values when the grids were set
+        self._grid_recording = None
         self.dynamic: set[tuple] = set()  # ("shape", graph, vid) keys of dynamic tensors
         self.values: dict[tuple, object] = {}  # per execute: key -> int | shape tuple
         self.host_inputs: dict[int, object] = {}  # plan vid -> host Tensor (per execute)
@@ -93,11 +97,17 @@ class DynamicEnv:
         """Run the host steps, update the dispatch grids that follow actual sizes, and
         return [(slot buffer, bytes)] to write before the submit."""
         self._run_steps()
-        steps = recording.steps
-        for index, fn in self.grids:
-            step, grid = steps[index], fn(self)
-            if grid != step.grid:
-                steps[index] = Dispatch(step.pipeline, step.bind_group, grid, step.label)
+        if len(self._grid_keys) != len(self.grids):
+            self._grid_keys, self._grid_values = [key for _, _, key in self.grids], None
+        # a decode loop repeats one set of sizes: the grids are what the last run set
+        now = list(map(self.values.get, self._grid_keys))
+        if now != self._grid_values or recording is not self._grid_recording:
+            steps = recording.steps
+            for index, fn, _ in self.grids:
+                step, grid = steps[index], fn(self)
+                if grid != step.grid:
+                    steps[index] = Dispatch(step.pipeline, step.bind_group, grid, step.label)
+            self._grid_values, self._grid_recording = now, recording
         return [(buf, b"".join(self._slot_value(k).to_bytes(4, "little", signed=True)
                                for k in keys))
                 for buf, keys in zip(self.buffers, self.chunks)]

@@ -276,10 +276,12 @@ def main_llm(model: Path, backend: str, todo: list[dict], *, export: dict | None
     else:
         import llm_browser
 
-        more = {} if peer_prefill_max is None else {"peer_prefill_max": peer_prefill_max}
+        if peer_prefill_max is None:
+            peer_prefill_max = llm_browser.PEER_PREFILL_MAX
         result, web_records = llm_browser.run(model, todo, web=web, onnx_dir=onnx_dir,
                                               warmup=warmup, profile=profile,
-                                              progress=progress, **more)
+                                              peer_prefill_max=peer_prefill_max,
+                                              progress=progress)
     base = {"backend": backend, "adapter": result["adapter"]}
     records = [dict(r, impl="ours", dtype=dtype, file=model.name, load_s=result["load_s"], **base)
                for r in result["records"]]

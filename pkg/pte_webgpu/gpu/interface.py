@@ -277,7 +277,7 @@ class GpuDevice:
         if query is None:
             self._encode_recording(encoder, recording)
         else:
-            self._encode(encoder, recording.steps, query)
+            self._encode_timed(encoder, recording.steps, query)
         offsets = self._copy_outputs(encoder, outputs, staging)
         if query is not None:
             self._resolve(encoder, query)
@@ -289,12 +289,8 @@ class GpuDevice:
         ``_encode`` (the browser encodes in one JS call)."""
         self._encode(encoder, recording.steps)
 
-    def _encode(self, encoder, steps, query=None) -> None:
-        """Encode ``steps`` op by op as ``pass_plan`` says. Profiling (``query``) gives each
-        dispatch its own timed pass, an empty one too (the times keep their places)."""
-        if query is not None:
-            self._encode_timed(encoder, steps, query)
-            return
+    def _encode(self, encoder, steps) -> None:
+        """Encode ``steps`` op by op as ``pass_plan`` says."""
         compute = None
         for op, index in pass_plan(steps):
             if op == DISPATCH:
@@ -308,6 +304,8 @@ class GpuDevice:
                 self._copy(encoder, step.src, 0, step.dst, 0, step.size)
 
     def _encode_timed(self, encoder, steps, query) -> None:
+        """Profiling: each dispatch its own timed pass, an empty one too (the times keep
+        their places)."""
         index = 0
         for step in steps:
             if type(step) is Copy:

@@ -22,6 +22,7 @@ import array
 import random
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 from ..errors import InputError, UnsupportedError
 from ..runtime.readout import LastArgmax, Sample
@@ -154,7 +155,7 @@ class LanguageModel:
         draw with ``sample``."""
         out = await self.method.execute(
             [_int64(ids, (1, len(ids))), _int64([len(self.history)], (1,))], argmax=greedy,
-            sample=sample if greedy else None)
+            sample=sample)
         self.history += ids
         return out[0] if greedy else last_row(out[0], self.vocab_size)
 
@@ -196,10 +197,9 @@ class LanguageModel:
         # the GPU picks (`logits` then holds the token id): greedy, or a plain temperature
         on_gpu = not temperature or (top_k is None and top_p in (None, 1.0))
         gen.picked_on = "gpu" if on_gpu else "host"
-        draws = None
-        if temperature and on_gpu:
-            seed32 = rng.getrandbits(32)
-            draws = lambda n: Sample(temperature, seed32, n)  # noqa: E731
+        # draws(n): the n-th token's Sample
+        draws = partial(Sample, temperature, rng.getrandbits(32)) if temperature and on_gpu \
+            else None
         logits = await self._feed(ids, on_gpu, draws and draws(0))
         gen.prefill_ms = (time.perf_counter() - t0) * 1e3
         if not max_new_tokens:

@@ -16,9 +16,9 @@ import statistics
 import struct
 import time
 
-from pte_webgpu import dtypes
 from pte_webgpu.gpu.interface import Dispatch, Recording, fold_grid
-from pte_webgpu.graph import Graph, OpCall, Scalar, TensorValue
+from pte_webgpu.model import dtypes
+from pte_webgpu.model.graph import Graph, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import rms_norm
 from pte_webgpu.runtime.build import BuildContext, Resources
 

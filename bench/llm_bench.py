@@ -63,9 +63,10 @@ def _read(path: Path) -> bytes:
 
 
 async def ours(pte: bytes, prompt_len: int, steps: int, dtype: str, fuse: bool = True) -> dict:
-    import pte_webgpu
-    from pte_webgpu.tensor import Tensor
     import array
+
+    import pte_webgpu
+    from pte_webgpu.model.tensor import Tensor
 
     def ids(values):
         return Tensor(array.array("q", values), (1, len(values)), "int64")
@@ -266,7 +267,7 @@ def main_llm(model: Path, backend: str, todo: list[dict], *, export: dict | None
     contexts = [p["context"] for p in todo]
     steps = todo[0]["steps"]
     if backend == "native":
-        from pte_webgpu.jobs import run_coroutine
+        from pte_webgpu.app.run_job import run_coroutine
         from pte_webgpu.llm.bench_job import llm_bench_job
 
         result = run_coroutine(llm_bench_job(pte, (), contexts=contexts, steps=steps,

@@ -19,7 +19,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-
 import pte_webgpu
 
 

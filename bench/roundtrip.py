@@ -43,7 +43,7 @@ from pte_webgpu.formats import npy
 from pte_webgpu.gpu.interface import Dispatch, align4
 from pte_webgpu.runtime.build import upload
 from pte_webgpu.runtime.inputs import read_input
-from pte_webgpu.tensor import output
+from pte_webgpu.model.tensor import output
 
 _obj = lambda v: to_js(v, dict_converter=js.Object.fromEntries)
 _now = js.performance.now

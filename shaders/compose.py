@@ -67,7 +67,7 @@ class Uniform:
 
 
 def _f32(v: float) -> float:
-    from pte_webgpu.f32 import to_f32  # the one float packer (beyond float32: +-inf)
+    from pte_webgpu.model.f32 import to_f32
 
     return to_f32(v)
 

@@ -12,7 +12,7 @@ A program that does not load gives ``{"unsupported": message}``.
 import struct
 
 import pte_webgpu
-from pte_webgpu import steps
+from pte_webgpu.app import steps
 from pte_webgpu.formats import npy
 
 # the linears of a run: on their own, or fused (runtime/fusion.py)

@@ -5,9 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-
+from pte_webgpu.model.plan_graph import kernel_op_name
 from pte_webgpu.ops.registry import supported_ops
-from pte_webgpu.plan_graph import kernel_op_name
 
 DECODERS = Path(__file__).resolve().parent / "fixtures" / "decoders"
 INDEX = json.loads((DECODERS / "index.json").read_text())

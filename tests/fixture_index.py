@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
+from pte_webgpu.model.plan_graph import kernel_op_name
 from pte_webgpu.ops.registry import supported_ops
-from pte_webgpu.plan_graph import kernel_op_name
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 INDEX = json.loads((FIXTURES / "index.json").read_text()) + [

@@ -13,8 +13,8 @@ the bytes of the method's buffers and the fused ops of method.kernels by kind.
 import struct
 
 import pte_webgpu
+from pte_webgpu.model.tensor import Tensor
 from pte_webgpu.runtime.fusion import VIEWS
-from pte_webgpu.tensor import Tensor
 
 
 def _ids(values):

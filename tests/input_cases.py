@@ -11,7 +11,6 @@ ones, as Python source for the browser (``ref`` is a flat list there).
 from array import array
 
 import numpy as np
-
 from pte_webgpu import Tensor
 
 SHAPE = (2, 3, 4)

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from pte_webgpu.llm.tokenizer import FORMAT, byte_to_unicode
+
 from tests.decoders import DECODERS, INDEX
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ output] per call], "first": a description of the first mismatch or None}.
 import math
 import struct
 
-from pte_webgpu import steps
+from pte_webgpu.app import steps
 from pte_webgpu.formats import npy
 
 

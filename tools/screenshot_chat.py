@@ -32,7 +32,6 @@ def main() -> int:
     args = ap.parse_args()
 
     from playwright.sync_api import sync_playwright
-
     from pte_webgpu.chromium.config import launch_options
     from pte_webgpu.chromium.dist import ensure_dist
     from pte_webgpu.chromium.server import StaticServer

@@ -1,4 +1,4 @@
-// The demo page's UI. Python (Pyodide + pte_webgpu.webapp) runs in worker.js, so this
+// The demo page's UI. Python (Pyodide + pte_webgpu.app.webapp) runs in worker.js, so this
 // thread stays free to draw: all parsing, GPU work and checking happen in Python there;
 // this file only moves bytes and shows results. window.pyodideReady (resolves once the
 // boot and the adapter check are done) and window.bootStages follow harness.html.

@@ -1,4 +1,4 @@
-// Turns the dicts returned by pte_webgpu.webapp into DOM. Text only (textContent),
+// Turns the dicts returned by pte_webgpu.app.webapp into DOM. Text only (textContent),
 // never HTML, so names from an uploaded file cannot inject markup.
 
 /** el("td", {class: "x", "data-testid": "y"}, "text", child, ...) */

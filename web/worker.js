@@ -1,4 +1,4 @@
-// Pyodide and pte_webgpu.webapp in a dedicated worker: the page's main thread only
+// Pyodide and pte_webgpu.app.webapp in a dedicated worker: the page's main thread only
 // draws, so it never freezes while Python boots (seconds of WebAssembly and imports)
 // or runs. WebGPU works in workers too (navigator.gpu).
 //
@@ -17,7 +17,7 @@ const ready = bootPyodide({
   indexURL,
   onProgress: (stage, detail) => postMessage({ kind: "progress", stage, detail }),
 }).then((pyodide) => {
-  webapp = pyodide.pyimport("pte_webgpu.webapp");
+  webapp = pyodide.pyimport("pte_webgpu.app.webapp");
   const version = pyodide.runPython("import pte_webgpu; pte_webgpu.__version__");
   postMessage({ kind: "booted", pyodideVersion: pyodide.version, version });
 }, (error) => {

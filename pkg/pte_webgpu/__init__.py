@@ -15,12 +15,11 @@ from .errors import (
     ShaderCompileError,
     UnsupportedError,
 )
-
-from .method_meta import MethodMeta, TensorInfo
+from .model.method_meta import MethodMeta, TensorInfo
+from .model.tensor import Tensor
 from .ops.registry import operator_names
 from .runtime import Method, Program, Runtime
 from .runtime.options import RuntimeOptions
-from .tensor import Tensor
 
 __version__ = "0.1.0"
 

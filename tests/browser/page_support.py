@@ -4,10 +4,9 @@ import os
 import struct
 from importlib import import_module
 
-from pyodide.http import pyfetch
-
 import pte_webgpu
 from pte_webgpu.formats import npy
+from pyodide.http import pyfetch
 
 _runtime = None
 

@@ -4,8 +4,8 @@ operator_names, `with` closing, typed options and the adapter's traits."""
 import json
 
 import pytest
-
 from pte_webgpu.ops.registry import operator_names
+
 from tests.fixture_index import FIXTURES
 
 pytestmark = pytest.mark.browser

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from pte_webgpu.llm.bench_job import plan, prompt_ids
 
 REPO = Path(__file__).resolve().parents[2]

@@ -2,9 +2,8 @@
 
 import time
 
-import pytest
-
 import pte_webgpu
+import pytest
 
 pytestmark = pytest.mark.browser
 

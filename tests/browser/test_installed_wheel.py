@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from pte_webgpu.chromium import dist
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,6 +15,7 @@ def _native_answer(tok_path) -> str:
     pytest.importorskip("wgpu")
     import pte_webgpu
     from pte_webgpu.llm.generate import LanguageModel
+
     from tests.native.gpu_thread import run_sync
 
     async def go():

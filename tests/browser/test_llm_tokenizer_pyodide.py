@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from pte_webgpu.llm import ChatTemplate, Tokenizer
 
 pytestmark = pytest.mark.browser

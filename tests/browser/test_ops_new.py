@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from tests.fixture_index import FIXTURES
-from tests.native.test_ops_new import (NEW_FIXTURES, NEW_UNARY, X, check,
-                                       fixture_tolerance)
+from tests.native.test_ops_new import NEW_FIXTURES, NEW_UNARY, X, check, fixture_tolerance
 
 pytestmark = pytest.mark.browser
 
@@ -21,7 +20,7 @@ SUPPORT = (Path(__file__).parent / "page_support.py").read_text() + '''
 async def run_raw(name, inputs=None):
     """Outputs of fixture ``name`` as (dtype, shape, hex bytes); ``inputs``: (dtype, shape,
     hex) to use instead of the fixture's."""
-    from pte_webgpu.tensor import Tensor
+    from pte_webgpu.model.tensor import Tensor
     from pte_webgpu import dtypes
     rt = await runtime()
     program = await rt.load_program(await fetch_bytes(f"/fixtures/{name}.pte"))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from pte_webgpu import formats
+
 from tests.probe.runner import expected_outputs
 from tests.probe.table import CASES, accepts
 

@@ -25,7 +25,7 @@ PAGE_CODE = r'''
 import base64, os
 from pte_webgpu import dtypes
 from pte_webgpu.gpu.interface import Recording
-from pte_webgpu.graph import Graph, OpCall, Scalar, TensorValue
+from pte_webgpu.model.graph import Graph, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import rms_norm
 from pte_webgpu.runtime.build import BuildContext, Resources
 

@@ -4,8 +4,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from pte_webgpu.ops.registry import supported_ops
+
 from tests.fixture_index import FIXTURES, INDEX, needed_ops, runnable, tolerance
 
 pytestmark = pytest.mark.browser

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
-
 from pte_webgpu.chromium.config import default_timeout_ms
 
 pytestmark = pytest.mark.browser

@@ -14,7 +14,6 @@ import struct
 
 import flatbuffers
 from flatbuffers import number_types as N
-
 from pte_webgpu.formats.fbs_schema import Schema
 
 _FORMATS = {"bool": "<?", "byte": "<b", "int8": "<b", "ubyte": "<B", "uint8": "<B",

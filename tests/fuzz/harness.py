@@ -7,7 +7,8 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from pte_webgpu import formats, inspect
+from pte_webgpu import formats
+from pte_webgpu.app import describe
 from pte_webgpu.errors import PteError
 
 from .mutations import Target, mutate
@@ -31,8 +32,8 @@ class Result:
 
 def parse(pte: bytes, files) -> None:
     program = formats.open_program(pte, files)
-    report = inspect.describe(program, "fuzz.pte", len(pte))
-    inspect.render_text(report)
+    report = describe.describe(program, "fuzz.pte", len(pte))
+    describe.render_text(report)
 
 
 def run_case(rng: random.Random, target: Target) -> Result:

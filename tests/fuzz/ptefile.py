@@ -103,6 +103,6 @@ def vh00(graph_fb: bytes, constants: bytes) -> bytes:
 
 
 def vulkan_id() -> bytes:
-    from pte_webgpu.formats import VULKAN_BACKEND_ID
+    from pte_webgpu.model.program_file import VULKAN_BACKEND_ID
 
     return VULKAN_BACKEND_ID.encode()

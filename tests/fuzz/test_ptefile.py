@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from pte_webgpu import formats
 
 from .exec_harness import load_bases

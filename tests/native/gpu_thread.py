@@ -17,9 +17,8 @@ def run_sync(coro):
 def native_runtime():
     """Body of a pytest fixture: a native Runtime, closed after the test(s); the test is
     skipped where wgpu finds no adapter."""
-    import pytest
-
     import pte_webgpu
+    import pytest
     try:
         rt = run_sync(pte_webgpu.Runtime.create("native"))
     except pte_webgpu.GpuError as e:
@@ -32,7 +31,6 @@ def native_device():
     """Body of a pytest fixture: a bare NativeDevice (for tests that build graphs by hand),
     closed after the test(s); skipped where wgpu finds no adapter."""
     import pytest
-
     from pte_webgpu.errors import GpuError
     from pte_webgpu.gpu.native import NativeDevice
     try:

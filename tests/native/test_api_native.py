@@ -2,9 +2,9 @@
 `with runtime:`, typed options at Runtime.create, adapter traits of a real adapter."""
 
 import numpy as np
+import pte_webgpu
 import pytest
 
-import pte_webgpu
 from tests.fixture_index import FIXTURES
 from tests.native.gpu_thread import run_sync
 

@@ -4,9 +4,9 @@ ids equal host-fed greedy steps (and so eager torch's), and misuse is an InputEr
 
 import numpy as np
 import pytest
-
 from pte_webgpu.errors import InputError
 from pte_webgpu.runtime.readout import LastArgmax
+
 from tests.llm_models import tiny_case
 from tests.native.gpu_thread import run_sync
 

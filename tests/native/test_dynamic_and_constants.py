@@ -1,9 +1,9 @@
 """Dynamic-shape inputs (DYNAMIC_BOUND) and constant methods, natively."""
 
 import numpy as np
+import pte_webgpu
 import pytest
 
-import pte_webgpu
 from tests.decoders import DECODERS, INDEX
 from tests.native.gpu_thread import run_sync
 

@@ -12,9 +12,9 @@ import json
 import struct
 
 import numpy as np
+import pte_webgpu
 import pytest
 
-import pte_webgpu
 from tests.fixture_index import FIXTURES
 from tests.native.gpu_thread import run_sync
 
@@ -85,7 +85,7 @@ def test_clamp_bound_beyond_float32_is_refused(runtime, bound):
 
 def test_no_overflow_error_from_packing_any_double():
     """Every float a params uniform packs goes through f32.pack: no OverflowError."""
-    from pte_webgpu import f32
+    from pte_webgpu.model import f32
 
     for v in (1e39, -1e39, 1e308, -1e308, float("inf"), float("nan"), 5e-324):
         (back,) = struct.unpack("<f", f32.pack("<f", v))

@@ -4,11 +4,11 @@ rows and decode steps, in the CPU adapter's kernel forms and in the GPU forms (m
 matrix tiles for the prefill with matrix-vector twins for decode)."""
 
 import pytest
-
-from pte_webgpu.graph import Graph, TensorValue
+from pte_webgpu import formats
+from pte_webgpu.model.graph import Graph, TensorValue
 from pte_webgpu.runtime import fusion
 from pte_webgpu.runtime.storage import WIDE
-from pte_webgpu import formats
+
 from tests.decoders import DECODERS, INDEX
 from tests.fusion_check import fusion_report, native_runtime
 from tests.native.gpu_thread import run_sync
@@ -117,6 +117,7 @@ def _block(storage, dtype, m, bias, variant, fuse):
     reader is a residual add, SwiGLU's sigmoid * gate * up, and an add with alpha 2 that
     must stay apart; outputs and what fused."""
     import numpy as np
+
     from tests.native.test_ops import G
 
     rng = np.random.default_rng(m * 10 + bias)
@@ -152,10 +153,9 @@ def _block(storage, dtype, m, bias, variant, fuse):
 @pytest.mark.parametrize("half", [False, True])
 def test_fused_block_equals_unfused(device, variant, m, bias, half):  # noqa: F811
     import numpy as np
-    from pte_webgpu import dtypes
-    from pte_webgpu.runtime.storage import Storage
-
+    from pte_webgpu.model import dtypes
     from pte_webgpu.ops import matmul
+    from pte_webgpu.runtime.storage import Storage
 
     if half and "shader-f16" not in device.info.features:
         pytest.skip("the adapter has no shader-f16")
@@ -176,7 +176,7 @@ def test_fused_block_equals_unfused(device, variant, m, bias, half):  # noqa: F8
 
 
 def test_the_hand_block_fuses_as_expected():
-    from pte_webgpu import dtypes
+    from pte_webgpu.model import dtypes
 
     g, outs = _block(WIDE, dtypes.FLOAT32, 3, True, None, True)
     graph = Graph(g.values, g.ops, g.inputs, outs, g.constants)
@@ -209,7 +209,7 @@ def test_cycles_in_a_malformed_graph_end_the_rewrite():
     other's output made the chain walk loop forever at load; cycles of views likewise.
     The rewrite leaves such a graph alone (the build then refuses or runs it)."""
     import numpy as np
-    from pte_webgpu import dtypes
+    from pte_webgpu.model import dtypes
 
     from tests.native.test_ops import G
     g = G()

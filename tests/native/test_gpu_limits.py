@@ -4,11 +4,11 @@ adapter; the limits are the adapter's own (requested for the device)."""
 
 import dataclasses
 
-import pytest
-
 import pte_webgpu
+import pytest
 from pte_webgpu.formats import open_program
-from pte_webgpu.graph import TensorValue
+from pte_webgpu.model.graph import TensorValue
+
 from tests.fixture_index import FIXTURES
 from tests.native.gpu_thread import run_sync
 

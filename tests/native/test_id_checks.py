@@ -5,9 +5,9 @@ token_view_2x3) are caught by the kernel's flag, read back with the outputs. Eit
 the next run with good ids is right again, and nothing leaks."""
 
 import numpy as np
+import pte_webgpu
 import pytest
 
-import pte_webgpu
 from tests.fixture_index import FIXTURES
 from tests.native.gpu_thread import run_sync
 

@@ -4,9 +4,9 @@ add_2x3x4 (x + y, float32) and embedding_100x16_2x5 (int64 ids). The right answe
 was wrong; no buffer is left behind either way."""
 
 import numpy as np
+import pte_webgpu
 import pytest
 
-import pte_webgpu
 from tests.fixture_index import FIXTURES
 from tests.input_cases import CONTAINER_CASES, FLOAT_CASES, INT_CASES, SHAPE
 from tests.native.gpu_thread import run_sync

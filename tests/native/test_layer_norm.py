@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from pte_webgpu import dtypes
 from pte_webgpu.errors import FormatError
-from pte_webgpu.graph import ListValue
+from pte_webgpu.model import dtypes
+from pte_webgpu.model.graph import ListValue
 from pte_webgpu.runtime.build import _outputs_aliasing_inputs
 from pte_webgpu.runtime.storage import Storage
+
 from tests.native.test_ops import G, Limited, device  # noqa: F401  (the device fixture)
 
 F16 = dtypes.FLOAT16
@@ -138,7 +138,7 @@ def test_results_sharing_memory_get_their_own_buffers():
            g.tensor((2, 1), mem_obj=1))
     g.op(NAME, x, g.ints([8]), g.null(), g.null(), g.double(1e-5),
          g._add(ListValue("value_list", ids)))
-    from pte_webgpu.graph import Graph
+    from pte_webgpu.model.graph import Graph
     graph = Graph(g.values, g.ops, [x], [ids[0]], [])
     # mean shares the input's memory object, rstd the output's: both dedicated
     assert _outputs_aliasing_inputs(graph) == {ids[1], ids[2]}

@@ -6,10 +6,10 @@ import time
 
 import numpy as np
 import pytest
-
 from pte_webgpu.errors import InputError
 from pte_webgpu.llm.generate import LanguageModel
 from pte_webgpu.llm.tokenizer import Tokenizer
+
 from tests.llm_models import llm_files, tiny_case, tiny_tokenizer_spec
 from tests.native.gpu_thread import run_sync
 
@@ -90,7 +90,8 @@ def test_stop_strings_and_bad_input(runtime):
 
 
 def test_cli_generate_native_json(tmp_path, capsys):
-    from pte_webgpu.cli import main
+    from pte_webgpu.app.cli import main
+
     from tests.llm_models import write_tiny_tokenizer
 
     name = "llama_dynamic_hfrope"

@@ -7,8 +7,6 @@ from tests.fixture_index import FIXTURES, INDEX, runnable, tolerance
 from tests.native.gpu_thread import run_fixture, run_sync
 
 
-
-
 @pytest.mark.parametrize("entry", [e for e in INDEX if runnable(e)], ids=lambda e: e["name"])
 def test_fixture_matches_torch_natively(runtime, entry):
     outs, wants = run_fixture(runtime, entry["name"], entry.get("ptd_files", []))

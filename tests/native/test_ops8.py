@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from pte_webgpu import reference
 from pte_webgpu.formats import open_program
+from pte_webgpu.reference import interpreter as reference
+
 from tests.native.gpu_thread import run_sync
 from tests.native.test_ops import G, device  # noqa: F401  (device: the fixture)
 
@@ -89,7 +89,7 @@ def test_page_check_agrees_natively(runtime, name, calls, tol):
 @pytest.mark.parametrize("half", [False, True])
 def test_to_dim_order_copy_int32_to_float(device, half):  # noqa: F811
     """int32 -> float32 (round to nearest even past 2**24, as torch) and -> float16."""
-    from pte_webgpu import dtypes
+    from pte_webgpu.model import dtypes
     x = np.array([0, 1, -1, 7, 2**24 + 1, 2**24 + 3, -(2**31), 2**31 - 1, 65504, 65520, -3],
                  np.int32)
     out_dtype = dtypes.FLOAT16 if half else dtypes.FLOAT32

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from pte_webgpu import dtypes
-from pte_webgpu.graph import ListValue
+from pte_webgpu.model import dtypes
+from pte_webgpu.model.graph import ListValue
 from pte_webgpu.runtime.storage import Storage
+
 from tests.native.test_ops import G, device  # noqa: F401  (device: the fixture)
 
 EDGE = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, 1.0, -1.0, 3.5, -2.25, 65504.0],

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from pte_webgpu import dtypes
 from pte_webgpu.gpu.interface import Recording
-from pte_webgpu.graph import Graph, ListValue, TensorValue
+from pte_webgpu.model import dtypes
+from pte_webgpu.model.graph import Graph, ListValue, TensorValue
 from pte_webgpu.runtime.build import Resources, build_delegate, upload
 from pte_webgpu.runtime.dynamic import DynamicEnv
+
 from tests.native.gpu_thread import native_device, run_sync
 from tests.native.test_ops import G, rand
 

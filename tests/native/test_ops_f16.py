@@ -4,11 +4,10 @@ on the float16-rounded inputs."""
 
 import numpy as np
 import pytest
-
-from pte_webgpu import dtypes
+from pte_webgpu.model import dtypes
 from pte_webgpu.runtime.storage import Storage
-from tests.native.test_ops import (  # noqa: F401  (device: the fixture)
-    ACTIVATIONS, G, activation_want, check_activation, device)
+
+from tests.native.test_ops import ACTIVATIONS, G, activation_want, check_activation, device  # noqa: F401  (device: the fixture)
 
 F16 = dtypes.FLOAT16
 HALF = Storage(half=True)

@@ -9,12 +9,11 @@ import math
 
 import numpy as np
 import pytest
-
-from pte_webgpu import dtypes
+from pte_webgpu.model import dtypes
 from pte_webgpu.runtime.storage import Storage
+
 from tests.fixture_index import FIXTURES, INDEX
-from tests.native.test_ops import (  # noqa: F401  (device: the fixture)
-    EDGES, G, activation_want, device, rand)
+from tests.native.test_ops import EDGES, G, activation_want, device, rand  # noqa: F401  (device: the fixture)
 
 F16 = dtypes.FLOAT16
 
@@ -155,6 +154,7 @@ def fixture_tolerance(name):
 @pytest.mark.parametrize("entry", NEW_FIXTURES, ids=lambda e: e["name"])
 def test_exported_program_matches_eager_torch(entry):
     import pte_webgpu
+
     from tests.native.gpu_thread import run_sync
 
     async def go():

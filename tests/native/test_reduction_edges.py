@@ -6,9 +6,9 @@ variant. The rare rows take a rescaled pass (by the largest |x|, as careful BLAS
 do); rows with NaN or inf keep torch's answer."""
 
 import numpy as np
+import pte_webgpu
 import pytest
 
-import pte_webgpu
 from tests.fixture_index import FIXTURES
 from tests.native.gpu_thread import run_sync
 from tests.native.test_rms_norm_variants import VARIANTS

@@ -4,12 +4,12 @@ against a float32 reference computed like torch."""
 
 import numpy as np
 import pytest
-
-from pte_webgpu import dtypes
 from pte_webgpu.gpu.interface import Recording
-from pte_webgpu.graph import Graph, OpCall, Scalar, TensorValue
+from pte_webgpu.model import dtypes
+from pte_webgpu.model.graph import Graph, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import rms_norm
 from pte_webgpu.runtime.build import BuildContext, Resources
+
 from tests.fixture_index import INDEX, runnable, tolerance
 from tests.native.gpu_thread import run_fixture, run_sync
 

@@ -11,7 +11,6 @@ import asyncio
 import os
 
 import numpy as np
-
 import pte_webgpu
 
 from .crafts import fixture_path

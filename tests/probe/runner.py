@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
-
-from pte_webgpu import formats, reference
+from pte_webgpu import formats
 from pte_webgpu.errors import PteError
+from pte_webgpu.reference import interpreter as reference
 
 from . import crafts
 

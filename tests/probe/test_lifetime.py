@@ -8,16 +8,15 @@ import asyncio
 import threading
 
 import numpy as np
-import pytest
-
 import pte_webgpu
+import pytest
 from pte_webgpu.gpu.interface import Copy
+
 from tests.native.gpu_thread import native_runtime, run_sync
 
 from . import crafts
 from .cycles import cycles
-from .table import (many_constants_one_key, shared_constant_many_tensors,
-                    state_constants_share_a_key)
+from .table import many_constants_one_key, shared_constant_many_tensors, state_constants_share_a_key
 
 pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
 

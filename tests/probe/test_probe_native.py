@@ -6,8 +6,8 @@ from __future__ import annotations
 import resource
 
 import pytest
-
 from pte_webgpu import errors
+
 from tests.native.gpu_thread import native_runtime, run_sync
 
 from .runner import expected_outputs, matches, run
@@ -50,13 +50,14 @@ def test_probe_inspect(case):
     Python's int-to-str limit) and fails, if at all, with a PteError."""
     import time
 
-    from pte_webgpu import formats, inspect
+    from pte_webgpu import formats
+    from pte_webgpu.app import describe
 
     made = case.build()
     t0 = time.perf_counter()
     try:
         program = formats.open_program(made.pte, made.ptds)
-        inspect.render_text(inspect.describe(program, "probe.pte", len(made.pte)))
+        describe.render_text(describe.describe(program, "probe.pte", len(made.pte)))
     except errors.PteError:
         pass
     assert time.perf_counter() - t0 < 5.0  # the largest (800 KB) parse in ~1 s alone

@@ -3,14 +3,14 @@ operator_names, typed Runtime options, kernel variants and adapter traits."""
 
 import json
 
-import pytest
-
 import pte_webgpu
+import pytest
 from pte_webgpu import formats
 from pte_webgpu.gpu.adapter import AdapterInfo, subgroup_sizes
-from pte_webgpu.method_meta import method_meta
+from pte_webgpu.model.method_meta import method_meta
 from pte_webgpu.ops import variants
 from pte_webgpu.runtime.options import RuntimeOptions, names
+
 from tests.fixture_index import FIXTURES
 
 # Every fixture whose export script wrote its json (inputs, outputs, delegates' ops).

@@ -4,9 +4,9 @@ the per-context plan (prefill length, decode positions) within the KV cache."""
 from pathlib import Path
 
 import pytest
-
 from pte_webgpu.errors import InputError
 from pte_webgpu.llm.bench_job import plan
+
 from tests.unit.test_cli_errors import cli_run, one_line_exit_2
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from pte_webgpu import cli, preflight
+from pte_webgpu.app import cli, preflight
 from pte_webgpu.errors import InputError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -101,7 +100,7 @@ SPECS = [((2, 3), "float32"), ((3,), "float32")]
 
 
 def test_inputs_by_name_else_in_file_order():
-    from pte_webgpu.inputs import match_inputs
+    from pte_webgpu.app.npz_inputs import match_inputs
 
     x, y = np.ones((2, 3), np.float32), np.zeros(3, np.float32)
     assert match_inputs(SPECS, arrays(in1=y, in0=x, out0=x))[1] == ["in0", "in1"]
@@ -112,7 +111,7 @@ def test_inputs_by_name_else_in_file_order():
 
 
 def test_casts_only_when_asked():
-    from pte_webgpu.inputs import match_inputs
+    from pte_webgpu.app.npz_inputs import match_inputs
 
     x, y = np.arange(6, dtype=np.float64).reshape(2, 3), np.zeros(3, np.float32)
     with pytest.raises(InputError,

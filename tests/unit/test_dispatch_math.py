@@ -1,7 +1,6 @@
 """Pure functions that pick grids and broadcast strides (rms_norm sizes: test_rms_norm_select)."""
 
 import pytest
-
 from pte_webgpu.errors import FormatError, GpuLimitError
 from pte_webgpu.gpu.interface import fold_grid
 from pte_webgpu.ops.binary import broadcast_strides

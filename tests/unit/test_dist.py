@@ -7,7 +7,6 @@ import time
 import zipfile
 
 import pytest
-
 from pte_webgpu.chromium import dist
 
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-from pte_webgpu import formats, inspect
+from pte_webgpu import formats
+from pte_webgpu.app import describe
 from pte_webgpu.errors import DataTooSmallError, FormatError, MissingDataError, PteError
 from pte_webgpu.formats import fbs_schema, read_flat_tensor, resolve, vulkan
 from pte_webgpu.formats._generated import flat_tensor_generated as ffb
@@ -385,7 +385,7 @@ def test_missing_ptd_is_missing_data_naming_the_key():
     assert repr(c.named_key) in str(info.value)
     assert "searched: the .pte named data" in str(info.value)
     # inspect reports it per constant instead of failing
-    report = inspect.describe(program)
+    report = describe.describe(program)
     cj = report["plans"][0]["delegates"][0]["vulkan"]["constants"][0]
     assert cj["resolves_to"] is None and c.named_key in cj["error"]
 

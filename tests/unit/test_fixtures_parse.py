@@ -12,14 +12,15 @@ import struct
 from pathlib import Path
 
 import pytest
-
-from pte_webgpu import dtypes, formats, inspect
+from pte_webgpu import formats
+from pte_webgpu.app import describe
 from pte_webgpu.errors import MissingDataError
 from pte_webgpu.formats import NamedData, read_flat_tensor, resolve
 from pte_webgpu.formats._generated import program_generated as pfb
 from pte_webgpu.formats._generated import vkgraph_generated as vfb
-from pte_webgpu.formats.pte import DelegateCall, KernelCall
-from pte_webgpu.graph import ListValue, Null, Scalar, TensorValue
+from pte_webgpu.model import dtypes
+from pte_webgpu.model.graph import ListValue, Null, Scalar, TensorValue
+from pte_webgpu.model.program_file import DelegateCall, KernelCall
 
 from tests.unit.dump_parser import parse_dump
 
@@ -238,7 +239,7 @@ def test_constants_resolve_and_decode(case):
                 assert math.isclose(g_, float(text), rel_tol=0,
                                     abs_tol=printed_tolerance(text)), (name, c.index, got)
     # the inspect report agrees with the resolution above
-    report = inspect.describe(program)
+    report = describe.describe(program)
     for p in report["plans"]:
         for dj in p["delegates"]:
             for cj in dj["vulkan"]["constants"]:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import flatbuffers
 import pytest
-
 from pte_webgpu.formats import fbs_schema, verify
 
 FORMATS = Path(fbs_schema.__file__).resolve().parent

@@ -7,10 +7,11 @@ import struct
 
 import numpy as np
 import pytest
-
-from pte_webgpu import Tensor, host_buffers
+from pte_webgpu import Tensor
 from pte_webgpu.errors import InputError
+from pte_webgpu.model import host_buffers
 from pte_webgpu.runtime import inputs
+
 from tests.input_cases import CONTAINER_CASES, FLOAT_CASES, INT_CASES, PURE_CASES, SHAPE
 
 REF = np.random.default_rng(5).standard_normal(SHAPE).astype(np.float32)

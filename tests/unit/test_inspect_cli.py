@@ -3,8 +3,8 @@
 import json
 
 import pytest
+from pte_webgpu.app import cli
 
-from pte_webgpu import cli
 from tests.fixture_index import FIXTURES, INDEX, meta
 
 

@@ -11,10 +11,8 @@ import pytest
 from tests.unit.test_op_structure import GRAPH, MODULES
 
 # Top to bottom, as docs/ARCHITECTURE.md draws them.
-ORDER = ["__main__", "cli", "export", "llm", "chromium", "pte_webgpu", "preflight", "webapp",
-         "jobs", "inputs", "steps", "inspect", "reference", "runtime", "ops", "shaders", "gpu",
-         "method_meta", "plan_graph", "formats", "graph", "tensor", "host_buffers", "f32",
-         "dtypes", "errors"]  # "pte_webgpu": the package's __init__.py
+ORDER = ["__main__", "app", "export", "llm", "chromium", "pte_webgpu", "reference", "runtime",
+         "ops", "shaders", "gpu", "formats", "model", "errors"]  # "pte_webgpu": the package's __init__.py
 DOC = Path(__file__).resolve().parents[2] / "docs" / "ARCHITECTURE.md"
 
 

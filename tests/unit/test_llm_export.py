@@ -1,6 +1,6 @@
 """What `make llm` produced: program structure, tokenizer, references (skips without build/llm).
 
-The structure is read with our own reader (pte_webgpu.inspect) and checked against the GGUF's
+The structure is read with our own reader (pte_webgpu.app.describe) and checked against the GGUF's
 hyperparameters recorded by the exporter, and against what ExecuTorch's Vulkan llama export
 gives (docs in shared LLAMA.md): one delegate, KV caches inside it, dynamic-shape prefill.
 """
@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from pte_webgpu import formats, inspect
+from pte_webgpu import formats
+from pte_webgpu.app import describe
 
 LLM = Path(__file__).resolve().parents[2] / "build/llm"
 NAME = "smollm2-135m-instruct"
@@ -23,16 +23,16 @@ HP = EXPORT.get("hparams", {})
 needs_export = pytest.mark.skipif(not EXPORT_JSON.exists(), reason=f"{EXPORT_JSON} missing: run `make llm`")
 
 
-def describe(variant: str) -> dict:
+def report_of(variant: str) -> dict:
     path = LLM / EXPORT["programs"][variant]["file"]
     data = path.read_bytes()
-    return inspect.describe(formats.open_program(data, []), path.name, len(data))
+    return describe.describe(formats.open_program(data, []), path.name, len(data))
 
 
 @pytest.fixture(scope="module", params=[v for v in ("fp32", "fp16") if v in EXPORT["programs"]] or
                 [pytest.param("fp32", marks=needs_export)])
 def program(request):
-    return request.param, describe(request.param)
+    return request.param, report_of(request.param)
 
 
 def test_constant_methods_carry_the_model_shape(program):

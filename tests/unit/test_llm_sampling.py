@@ -7,7 +7,6 @@ import random
 
 import numpy as np
 import pytest
-
 from pte_webgpu.errors import InputError
 from pte_webgpu.llm import sampling
 

@@ -14,7 +14,6 @@ import random
 from pathlib import Path
 
 import pytest
-
 from pte_webgpu.errors import FormatError, InputError, UnsupportedError
 from pte_webgpu.llm.chat import ChatTemplate
 from pte_webgpu.llm.tokenizer import Tokenizer

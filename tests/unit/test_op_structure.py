@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from pte_webgpu.ops import binary, registry, unary
 from pte_webgpu.shaders import compose
 

@@ -4,17 +4,14 @@ view shapes, matmul tiling and the pow exponent classes."""
 import struct
 
 import pytest
-
 from pte_webgpu.errors import FormatError, UnsupportedError
 from pte_webgpu.ops import registry
-from pte_webgpu.shaders import compose
-from pte_webgpu.ops.common import (contiguous_strides, normalize_dim, normalize_dims,
-                                   pow2_size, vec8)
+from pte_webgpu.ops.common import contiguous_strides, normalize_dim, normalize_dims, pow2_size, vec8
 from pte_webgpu.ops.matmul import linear_dims, threads_per_side, tile_counts
 from pte_webgpu.ops.reduce import reduced_shape, reduction_layout
 from pte_webgpu.ops.unary import POW, SQUARE, pow_params
-from pte_webgpu.ops.view import (permute_gather, squeeze_shape, unsqueeze_shape,
-                                 view_shape)
+from pte_webgpu.ops.view import permute_gather, squeeze_shape, unsqueeze_shape, view_shape
+from pte_webgpu.shaders import compose
 
 
 @pytest.mark.parametrize("dim,rank,want", [(0, 3, 0), (-1, 3, 2), (-3, 3, 0), (2, 3, 2),

@@ -8,13 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from pte_webgpu import dtypes, formats, reference
+from pte_webgpu import formats
 from pte_webgpu.errors import InputError, UnsupportedError
-from pte_webgpu.graph import ListValue, Null, OpCall, Scalar, TensorValue
+from pte_webgpu.model import dtypes
+from pte_webgpu.model.graph import ListValue, Null, OpCall, Scalar, TensorValue
+from pte_webgpu.model.tensor import Tensor
 from pte_webgpu.ops import binary, rms_norm
 from pte_webgpu.ops.registry import supported_ops
-from pte_webgpu.tensor import Tensor
+from pte_webgpu.reference import interpreter as reference
+
 from tests.fixture_index import FIXTURES, INDEX, needed_ops, tolerance
 
 SUPPORTED = set(reference.supported_ops())

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from pte_webgpu import dtypes, reference
 from pte_webgpu.errors import FormatError
-from pte_webgpu.graph import ListValue, Null, OpCall, Scalar, TensorValue
+from pte_webgpu.model import dtypes
+from pte_webgpu.model.graph import ListValue, Null, OpCall, Scalar, TensorValue
+from pte_webgpu.reference import interpreter as reference
 
 F32 = dtypes.BY_NAME["float32"]
 RNG = np.random.default_rng(3)

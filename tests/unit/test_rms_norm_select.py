@@ -1,7 +1,6 @@
 """rms_norm variant names, the selection rule and forcing (no GPU needed)."""
 
 import pytest
-
 from pte_webgpu.errors import UnsupportedError
 from pte_webgpu.gpu.interface import AdapterInfo
 from pte_webgpu.ops import rms_norm

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from pte_webgpu.chromium import remote, server
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -3,15 +3,16 @@ storage, the padded layout of dynamic-shape tensors, which plan tensors are stat
 
 import numpy as np
 import pytest
-
-from pte_webgpu import dtypes, formats
+from pte_webgpu import formats
+from pte_webgpu.app.steps import name_outputs, plan_calls
 from pte_webgpu.errors import InputError
+from pte_webgpu.model import dtypes
+from pte_webgpu.model.tensor import Tensor
 from pte_webgpu.runtime import dynamic
+from pte_webgpu.runtime.inputs import read_input
 from pte_webgpu.runtime.state import mutable_plan_values
 from pte_webgpu.runtime.storage import Storage
-from pte_webgpu.runtime.inputs import read_input
-from pte_webgpu.tensor import Tensor
-from pte_webgpu.steps import name_outputs, plan_calls
+
 from tests.decoders import DECODERS
 
 
@@ -100,7 +101,7 @@ def test_tensor_rows_for_seq_keep_dtype():
 def test_cpu_reference_of_the_decoder_ops_matches_torch_on_the_first_step(name):
     """reference.py runs the llama graph (sdpa_with_kv_cache, RoPE, index, select_copy,
     select_as_symint) in float64: step 0 (empty cache) agrees with eager torch."""
-    from pte_webgpu import reference
+    from pte_webgpu.reference import interpreter as reference
 
     ref = np.load(DECODERS / f"{name}.npz")
     program = formats.open_program((DECODERS / f"{name}.pte").read_bytes())

@@ -6,10 +6,9 @@ from array import array
 
 import numpy as np
 import pytest
-
-from pte_webgpu import dtypes
 from pte_webgpu.errors import InputError, UnsupportedError
-from pte_webgpu.graph import TensorValue
+from pte_webgpu.model import dtypes
+from pte_webgpu.model.graph import TensorValue
 from pte_webgpu.runtime import inputs, storage
 from pte_webgpu.runtime.storage import WIDE, Storage
 

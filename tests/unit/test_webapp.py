@@ -7,8 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
-from pte_webgpu import inspect, webapp
+from pte_webgpu.app import describe, webapp
 from pte_webgpu.errors import InputError
 from pte_webgpu.formats import npy
 from pte_webgpu.ops import registry
@@ -22,12 +21,12 @@ def run_async(coro):
         return pool.submit(asyncio.run, coro).result()
 
 
-def describe(name: str, files=()):
+def summary(name: str, files=()):
     return run_async(webapp.describe_file((FIXTURES / f"{name}.pte").read_bytes(), files, name))
 
 
 def test_summary_of_a_supported_program():
-    method, = describe("add_rmsnorm_1x8x64")["methods"]
+    method, = summary("add_rmsnorm_1x8x64")["methods"]
     assert method["runnable"] and not method["problems"]
     ops = method["steps"][0]["ops"]
     assert [op["name"] for op in ops] == ["aten.add.Tensor", "et_vk.rms_norm.default"]
@@ -39,9 +38,9 @@ def test_summary_of_a_supported_program():
 def test_summary_explains_what_cannot_run(monkeypatch):
     # Every fixture op runs today: pretend add.Scalar and mean.dim do not.
     runs = [op for op in registry.supported_ops() if op not in ("aten.add.Scalar", "aten.mean.dim")]
-    monkeypatch.setattr(inspect, "supported_ops", lambda: runs)
+    monkeypatch.setattr(describe, "supported_ops", lambda: runs)
     monkeypatch.setattr(registry, "supported_ops", lambda: runs)
-    method, = describe("rmsnorm_nndefault_1x8x64_eps1e-6")["methods"]
+    method, = summary("rmsnorm_nndefault_1x8x64_eps1e-6")["methods"]
     assert not method["runnable"]
     assert any("non-delegated aten::add.Scalar_out" in p for p in method["problems"])
     assert any("aten.mean.dim" in p for p in method["problems"])
@@ -49,15 +48,15 @@ def test_summary_explains_what_cannot_run(monkeypatch):
 
 
 def test_summary_names_the_unsupported_ops():
-    summary = describe("extra/conv_pool_1x2x8x8")
-    assert not summary["runnable"]
-    assert summary["unsupported_ops"] == ["aten.convolution.default", "aten.max_pool2d_with_indices.default"]
-    assert describe("extra/activations_3x17")["unsupported_ops"] == []
-    assert describe("block_1x8x64")["unsupported_ops"] == []
+    result = summary("extra/conv_pool_1x2x8x8")
+    assert not result["runnable"]
+    assert result["unsupported_ops"] == ["aten.convolution.default", "aten.max_pool2d_with_indices.default"]
+    assert summary("extra/activations_3x17")["unsupported_ops"] == []
+    assert summary("block_1x8x64")["unsupported_ops"] == []
 
 
 def test_missing_ptd_is_an_unresolved_constant_not_a_failure():
-    method, = describe("rmsnorm_extdata_1x8x64")["methods"]
+    method, = summary("rmsnorm_extdata_1x8x64")["methods"]
     assert "not found" in method["steps"][0]["constants"][0]["error"]
 
 

@@ -20,7 +20,7 @@ _JOB_CODE = """
 import js
 from pyodide.http import pyfetch
 from pte_webgpu.errors import PteError
-from pte_webgpu.jobs import run_job
+from pte_webgpu.app.run_job import run_job
 
 async def _get(url):
     return await (await pyfetch(url)).bytes()

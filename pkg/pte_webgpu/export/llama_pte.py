@@ -64,8 +64,8 @@ def source_transformed(model):
 
 def lower(model, hp: LlamaHParams, max_seq_len: int, max_context_len: int, variants=(False,)):
     """Yield (force_fp16, ExecuTorch program manager) for each variant."""
-    import torch
     import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (registers llama:: ops)
+    import torch
     from executorch.examples.models.llama import export_llama_lib
     from executorch.extension.llm.export.builder import DType, LLMEdgeManager
     from executorch.extension.llm.export.partitioner_lib import get_vulkan_partitioner

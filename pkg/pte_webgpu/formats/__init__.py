@@ -10,12 +10,11 @@ from __future__ import annotations
 import os
 
 from ..errors import PteError
+from ..model.program_file import VULKAN_BACKEND_ID, ProgramFile
 from .constants import NamedData, ResolvedConstant, resolve
 from .flat_tensor import FlatTensorFile, read_flat_tensor
-from .pte import ProgramFile, read_program
+from .pte import read_program
 from .vulkan import VulkanDelegate, read_delegate
-
-VULKAN_BACKEND_ID = "VulkanBackend"
 
 
 def open_program(pte, data_files=()) -> ProgramFile:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import DataTooSmallError, FormatError, MissingDataError
-from ..graph import ConstantRef
+from ..model.graph import ConstantRef
+from ..model.program_file import ProgramFile
 from .flat_tensor import FlatTensorFile
-from .pte import ProgramFile
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ import io
 import struct
 import zipfile
 
-from .. import dtypes
 from ..errors import FormatError
-from ..tensor import Tensor
+from ..model import dtypes
+from ..model.tensor import Tensor
 
 MAGIC = b"\x93NUMPY"
 _DESCR = {"<f4": "float32", "<f2": "float16", "<f8": "float64", "<i4": "int32",

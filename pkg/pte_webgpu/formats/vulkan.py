@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import dtypes
 from ..errors import FormatError
-from ..graph import ConstantRef, Graph, ListValue, Null, OpCall, Scalar, TensorValue
+from ..model import dtypes
+from ..model.graph import ConstantRef, Graph, ListValue, Null, OpCall, Scalar, TensorValue
 from . import fbs_schema, verify
 from ._generated import vkgraph_generated as fb
 from .binary import as_view, check_ids, scalar_vector, span, text, uint

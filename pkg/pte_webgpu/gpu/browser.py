@@ -6,7 +6,7 @@ load; the execute path touches only prebuilt JS handles.
 
 from __future__ import annotations
 
-from ..errors import (DeviceLostError, GpuError, GpuValidationError, ShaderCompileError)
+from ..errors import DeviceLostError, GpuError, GpuValidationError, ShaderCompileError
 from .adapter import subgroup_sizes
 from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice
 from .js_replay import ENCODE_JS, JsRecording

@@ -7,9 +7,9 @@ encoder and one submit, then maps the output staging buffers.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import struct
-import contextlib
 import threading
 import time
 from dataclasses import dataclass, field

@@ -14,7 +14,6 @@ from ..errors import GpuError, GpuValidationError, ShaderCompileError, Unsupport
 from .adapter import subgroup_sizes
 from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice
 
-
 _RAW: list = []
 
 

@@ -22,11 +22,10 @@ import statistics
 import time
 
 from ..errors import InputError, UnsupportedError
+from ..model.tensor import Tensor
 from ..runtime import Runtime
 from ..runtime.readout import LastArgmax
-from ..tensor import Tensor
 from .generate import LanguageModel, forward_shape
-
 
 # the first warm-up prefill: more rows than a matrix-vector linear takes (8), so that the
 # prefill kernels are built before timing, as the decode ones are by its decode step

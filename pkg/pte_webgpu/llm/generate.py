@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from ..errors import InputError, UnsupportedError
+from ..model.tensor import Tensor
 from ..runtime.readout import LastArgmax, Sample
-from ..tensor import Tensor
 from .chat import ChatTemplate
 from .sampling import choose
 from .tokenizer import Tokenizer

@@ -8,13 +8,13 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import FormatError
-from ..graph import Null, Scalar
+from ..model.graph import Null, Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
-from . import cpu
+from . import cpu_reference as cpu
 from .common import check_rank, contiguous_strides, elementwise_workgroup
+from .exec_ints import follow_actual_size
 from .mixed import type_of
 from .registry import define
-from .exec_ints import follow_actual_size
 
 PARAMS = Uniform(("numel", "u32"), ("rank", "u32"), ("count", "u32"), ("kept", "vec8"),
                  ("reduced", "vec8"), ("strides", "vec8"))

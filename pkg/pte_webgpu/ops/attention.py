@@ -22,13 +22,13 @@ from __future__ import annotations
 import math
 
 from ..errors import FormatError, InputError, UnsupportedError
-from ..graph import Null, Scalar
+from ..model.graph import Null, Scalar
+from ..shaders.compose import Binding, Kernel, Uniform
+from . import sizes
 from .common import elementwise_workgroup, pow2_workgroup
 from .exec_ints import follow_actual_size, int_key, int_value, ref_int, size_key, slots
-from . import sizes
 from .registry import register
 from .variants import declare
-from ..shaders.compose import Binding, Kernel, Uniform
 
 PARAMS = Uniform(("heads", "u32"), ("kv_heads", "u32"), ("head_dim", "u32"),
                  ("cache_rows", "u32"), ("s_bound", "u32"), ("start_slot", "u32"),

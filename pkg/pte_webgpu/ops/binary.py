@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from math import prod
 from typing import Callable
 
-from .. import f32
 from ..errors import FormatError
+from ..model import f32
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
-from . import cpu
-from .common import check_rank, elementwise_workgroup
+from . import cpu_reference as cpu
 from . import sizes
+from .common import check_rank, elementwise_workgroup
 from .exec_ints import follow_actual_size
 from .registry import define
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from ..errors import FormatError, UnsupportedError
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
+from .exec_ints import follow_actual_size
 from .registry import define
 from .sizes import bmm as bmm_size
-from .exec_ints import follow_actual_size
 
 PARAMS = Uniform(("numel", "u32"), ("m", "u32"), ("k", "u32"), ("n", "u32"))
 KERNEL = Kernel("bmm", (Binding(0, "a"), Binding(1, "w"), Binding(2, "out", "read_write")),

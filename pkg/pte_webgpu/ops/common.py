@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 
 from ..errors import FormatError, UnsupportedError
-from ..graph import ListValue, Null, Scalar
+from ..model.graph import ListValue, Null, Scalar
 
 MAX_RANK = 8
 ELEMENTWISE_WG = 256  # one invocation per element

@@ -14,14 +14,14 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
-from ..graph import ListValue
+from ..model.graph import ListValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
-from . import cpu
+from . import cpu_reference as cpu
 from .common import check_rank, contiguous_strides, elementwise_workgroup, normalize_dim
+from .exec_ints import follow_actual_size
 from .registry import define
 from .sizes import cat as cat_size
 from .sizes import expand as expand_size
-from .exec_ints import follow_actual_size
 
 FLOAT_DTYPES = ("float32", "float16")
 WORD_DTYPES = ("int32", "int64", "bool")  # held in 4 bytes (runtime/storage.py)

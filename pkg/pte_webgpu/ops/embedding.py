@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from ..errors import FormatError, InputError
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
-from .common import elementwise_workgroup
 from . import sizes
+from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size
 from .registry import register
 

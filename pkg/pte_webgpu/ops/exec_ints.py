@@ -6,7 +6,7 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
-from ..graph import Null, Scalar
+from ..model.graph import Null, Scalar
 
 
 def int_key(ctx, op, vid: int, default: int | None = None) -> tuple:

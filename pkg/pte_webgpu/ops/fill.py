@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 
 from ..errors import FormatError
-from ..graph import Scalar
+from ..model.graph import Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
+from .exec_ints import follow_actual_size
 from .mixed import type_of
 from .registry import define
 from .sizes import same_as_first
-from .exec_ints import follow_actual_size
 
 PARAMS = Uniform(("numel", "u32"), ("a", "f32"), ("b", "f32"), ("n", "i32"), ("m", "i32"))
 # A fill (step 0) stores start itself: -0.0 + 0.0 would be +0.0.

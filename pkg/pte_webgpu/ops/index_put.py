@@ -11,7 +11,7 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
-from ..graph import ListValue, Null, Scalar, TensorValue
+from ..model.graph import ListValue, Null, Scalar, TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import check_rank, contiguous_strides, elementwise_workgroup
 from .copying import broadcast_strides, kind, strided_copy
@@ -89,7 +89,7 @@ def reference(read, values, args):
     dim, idx_id, shape, dst, idx_s, dim_size, dim_stride = _layout(values, args, "index_put")
     out = list(read(args[0]).values)
     vals, idx = read(args[2]), read(idx_id).values
-    from .cpu import broadcast_index_map, strided_index
+    from .cpu_reference import broadcast_index_map, strided_index
     v_map = broadcast_index_map(vals.shape, shape)
     for d_at, q, v in zip(strided_index(shape, dst), strided_index(shape, idx_s), v_map):
         row = int(idx[q])

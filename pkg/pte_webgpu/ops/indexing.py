@@ -15,12 +15,12 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import FormatError, InputError, UnsupportedError
-from ..graph import Null
+from ..model.graph import Null
+from ..shaders.compose import Binding, Kernel, Uniform
+from . import sizes
 from .common import elementwise_workgroup, normalize_dim
 from .exec_ints import follow_actual_size, int_value, ref_int, slots
-from . import sizes
 from .registry import register
-from ..shaders.compose import Binding, Kernel, Uniform
 
 
 def _ref_take(x, dim, rows):

@@ -40,11 +40,11 @@ from functools import cache
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
-from ..graph import Null, TensorValue
+from ..model.graph import Null, TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import sizes
-from .exec_ints import follow_actual_size
 from .common import elementwise_workgroup
+from .exec_ints import follow_actual_size
 from .registry import define
 from .rms_norm import TYPICAL_ADAPTERS
 from .variants import declare

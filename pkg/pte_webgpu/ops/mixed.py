@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import FormatError, UnsupportedError
-from ..graph import Scalar
+from ..model.graph import Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
-from . import cpu
-from .copying import broadcast_strides
+from . import cpu_reference as cpu
 from .common import check_rank, elementwise_workgroup
+from .copying import broadcast_strides
+from .exec_ints import follow_actual_size
 from .registry import define
 from .sizes import broadcast
-from .exec_ints import follow_actual_size
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ import math
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
-from ..graph import ListValue, Null
+from ..model.graph import ListValue, Null
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
-from . import cpu
+from . import cpu_reference as cpu
 from .common import int_list_arg, pow2_workgroup
-from .registry import define
 from .exec_ints import follow_actual_size
+from .registry import define
 
 F32_EPS = 2.0 ** -23  # eps when the graph has none (docs/FORMATS.md §5.4)
 

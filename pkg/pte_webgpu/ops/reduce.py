@@ -12,14 +12,23 @@ import math
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
-from .common import (bool_arg, check_rank, contiguous_strides, elementwise_workgroup, int_arg,
-                     int_list_arg, normalize_dim, normalize_dims, pow2_workgroup)
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
-from . import cpu
+from . import cpu_reference as cpu
 from . import sizes
+from .common import (
+    bool_arg,
+    check_rank,
+    contiguous_strides,
+    elementwise_workgroup,
+    int_arg,
+    int_list_arg,
+    normalize_dim,
+    normalize_dims,
+    pow2_workgroup,
+)
+from .exec_ints import follow_actual_size
 from .registry import register
 from .variants import declare
-from .exec_ints import follow_actual_size
 
 
 def reduction_layout(shape, dims) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:

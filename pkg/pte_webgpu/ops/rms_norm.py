@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 
 from ..errors import FormatError, UnsupportedError
 from ..gpu.adapter import AdapterInfo
-from ..graph import TensorValue
+from ..model.graph import TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
-from . import cpu
+from . import cpu_reference as cpu
 from . import sizes
 from .exec_ints import follow_actual_size
 from .registry import define

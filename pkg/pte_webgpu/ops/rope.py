@@ -14,11 +14,11 @@ the rest pass through), with rows ``start_pos + s`` of the full ``[T, R]`` table
 from __future__ import annotations
 
 from ..errors import FormatError
+from ..shaders.compose import Binding, Kernel, Uniform
+from . import sizes
 from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size, int_key, ref_int, slots
-from . import sizes
 from .registry import register
-from ..shaders.compose import Binding, Kernel, Uniform
 
 
 def _ref_rotate(x, cos, sin, row_of, pair):

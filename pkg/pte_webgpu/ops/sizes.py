@@ -9,8 +9,7 @@ that reads a dynamic tensor and has no rule is refused at load, naming it.
 from __future__ import annotations
 
 from ..errors import FormatError
-from ..graph import ListValue, TensorValue
-
+from ..model.graph import ListValue, TensorValue
 
 
 def _numel(shape) -> int:

@@ -11,7 +11,7 @@ need a read-back). ``sym_size.int [t, dim, out: SymInt]``: ``t``'s actual size a
 from __future__ import annotations
 
 from ..errors import FormatError, InputError, UnsupportedError
-from ..graph import Scalar
+from ..model.graph import Scalar
 from .exec_ints import ref_int
 from .registry import register
 

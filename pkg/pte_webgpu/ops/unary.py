@@ -14,14 +14,14 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from .. import f32
 from ..errors import FormatError, UnsupportedError
-from ..graph import Null, Scalar
+from ..model import f32
+from ..model.graph import Null, Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
-from . import cpu
+from . import cpu_reference as cpu
+from . import sizes
 from .binary import TABLE as BINARY  # the fused chain's binary steps
 from .common import elementwise_workgroup, same_numel
-from . import sizes
 from .exec_ints import follow_actual_size
 from .registry import define
 

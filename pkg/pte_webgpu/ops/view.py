@@ -17,13 +17,20 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import FormatError, UnsupportedError
-from ..graph import ListValue, Scalar
-from . import cpu
-from .binary import gather
-from .common import (check_rank, contiguous_strides, int_arg, int_list_arg, normalize_dim,
-                     normalize_dims, same_numel)
-from .exec_ints import same_places
+from ..model.graph import ListValue, Scalar
+from . import cpu_reference as cpu
 from . import sizes
+from .binary import gather
+from .common import (
+    check_rank,
+    contiguous_strides,
+    int_arg,
+    int_list_arg,
+    normalize_dim,
+    normalize_dims,
+    same_numel,
+)
+from .exec_ints import same_places
 from .registry import define, register
 from .unary import round_buffer_to_half, round_to_half
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import struct
 
 from .. import formats
-from ..dtypes import FLOAT16
 from ..errors import FormatError, GpuLimitError, PteError, UnsupportedError, count
 from ..gpu.interface import Buffer, Copy, Dispatch, align4, fold_grid
-from ..graph import Graph, ListValue, Scalar, TensorValue
+from ..model.dtypes import FLOAT16
+from ..model.graph import Graph, ListValue, Scalar, TensorValue
 from ..ops import registry
 from . import fusion
 from .id_checks import FLAG_BYTES, IdCheck

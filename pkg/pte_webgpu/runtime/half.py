@@ -10,11 +10,11 @@ The adapter's side (``shader-f16``) is checked by the Program.
 
 from __future__ import annotations
 
-from ..dtypes import FLOAT16, INT32, INT64
-from ..formats.pte import DelegateCall, KernelCall
-from ..graph import ListValue, TensorValue
+from ..model.dtypes import FLOAT16, INT32, INT64
+from ..model.graph import ListValue, TensorValue
+from ..model.plan_graph import kernel_op, plan_as_graph
+from ..model.program_file import DelegateCall, KernelCall
 from ..ops import registry
-from ..plan_graph import kernel_op, plan_as_graph
 
 
 def program_can_use_half(file) -> bool:

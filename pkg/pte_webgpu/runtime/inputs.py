@@ -20,11 +20,19 @@ from __future__ import annotations
 
 import array
 
-from .. import dtypes
 from ..errors import InputError
-from ..host_buffers import (buffer_bytes, is_numpy, kind, nested, numpy_bytes, pack_values,
-                           read_dtype, read_shape)
-from ..tensor import Tensor
+from ..model import dtypes
+from ..model.host_buffers import (
+    buffer_bytes,
+    is_numpy,
+    kind,
+    nested,
+    numpy_bytes,
+    pack_values,
+    read_dtype,
+    read_shape,
+)
+from ..model.tensor import Tensor
 
 try:  # numpy is optional (absent in an offline Pyodide)
     import numpy as _np

@@ -14,16 +14,15 @@ import time
 from math import prod
 
 from ..errors import ClosedError, InputError, UnsupportedError
-from ..formats.pte import DelegateCall, ExecutionPlan, KernelCall, MoveCall, PlanTensor
 from ..gpu.interface import Copy, Recording
-from ..graph import Scalar
-from ..method_meta import MethodMeta, method_meta
+from ..model.graph import Scalar
+from ..model.method_meta import MethodMeta, method_meta
+from ..model.plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
+from ..model.program_file import DelegateCall, ExecutionPlan, KernelCall, MoveCall, PlanTensor
+from ..model.tensor import numpy_available, output
 from ..ops import registry
-from ..plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
-from ..tensor import numpy_available, output
 from . import dynamic
-from .build import (BuildContext, Resources, build_delegate, call_handler, upload,
-                    upload_constant)
+from .build import BuildContext, Resources, build_delegate, call_handler, upload, upload_constant
 from .exclusive import Exclusive
 from .id_checks import IdChecks
 from .inputs import read_input, read_list

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import ClosedError, InputError
-from ..method_meta import MethodMeta, method_meta
+from ..model.method_meta import MethodMeta, method_meta
 from .budget import Budget, max_alloc_bytes
 from .half import program_can_use_half
 from .method import Method

@@ -15,8 +15,8 @@ Every other tensor is recomputed by each execute, so ``reset`` leaves it alone.
 
 from __future__ import annotations
 
-from ..formats.pte import DelegateCall, KernelCall, PlanTensor
-from ..plan_graph import kernel_op, linear_chain
+from ..model.plan_graph import kernel_op, linear_chain
+from ..model.program_file import DelegateCall, KernelCall, PlanTensor
 
 
 def mutable_plan_values(plan) -> set[int]:

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import struct
 
-from .. import dtypes
 from ..errors import InputError
+from ..model import dtypes
 
 try:
     import numpy as _np

@@ -11,15 +11,20 @@ Each check is linear in the size of the program.
 
 from __future__ import annotations
 
-from ..dtypes import NUMEL_CAP
-from ..errors import (BudgetError, FormatError, GpuLimitError,
-                      UnsupportedError, count)
-from ..formats import VULKAN_BACKEND_ID
-from ..formats.pte import DelegateCall, JumpFalseCall, KernelCall, MoveCall, PlanTensor
-from ..graph import ListValue, TensorValue
+from ..errors import BudgetError, FormatError, GpuLimitError, UnsupportedError, count
+from ..model.dtypes import NUMEL_CAP
+from ..model.graph import ListValue, TensorValue
+from ..model.plan_graph import kernel_op
+from ..model.program_file import (
+    VULKAN_BACKEND_ID,
+    DelegateCall,
+    JumpFalseCall,
+    KernelCall,
+    MoveCall,
+    PlanTensor,
+)
 from .budget import max_alloc_bytes, max_ops
 from .build import constant_key
-from ..plan_graph import kernel_op
 
 MAX_RANK = 16  # ExecuTorch's kTensorDimensionLimit
 # Int, double and bool lists are shapes, dims and small parameters; ops multiply and

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from .errors import PteError
+from ..errors import PteError
 
 EXIT_BAD_INPUT = 2
 EXIT_BROKEN_PIPE = 141  # what a C tool killed by SIGPIPE returns (`... | head`)
@@ -46,17 +46,18 @@ def _read(path: str) -> bytes:
 
 
 def cmd_inspect(args) -> int:
-    from . import formats, inspect
+    from .. import formats
+    from . import describe
 
     data = _read(args.file)
     files = [(p.rsplit("/", 1)[-1], _read(p)) for p in args.data]
     program = formats.open_program(data, files)
-    report = inspect.describe(program, args.file, len(data))
+    report = describe.describe(program, args.file, len(data))
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        print(inspect.render_text(report))
+        print(describe.render_text(report))
     return 0
 
 
@@ -124,12 +125,12 @@ def cmd_run(args) -> int:
     check_run(pte, data, inputs, cast=args.cast,
               inputs_name=os.path.basename(args.inputs) if args.inputs else "")
     if args.backend == "native":
-        from . import jobs
+        from . import run_job as jobs
 
         result = jobs.run_coroutine(jobs.run_job(pte, data, inputs, args.repeat, backend="native",
                                      profile=args.profile, cast=args.cast, progress=progress))
     else:
-        from .chromium.remote import run_in_browser
+        from ..chromium.remote import run_in_browser
 
         result = run_in_browser(pte, data, inputs, args.repeat, args.profile, cast=args.cast,
                                 progress=progress)
@@ -179,7 +180,7 @@ def cmd_bench_llm(args) -> int:
     """``bench --llm MODEL.pte``: bench/llm_bench.py main_llm, arguments checked here."""
     from pathlib import Path
 
-    from .llm.bench_job import host_plan
+    from ..llm.bench_job import host_plan
 
     given = [f"--{n}" for n in _NOT_WITH_LLM if getattr(args, n) not in (None, False, "rms_norm")]
     if given:
@@ -239,7 +240,7 @@ def cmd_bench(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from .chromium.remote import serve_forever
+    from ..chromium.remote import serve_forever
 
     serve_forever(args.port, progress=Progress(args.quiet))
     return 0
@@ -279,7 +280,7 @@ def _port(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .. import __version__
 
     parser = _Parser(prog="pte-webgpu", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"pte-webgpu {__version__}")
@@ -347,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", parents=[common], help="serve the demo page and console on 127.0.0.1")
     p.add_argument("--port", type=_port, default=8000, help="0 picks a free port")
     p.set_defaults(func=cmd_serve)
-    from .llm.cli_generate import add_parser as add_generate  # generate: its own module
+    from .generate_cli import add_parser as add_generate
 
     add_generate(sub)
     return parser

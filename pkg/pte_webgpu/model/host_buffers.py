@@ -10,8 +10,8 @@ import operator
 import struct
 import sys
 
+from ..errors import InputError
 from . import dtypes
-from .errors import InputError
 from .f32 import FLOAT_PACKERS
 
 try:  # numpy is optional (absent in an offline Pyodide)

@@ -9,9 +9,10 @@ nothing is silently rounded. Arrays named outN are the expected outputs.
 
 from __future__ import annotations
 
-from . import dtypes, reference
-from .errors import InputError
-from .tensor import Tensor
+from ..errors import InputError
+from ..model import dtypes
+from ..model.tensor import Tensor
+from ..reference import interpreter as reference
 
 _INT_RANGE = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import struct
 
-from . import formats
-from .errors import PteError
-from .graph import ListValue, Null, Scalar, TensorValue
-from .formats.pte import PlanTensor
-from .ops.registry import kernel_choices, supported_ops
-from .plan_graph import kernel_op_name
-from .runtime.storage import WIDE
-from .runtime.half import program_can_use_half
+from .. import formats
+from ..errors import PteError
+from ..model.graph import ListValue, Null, Scalar, TensorValue
+from ..model.plan_graph import kernel_op_name
+from ..model.program_file import PlanTensor
+from ..ops.registry import kernel_choices, supported_ops
+from ..runtime.half import program_can_use_half
+from ..runtime.storage import WIDE
 
 SCHEMA = "pte-webgpu.inspect/1"
 FIRST_VALUES = 6

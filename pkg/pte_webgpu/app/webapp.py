@@ -15,15 +15,18 @@ import struct
 import time
 import traceback
 
-from . import dtypes, formats, inspect, reference
-from . import inputs as inputs_rule
-from .errors import DeviceLostError, InputError, PteError
-from .formats import npy
-from .formats.pte import DelegateCall, KernelCall
-from .graph import TensorValue
-from .ops import registry
-from .runtime import Runtime, Tensor
-from .plan_graph import kernel_op, linear_chain, plan_as_graph
+from .. import formats
+from ..errors import DeviceLostError, InputError, PteError
+from ..formats import npy
+from ..model import dtypes
+from ..model.graph import TensorValue
+from ..model.plan_graph import kernel_op, linear_chain, plan_as_graph
+from ..model.program_file import DelegateCall, KernelCall
+from ..ops import registry
+from ..reference import interpreter as reference
+from ..runtime import Runtime, Tensor
+from . import describe
+from . import npz_inputs as inputs_rule
 
 FIRST_VALUES = 8
 MAX_REPEAT = 1000
@@ -55,7 +58,7 @@ async def describe_file(pte_bytes, data_files=(), file_name: str = "") -> dict:
     shapes, constants and where they resolve, and whether this runtime can run it."""
     pte = _as_bytes(pte_bytes)
     program = formats.open_program(pte, _data_files(data_files))
-    report = inspect.describe(program, file_name, len(pte))
+    report = describe.describe(program, file_name, len(pte))
     gpu_ops, cpu_ops = set(registry.supported_ops()), set(reference.supported_ops())
     methods = [_method_summary(p, gpu_ops, cpu_ops) for p in report["plans"]]
     unresolved = [c for m in methods for s in m["steps"] for c in s.get("constants", ())

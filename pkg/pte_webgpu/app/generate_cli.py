@@ -93,8 +93,8 @@ def cmd_generate(args) -> int:
 
 
 def _native(model: Path, tok: Path, data: list, options: dict, on_piece) -> dict:
-    from ..jobs import run_coroutine
-    from .job import generate_job
+    from ..llm.job import generate_job
+    from .run_job import run_coroutine
 
     return run_coroutine(generate_job(
         model.read_bytes(), tok.read_text(encoding="utf-8"),

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 
-from .. import f32
 from ..errors import FormatError
-from ..graph import ListValue, Null, Scalar
+from ..model import f32
+from ..model.graph import ListValue, Null, Scalar
 from .common import contiguous_strides
 
 

@@ -16,10 +16,11 @@ import concurrent.futures
 import statistics
 import time
 
-from . import inputs as inputs_rule
-from . import reference, steps
-from .formats import npy
-from .runtime import Runtime
+from ..formats import npy
+from ..reference import interpreter as reference
+from ..runtime import Runtime
+from . import npz_inputs as inputs_rule
+from . import steps
 
 
 def _quiet(message: str) -> None:

@@ -8,10 +8,9 @@ map from the out-variant schema to the op name the registry uses:
 
 from __future__ import annotations
 
-from .errors import FormatError, UnsupportedError
-from .formats import VULKAN_BACKEND_ID
-from .formats.pte import JumpFalseCall, PlanTensor
+from ..errors import FormatError, UnsupportedError
 from .graph import Graph, OpCall, Scalar, TensorValue
+from .program_file import VULKAN_BACKEND_ID, JumpFalseCall, PlanTensor
 
 
 def plan_as_graph(plan) -> Graph:

@@ -4,10 +4,12 @@ the inputs match the method (the rule of inputs.py). Raises the PteError family.
 
 from __future__ import annotations
 
-from . import formats, inputs, steps
-from .formats import npy
-from .errors import InputError, MissingDataError
-from .graph import TensorValue
+from .. import formats
+from ..errors import InputError, MissingDataError
+from ..formats import npy
+from ..model.graph import TensorValue
+from . import npz_inputs as inputs
+from . import steps
 
 
 def check_run(pte: bytes, data_files, inputs_npz: bytes | None, *, method: str = "forward",

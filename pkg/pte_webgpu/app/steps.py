@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from .errors import InputError
-from .tensor import Tensor
+from ..errors import InputError
+from ..model.tensor import Tensor
 
 _STEP = re.compile(r"^step(\d+)_in(\d+)$")
 _SEQ = re.compile(r"^seq_in(\d+)$")

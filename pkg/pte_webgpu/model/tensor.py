@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import struct
 
+from ..errors import InputError
 from . import dtypes
-from .errors import InputError
 from .host_buffers import buffer_bytes, read_dtype, read_shape
 
 try:  # numpy is optional (absent in an offline Pyodide)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .formats.pte import ExecutionPlan, PlanTensor
+from .program_file import ExecutionPlan, PlanTensor
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import struct
 
-from . import dtypes, f32, formats
-from .errors import FormatError, UnsupportedError
-from .formats.pte import DelegateCall, FreeCall, KernelCall, MoveCall, PlanTensor
-from .graph import ListValue, Scalar, TensorValue
-from .ops import registry
-from .ops.cpu import Array
-from .plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
-from .runtime.inputs import read_input
-from .tensor import Tensor
+from .. import formats
+from ..errors import FormatError, UnsupportedError
+from ..model import dtypes, f32
+from ..model.graph import ListValue, Scalar, TensorValue
+from ..model.plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
+from ..model.program_file import DelegateCall, FreeCall, KernelCall, MoveCall, PlanTensor
+from ..model.tensor import Tensor
+from ..ops import registry
+from ..ops.cpu_reference import Array
+from ..runtime.inputs import read_input
 
 __all__ = ["Array", "from_tensor", "round_to", "run_delegate", "run_op", "run_op_outputs",
            "run_program", "supported_ops", "to_tensor"]

@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from string import Template
 
 MAX_RANK = 8
 # field type -> (WGSL type, struct code or None for vec8, alignment, size)
@@ -182,12 +183,16 @@ def _read(name: str) -> str:
 
 
 @lru_cache(maxsize=None)
-def _snippets() -> dict[str, str]:
+def sections(file: str) -> dict[str, str]:
+    """The named pieces of ``shaders/<file>.wgsl``: each starts at a ``// ==== name`` line
+    and runs to the next one (the text before the first is the file's own comment)."""
     out, name = {}, None
-    for line in _read("snippets").splitlines(keepends=True):
+    for line in _read(file).splitlines(keepends=True):
         m = re.match(r"^// ==== (\w+)", line)
         if m:
             name = m.group(1)
+            if name in out:
+                raise ValueError(f"shaders/{file}.wgsl: section {name} twice")
             out[name] = ""
         elif name:
             out[name] += line
@@ -195,7 +200,19 @@ def _snippets() -> dict[str, str]:
 
 
 def snippet(name: str) -> str:
-    return _snippets()[name]
+    """A shared WGSL piece of snippets.wgsl, as it is."""
+    return sections("snippets")[name]
+
+
+def fill(file: str, section: str, **values) -> str:
+    """A template section of ``shaders/<file>.wgsl`` with its ``$name`` / ``${name}``
+    placeholders replaced (WGSL has no ``$``, so the text is WGSL otherwise). A missing
+    value is an error, so a template and its caller cannot drift apart silently."""
+    try:
+        text = sections(file)[section]
+    except KeyError:
+        raise ValueError(f"shaders/{file}.wgsl has no section {section!r}") from None
+    return Template(text).substitute({k: str(v) for k, v in values.items()})
 
 
 def shader_source(name: str, half: bool = False) -> str:

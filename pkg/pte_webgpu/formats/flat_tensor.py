@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..errors import FormatError
 from . import fbs_schema, verify
 from ._generated import flat_tensor_generated as fb
-from .binary import as_view, span, text, uint
+from .checked_reads import as_view, span, text, uint
 
 HEADER_MAGIC = b"FH01"
 MIN_HEADER_LENGTH = 40

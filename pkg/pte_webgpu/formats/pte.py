@@ -26,7 +26,7 @@ from ..model.program_file import (
 )
 from . import fbs_schema, verify
 from ._generated import program_generated as fb
-from .binary import as_view, byte_vector, check_ids, scalar_vector, text, uint
+from .checked_reads import as_view, byte_vector, check_ids, scalar_vector, text, uint
 
 EXTENDED_MAGIC = b"eh00"
 

@@ -9,7 +9,7 @@ from ..model import dtypes
 from ..model.graph import ConstantRef, Graph, ListValue, Null, OpCall, Scalar, TensorValue
 from . import fbs_schema, verify
 from ._generated import vkgraph_generated as fb
-from .binary import as_view, check_ids, scalar_vector, span, text, uint
+from .checked_reads import as_view, check_ids, scalar_vector, span, text, uint
 
 HEADER_MAGIC = b"VH00"
 HEADER_SIZE = 30

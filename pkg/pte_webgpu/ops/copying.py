@@ -31,9 +31,9 @@ PARAMS = Uniform(("numel", "u32"), ("rank", "u32"), ("src_offset", "u32"),
                  ("dst_strides", "vec8"))
 _BINDINGS = (Binding(0, "src", type="word"), Binding(1, "dst", "read_write", type="word"))
 _ENTRIES = (Entry("main", "copy_item", "params.numel"),)
-FLOATS = Kernel("strided_copy", _BINDINGS, PARAMS, snippets=("shape_index",),
+FLOATS = Kernel("strided_copy", _BINDINGS, PARAMS, snippets=("shape_index", "strided_offset"),
                 entries=_ENTRIES, generated="alias word = elem;")
-WORDS = Kernel("strided_copy", _BINDINGS, PARAMS, snippets=("shape_index",), half=False,
+WORDS = Kernel("strided_copy", _BINDINGS, PARAMS, snippets=("shape_index", "strided_offset"), half=False,
                entries=_ENTRIES, generated="alias word = u32;", name="strided_copy_u32")
 
 

@@ -23,9 +23,9 @@ PARAMS = Uniform(("numel", "u32"), ("rank", "u32"), ("dim_size", "u32"), ("dim_s
 _BINDINGS = (Binding(0, "vals", type="word"), Binding(1, "idx", type="i32"),
              Binding(2, "dst", "read_write", type="word"))
 _ENTRIES = (Entry("main", "put_item", "params.numel"),)
-FLOATS = Kernel("index_put", _BINDINGS, PARAMS, snippets=("shape_index",), entries=_ENTRIES,
+FLOATS = Kernel("index_put", _BINDINGS, PARAMS, snippets=("shape_index", "strided_offset"), entries=_ENTRIES,
                 generated="alias word = elem;")
-WORDS = Kernel("index_put", _BINDINGS, PARAMS, snippets=("shape_index",), entries=_ENTRIES,
+WORDS = Kernel("index_put", _BINDINGS, PARAMS, snippets=("shape_index", "strided_offset"), entries=_ENTRIES,
                half=False, generated="alias word = u32;", name="index_put_u32")
 
 

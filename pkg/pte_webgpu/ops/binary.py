@@ -65,8 +65,7 @@ KERNEL = Kernel(
     "binary", (Binding(0, "a"), Binding(1, "b"), Binding(2, "out", "read_write")), PARAMS,
     snippets=("bits", "nan_minmax", "shape_index"),
     entries=(Entry("main", "item", "params.numel"), Entry("gather", "gather_item", "params.numel")),
-    generated="fn combine(x: f32, y: f32) -> f32 {\n"
-              + switch("op", [row.wgsl for row in TABLE], "x") + "\n}\n")
+    generated=switch("combine", "x: f32, y: f32", "op", [row.wgsl for row in TABLE], "x"))
 
 
 def broadcast_strides(shape: tuple, out_shape: tuple, name: str) -> list[int]:

@@ -213,8 +213,7 @@ PARAMS = Uniform(("numel", "u32"), ("a", "f32"), ("b", "f32"), ("flag", "u32"),
 KERNEL = Kernel(
     "unary", (Binding(0, "x"), Binding(1, "y", "read_write")), PARAMS,
     snippets=("bits",), entries=(Entry("main", "item", "params.numel"),),
-    generated="fn apply(v: f32) -> f32 {\n"
-              + switch("op", [row.wgsl for row in TABLE], "v") + "\n}\n")
+    generated=switch("apply", "v: f32", "op", [row.wgsl for row in TABLE], "v"))
 
 
 def _scalars(row: Unary, values, args, where) -> dict:

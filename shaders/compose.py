@@ -2,8 +2,8 @@
 f16 form, the element type alias, the uniform ``struct Params``, the binding
 declarations; the templates of prelude.wgsl filled in), the shared snippets it asks for
 (snippets.wgsl), any WGSL its op family generates (e.g. an op switch from a table) and
-its body, ``shaders/<body>.wgsl``. Python fills in values only: all WGSL text is in the
-.wgsl files.
+its body, ``shaders/<body>.wgsl``, with the libraries it asks for (f32_math.wgsl) at
+their line. Python fills in values only: all WGSL text is in the .wgsl files.
 
 ``Uniform`` gives both the WGSL struct and the byte packing of one kernel's params, so
 the two cannot drift. ``Kernel`` describes one shader; families declare theirs and
@@ -126,6 +126,7 @@ class Kernel:
     half: bool = True  # has an f16 form
     enables: tuple = ()  # e.g. ("subgroups",)
     entries: tuple = ()  # generated entry points (Entry); others are in the body
+    library: tuple = ()  # WGSL files (e.g. "f32_math") put whole at the body's $<file> line
     name: str = field(default="")
 
     def __post_init__(self):
@@ -162,8 +163,22 @@ def _compose(k: Kernel, half: bool) -> str:
     parts += [e.wgsl() for e in k.entries]
     if k.generated:
         parts.append(k.generated)
-    parts.append(_read(k.body))
+    parts.append(_body(k))
     return "\n".join(parts)
+
+
+def _body(k: Kernel) -> str:
+    """shaders/<body>.wgsl, with each ``library`` file's sections (in order, a blank line
+    between) at its ``$<file>`` line."""
+    text = _read(k.body)
+    if not k.library:
+        return text
+    for name in k.library:
+        if not re.search(rf"^\${name}$", text, re.M):
+            raise ValueError(f"shaders/{k.body}.wgsl has no ${name} line for its library")
+    return Template(text).substitute(
+        {name: "\n".join(piece.rstrip("\n") + "\n" for piece in sections(name).values())
+         for name in k.library})
 
 
 def _read(name: str) -> str:

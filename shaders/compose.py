@@ -227,6 +227,12 @@ def shader_source(name: str, half: bool = False) -> str:
         raise ValueError(f"no kernel named {name!r}; declared: {sorted(_KERNELS)}") from None
 
 
+def alias(name: str, type: str) -> str:
+    """``alias name = type;`` (prelude.wgsl's ``word``) as a kernel's ``generated`` part:
+    one line, its newline left to the composer's join."""
+    return fill("prelude", "word", name=name, type=type).rstrip("\n")
+
+
 def switch(name: str, args: str, selector: str, cases: list[str], default: str) -> str:
     """``fn name(args) -> f32`` returning ``cases[N]`` when ``selector`` is N, else
     ``default`` (prelude.wgsl's ``switch``): an op table's expressions picked by an

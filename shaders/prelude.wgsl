@@ -10,6 +10,8 @@
 enable $name;
 // ==== alias: `elem` is f32, or f16 in the f16 form
 alias elem = $elem;  // the stored element type
+// ==== word: a family's own alias (e.g. the 4-byte `word` a copy moves), see compose.alias
+alias $name = $type;
 // ==== struct
 struct Params {
 $fields}

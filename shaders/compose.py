@@ -233,10 +233,7 @@ def alias(name: str, type: str) -> str:
     return fill("prelude", "word", name=name, type=type).rstrip("\n")
 
 
-def switch(name: str, args: str, selector: str, cases: list[str], default: str) -> str:
-    """``fn name(args) -> f32`` returning ``cases[N]`` when ``selector`` is N, else
-    ``default`` (prelude.wgsl's ``switch``): an op table's expressions picked by an
-    override."""
-    return fill("prelude", "switch", name=name, args=args, selector=selector, default=default,
-                cases="".join(fill("prelude", "case", index=i, expr=expr)
-                              for i, expr in enumerate(cases)))
+def cases(exprs: list[str]) -> str:
+    """The cases of a switch on a table's row: row N returns ``exprs[N]`` (prelude.wgsl's
+    ``case``), for a template's ``$cases``."""
+    return "".join(fill("prelude", "case", index=i, expr=expr) for i, expr in enumerate(exprs))

@@ -2,7 +2,20 @@
 // in (`$name` placeholders; each section is exactly the text it gives, so a comment
 // about one sits on its `// ====` line). ops/mixed.py: `item` per op and operand types;
 // ops/fill.py: `value_at` per output type; ops/any_reduce.py: `nonzero` per input type;
-// ops/fused_elementwise.py: a chain's steps and `chain_item`.
+// ops/fused_elementwise.py: a chain's steps and `chain_item`; ops/unary.py's `apply` and
+// ops/binary.py's `combine`: the switch on the `op` override over their table's rows.
+// ==== apply: `cases` from compose.cases (one per unary table row); else v unchanged
+fn apply(v: f32) -> f32 {
+  switch op {
+$cases    default: { return v; }
+  }
+}
+// ==== combine: `cases` from compose.cases (one per binary table row); else x
+fn combine(x: f32, y: f32) -> f32 {
+  switch op {
+$cases    default: { return x; }
+  }
+}
 // ==== mixed_item: loads x, y, z at the operand offsets (`mixed_load`), stores out[i]
 fn item(i: u32) {
   let o = operand_offsets(i);

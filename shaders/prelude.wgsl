@@ -4,8 +4,8 @@
 // uniform `struct Params` (one `field` per member, padding included), the storage and
 // uniform bindings, and the generated entry points on a grid that may be folded into
 // two dimensions (`per_item`: one invocation per item; `per_group`: one workgroup per
-// item, `per_group_subgroups` with the subgroup builtins too). `switch` and `case` make
-// a function body that picks an expression by an override, for the op tables.
+// item, `per_group_subgroups` with the subgroup builtins too). `case` is one case of a
+// switch on an op table's row (generated.wgsl's apply and combine).
 // ==== enable
 enable $name;
 // ==== alias: `elem` is f32, or f16 in the f16 form
@@ -52,11 +52,5 @@ fn $name(@builtin(workgroup_id) wid: vec3<u32>,
     $call(g, lane, sg_size, sg_lane);
   }
 }
-// ==== switch: `fn $name($args) -> f32` returning the case of `selector`, else `default`
-fn $name($args) -> f32 {
-  switch $selector {
-$cases    default: { return $default; }
-  }
-}
-// ==== case
+// ==== case: one case of an op table's switch (compose.cases)
     case ${index}u: { return $expr; }

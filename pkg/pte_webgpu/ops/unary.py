@@ -19,7 +19,7 @@ from typing import Callable
 from ..errors import FormatError, UnsupportedError
 from ..model import f32
 from ..model.graph import Null, Scalar
-from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, cases, fill
 from . import cpu_reference as cpu
 from . import sizes
 from .common import elementwise_workgroup, same_numel
@@ -214,7 +214,7 @@ PARAMS = Uniform(("numel", "u32"), ("a", "f32"), ("b", "f32"), ("flag", "u32"),
 KERNEL = Kernel(
     "unary", (Binding(0, "x"), Binding(1, "y", "read_write")), PARAMS,
     snippets=("bits",), entries=(Entry("main", "item", "params.numel"),), library=("f32_math",),
-    generated=switch("apply", "v: f32", "op", [row.wgsl for row in TABLE], "v"))
+    generated=fill("generated", "apply", cases=cases([row.wgsl for row in TABLE])))
 
 
 def _scalars(row: Unary, values, args, where) -> dict:

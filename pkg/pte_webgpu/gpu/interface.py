@@ -13,6 +13,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
+from importlib import resources
 
 from ..errors import ClosedError, GpuLimitError, GpuValidationError, PteError
 from .adapter import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, AdapterTraits  # noqa: F401
@@ -201,9 +202,8 @@ class GpuDevice:
         """Run one tiny dispatch, copy and read back through ``run``: the first run in a
         process pays one-time costs (natively, cffi parses each C struct type wgpu-py
         builds on first use: ~0.2-0.6 s), which belong to device creation, not to a
-        program's first execute."""
-        wgsl = ("@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
-                "@compute @workgroup_size(1) fn main() { x[0] = 1u; }\n")
+        program's first execute. Its shader is warm_up.wgsl (x[0] = 1u)."""
+        wgsl = resources.files(__package__).joinpath("warm_up.wgsl").read_text("utf-8")
         pipeline = await self.create_pipeline(wgsl, "main", {}, "warm-up")
         buf = self.create_buffer(4, ("storage", "copy_src"), "warm-up")
         staging = self.create_buffer(4, ("map_read", "copy_dst"), "warm-up read")

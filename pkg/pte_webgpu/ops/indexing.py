@@ -16,7 +16,7 @@ from math import prod
 
 from ..errors import FormatError, InputError, UnsupportedError
 from ..model.graph import Null
-from ..shaders.compose import Binding, Entry, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, alias
 from . import sizes
 from .common import elementwise_workgroup, normalize_dim
 from .exec_ints import follow_actual_size, int_value, ref_int, slots
@@ -70,9 +70,9 @@ _BINDINGS = (Binding(0, "src", type="word"), Binding(1, "idx", type="i32"),
 _ENTRIES = (Entry("take", "take_item", "params.numel"),
             Entry("strided", "strided_item", "params.numel"))
 KERNEL = Kernel("indexing", _BINDINGS, PARAMS, uniform_binding=4, entries=_ENTRIES,
-                generated="alias word = elem;")
+                generated=alias("word", "elem"))
 WORDS = Kernel("indexing", _BINDINGS, PARAMS, uniform_binding=4, entries=_ENTRIES,
-               half=False, generated="alias word = u32;", name="indexing_u32")  # 4-byte words
+               half=False, generated=alias("word", "u32"), name="indexing_u32")  # 4-byte words
 
 
 async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len, step,

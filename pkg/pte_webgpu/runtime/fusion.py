@@ -31,8 +31,8 @@ from ..model.graph import Graph, ListValue, Null, OpCall, Scalar, TensorValue
 from ..ops import registry
 from ..ops.matmul import FUSED as FUSED_LINEAR
 from ..ops.matmul import MAX_SPLIT
-from ..ops.unary import FUSED as FUSED_CHAIN
-from ..ops.unary import MAX_INPUTS
+from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
+from ..ops.fused_elementwise import MAX_INPUTS
 
 LINEAR, ADD = "aten.linear.default", "aten.add.Tensor"
 # reshapes: the same elements in the same order (ops/view.py shares or copies the buffer)

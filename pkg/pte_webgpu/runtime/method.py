@@ -254,9 +254,8 @@ class Method:
         readout.check_request(argmax, wait, sample, profile)
         bound = bind(inputs, self._plan, self._storage, self._dyn, self.name, argmax)
         if argmax:
-            vid = self._plan.outputs[0] if self._plan.outputs else None
-            await self._picker.ready(self._plan.values[vid] if vid is not None else None,
-                                     self._plan_buffers.get(vid), self._storage, bool(bound.feeds))
+            await self._picker.ready(self._plan, self._plan_buffers, self._storage,
+                                     fed=bool(bound.feeds))
         async with self._lock:  # the execute-time integers belong to this call only
             self._check_open("was closed")  # by another thread while this one waited
             # held open: a Runtime.close() from another thread waits for the uploads and

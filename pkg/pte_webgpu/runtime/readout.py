@@ -147,18 +147,21 @@ class Picker:
         (as the last pick set them); None before the first pick."""
         return None if self._reader is None else self._reader.recording
 
-    async def ready(self, value, source, storage, fed: bool) -> None:
-        """Before the run: the argmax pass of output 0 (plan ``value``, GPU buffer
-        ``source``), made the first time; a LastArgmax input (``fed``) needs a pick to
-        copy; the pending pick whose staging buffer this one takes is read first."""
+    async def ready(self, plan, plan_buffers: dict, storage, fed: bool) -> None:
+        """Before the run: the argmax pass of output 0 of ``plan`` (its buffer in
+        ``plan_buffers``, held as ``storage`` says), made the first time; a LastArgmax
+        input (``fed``) needs a pick to copy; the pending pick whose staging buffer this
+        one takes is read first."""
         if self._reader is None:
+            vid = plan.outputs[0] if plan.outputs else None
+            value = plan.values[vid] if vid is not None else None
             if not isinstance(value, PlanTensor) or value.dtype.name not in ("float32",
                                                                             "float16") \
                     or not value.sizes or not value.sizes[-1]:
                 raise InputError(f"method {self._method!r}: argmax needs output 0 to be a "
                                  "float tensor with a last dim")
             self._reader = await LastRowArgmax.create(
-                self._device, self._resources, self._base, source, value.sizes[-1],
+                self._device, self._resources, self._base, plan_buffers[vid], value.sizes[-1],
                 storage.dtype(value.dtype).name == "float16", self._id_checks.readbacks())
         reader = self._reader
         if fed and not reader.ran:

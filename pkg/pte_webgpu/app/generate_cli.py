@@ -106,12 +106,12 @@ def run_in_browser(model: Path, tok: Path, data: list, options: dict, on_piece) 
     """Run ``generate_job`` in Pyodide in headless Chromium; pieces come back through the
     page binding ``pteGeneratePiece``."""
     from ..chromium import paths
-    from ..chromium.dist import version
-    from ..chromium.remote import _dist, _quiet, page_result
+    from ..chromium.dist import ensure_dist, version
+    from ..chromium.remote import page_result, quiet
     from ..chromium.server import StaticServer
     from ..chromium.session import BrowserSession
 
-    dist = _dist(_quiet)
+    dist = ensure_dist(log=quiet)
     dist_url = f"/pyodide-{version(dist)[:16]}/"
     with StaticServer({"/": paths.web_root()}) as server:
         server.mount(dist_url, dist, immutable=True)

@@ -343,6 +343,44 @@ class GpuDevice:
         data = await self._read(staging, offsets[-1])
         return _split(data, offsets, outputs), times
 
+    # --- timing work outside ``run``, for bench/ ---------------------------------------
+    async def time_passes(self, steps) -> float:
+        """Seconds for the dispatches ``steps``, one compute pass each, all in one submit,
+        until the queue is done (bench/gpu_bench.py)."""
+        encoder = self._encoder()
+        t0 = time.perf_counter()
+        for step in steps:
+            compute = self._begin_pass(encoder, None, 0)
+            self._dispatch(compute, step)
+            self._end_pass(compute)
+        self._submit(encoder)
+        await self._wait_idle()
+        return time.perf_counter() - t0
+
+    async def time_one_pass(self, steps) -> float:
+        """GPU nanoseconds of the dispatches ``steps`` back to back in ONE compute pass,
+        from the pass's two timestamps (needs ``info.traits.timestamps``)."""
+        query = self._query_set(2)
+        try:
+            encoder = self._encoder()
+            compute = self._begin_pass(encoder, query, 0)
+            for step in steps:
+                self._dispatch(compute, step)
+            self._end_pass(compute)
+            self._resolve(encoder, query)
+            self._submit(encoder)
+            start, end = struct.unpack("<2Q", await self._read(query[1], 16))
+        finally:
+            self._release_query(query)
+        return float(max(0, end - start))
+
+    def encode_only(self, recording: Recording) -> None:
+        """Encode ``recording`` as ``run`` does and finish the command buffer, submitting
+        nothing: the host cost of encoding (bench/encode_browser.py)."""
+        encoder = self._encoder()
+        self._encode_recording(encoder, recording)
+        encoder.finish()
+
     # --- hooks for backends ------------------------------------------------------------
     def check_alive(self) -> None:
         pass

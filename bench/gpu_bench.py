@@ -15,7 +15,7 @@ import random
 import statistics
 import struct
 
-from pte_webgpu.gpu.interface import Dispatch, Recording, fold_grid
+from pte_webgpu.gpu.recording import Dispatch, Recording, fold_grid
 from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import Graph, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import rms_norm

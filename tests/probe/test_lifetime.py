@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pte_webgpu
 import pytest
-from pte_webgpu.gpu.interface import Copy
+from pte_webgpu.gpu.recording import Copy
 from pte_webgpu.runtime.method import gpu_work
 
 from tests.native.gpu_thread import native_runtime, run_sync

@@ -93,7 +93,7 @@ def cmd_generate(args) -> int:
 
 
 def _native(model: Path, tok: Path, data: list, options: dict, on_piece) -> dict:
-    from ..llm.job import generate_job
+    from ..llm.generate_job import generate_job
     from .run_job import run_coroutine
 
     return run_coroutine(generate_job(
@@ -134,7 +134,7 @@ import json as _json
 import js as _js
 from pyodide.http import pyfetch as _pyfetch
 from pte_webgpu.errors import PteError as _PteError
-from pte_webgpu.llm.job import generate_job as _generate_job
+from pte_webgpu.llm.generate_job import generate_job as _generate_job
 
 async def _get(url):
     return await (await _pyfetch(url)).bytes()

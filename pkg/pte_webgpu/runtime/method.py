@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from math import prod
 
 from ..errors import ClosedError, InputError, UnsupportedError
-from ..gpu.interface import Copy, Recording
+from ..gpu.recording import Copy, Recording
 from ..model.graph import Scalar
 from ..model.method_meta import MethodMeta, method_meta
 from ..model.plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph

@@ -14,7 +14,7 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import InputError
-from ..gpu.interface import Copy, Dispatch, Recording
+from ..gpu.recording import Copy, Dispatch, Recording
 from ..model.program_file import PlanTensor
 from ..shaders.compose import Binding, Kernel, Uniform
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.fixture_index import INDEX, runnable, tolerance
+from tests.support.fixture_index import INDEX, runnable, tolerance
 
 pytestmark = pytest.mark.browser
 

@@ -1,91 +1,36 @@
-"""The elementwise ops added as table lines (issue 14), natively: on hand-built graphs at
-torch's edges (NaN, +-inf, +-0, ties, tiny and huge values) against float64 math with
-torch's float32 semantics, in f32 and f16 storage; and the exported programs of
-tests/fixtures/extra (new_unary*, minmax*) against eager torch's stored outputs."""
+"""Elementwise ops of the unary and binary tables (sin, cos, log, round, floor, ceil,
+sign, reciprocal, hardswish, hardsigmoid, silu, leaky_relu, minimum, maximum), natively:
+on hand-built graphs at torch's edges (NaN, +-inf, +-0, ties, tiny and huge values)
+against float64 math with torch's float32 semantics, in f32 and f16 storage; and the
+exported programs of tests/fixtures/extra (new_unary*, minmax*) against eager torch's
+stored outputs."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
 from pte_webgpu.model import dtypes
 from pte_webgpu.runtime.storage import Storage
 
-from tests.fixture_index import FIXTURES, INDEX
-from tests.native.test_ops import EDGES, G, activation_want, device, rand  # noqa: F401  (device: the fixture)
+from tests.support.activations import activation_want
+from tests.support.elementwise_cases import ELEMENTWISE_PROGRAMS, UNARY_CASES, X, check, fixture_tolerance
+from tests.support.fixture_index import FIXTURES
+from tests.support.graph import G, rand
 
 F16 = dtypes.FLOAT16
 
 
-def _log(x):
-    return math.nan if x != x or x < 0 else (math.log(x) if x else -math.inf)
-
-
-def _relu6_shift(x):
-    return x if x != x else min(max(x + 3.0, 0.0), 6.0) / 6.0
-
-
-def _integral(fn):
-    return lambda x: math.copysign(float(fn(x)), x) if math.isfinite(x) else x
-
-
-def _silu(x):
-    e = math.inf if -x > 709 else math.exp(-x)
-    return x / (1.0 + e)
-
-
-SLOPE = float(np.float32(0.01))  # torch casts negative_slope to the tensor's float32
-
-# name -> (op, extra args maker, float64 function with torch's float32 semantics)
-NEW_UNARY = {
-    "sin": ("aten.sin.default", lambda g: [], lambda x: math.sin(x) if math.isfinite(x) else math.nan),
-    "cos": ("aten.cos.default", lambda g: [], lambda x: math.cos(x) if math.isfinite(x) else math.nan),
-    "log": ("aten.log.default", lambda g: [], _log),
-    "round": ("aten.round.default", lambda g: [], _integral(round)),  # half to even
-    "floor": ("aten.floor.default", lambda g: [], _integral(math.floor)),
-    "ceil": ("aten.ceil.default", lambda g: [], _integral(math.ceil)),
-    "sign": ("aten.sign.default", lambda g: [],
-             lambda x: 1.0 if x > 0 else -1.0 if x < 0 else 0.0),  # NaN and -0: 0, as torch
-    "reciprocal": ("aten.reciprocal.default", lambda g: [],
-                   lambda x: 1.0 / x if x else math.copysign(math.inf, x)),
-    "hardswish": ("aten.hardswish.default", lambda g: [], lambda x: x * _relu6_shift(x)),
-    "hardsigmoid": ("aten.hardsigmoid.default", lambda g: [], _relu6_shift),
-    "silu": ("aten.silu.default", lambda g: [], _silu),
-    "leaky_relu": ("aten.leaky_relu.default", lambda g: [g.null()],
-                   lambda x: x * SLOPE if x < 0 else x),
-    "leaky_relu_0.2": ("aten.leaky_relu.default", lambda g: [g.double(0.2)],
-                       lambda x: x * float(np.float32(0.2)) if x < 0 else x),
-}
-
-TIES = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 1e-45, -1e-45, 8388607.5, 8388609.0,
-                 1.0000001, 0.99999994, 2.0 ** -126, 1e38, -1e38], np.float32)
-X = np.concatenate([EDGES, TIES, rand(300, scale=4.0), rand(100, scale=300.0),
-                    np.linspace(-12000, 12000, 301, dtype=np.float32)])
-
-
-def check(got, want, rtol, floor):
-    """NaNs, infinities and signed zeros exactly as torch; else within ``rtol`` relative,
-    or ``floor`` absolute (where the result is near 0)."""
-    got, want = got.astype(np.float64), want.astype(np.float64)
-    assert np.array_equal(np.isnan(got), np.isnan(want)), np.flatnonzero(np.isnan(got) != np.isnan(want))
-    special = np.isinf(want) | (want == 0)
-    np.testing.assert_array_equal(got[special], want[special])
-    np.testing.assert_array_equal(np.signbit(got[special]), np.signbit(want[special]))
-    ok = ~np.isnan(want)
-    np.testing.assert_allclose(got[ok], want[ok], rtol=rtol, atol=floor)
-
-
-@pytest.mark.parametrize("case", list(NEW_UNARY))
-def test_new_unary_op_follows_torch_at_the_edges(device, case):  # noqa: F811
-    name, extra, fn = NEW_UNARY[case]
+@pytest.mark.parametrize("case", list(UNARY_CASES))
+def test_unary_op_follows_torch_at_the_edges(device, case):
+    name, extra, fn = UNARY_CASES[case]
     x = X
     g = G()
     (got,) = g.run(device, g.op(name, g.input(x), *extra(g), g.tensor(x.shape)))
     check(got, activation_want(fn, x), 1e-6, 1e-30)
 
 
-def test_sin_cos_log_are_accurate_on_dense_grids(device):  # noqa: F811
+def test_sin_cos_log_are_accurate_on_dense_grids(device):
     """Near multiples of pi/2, past 12868 (the other range reduction) up to 3e38, and near
     1: relative 1e-6 with a floor of 1e-9."""
     big = np.exp(np.linspace(9, 88, 20001)).astype(np.float32)
@@ -111,7 +56,7 @@ MINMAX = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 3.5], np.float
 
 @pytest.mark.parametrize("name,take_first", [("aten.minimum.default", np.less_equal),
                                              ("aten.maximum.default", np.greater_equal)])
-def test_minimum_maximum_broadcast_and_propagate_nan(device, name, take_first):  # noqa: F811
+def test_minimum_maximum_broadcast_and_propagate_nan(device, name, take_first):
     a = np.concatenate([MINMAX.reshape(8, 1, 1), rand(8, 1, 1)], axis=1)  # [8, 2, 1]
     b = np.concatenate([MINMAX, rand(8)]).reshape(2, 8)  # [2, 8]
     g = G()
@@ -128,11 +73,11 @@ EDGES16 = np.array([-np.inf, -65504.0, -100.0, -6.0, -3.0, -2.5, -1.5, -1.0, -0.
                     np.inf, np.nan], np.float16)
 
 
-@pytest.mark.parametrize("case", list(NEW_UNARY))
-def test_new_unary_op_in_float16_storage(device, case):  # noqa: F811
+@pytest.mark.parametrize("case", list(UNARY_CASES))
+def test_unary_op_in_float16_storage(device, case):
     if "shader-f16" not in device.info.features:
         pytest.skip("the adapter has no shader-f16")
-    name, extra, fn = NEW_UNARY[case]
+    name, extra, fn = UNARY_CASES[case]
     x = np.concatenate([EDGES16, (np.random.default_rng(3).standard_normal(100) * 4)
                         .astype(np.float16)])
     g = G(Storage(half=True))
@@ -144,18 +89,11 @@ def test_new_unary_op_in_float16_storage(device, case):  # noqa: F811
 
 
 # --- the exported programs, against eager torch ------------------------------------------
-NEW_FIXTURES = [e for e in INDEX if e["name"].startswith(("extra/new_unary", "extra/minmax"))]
-
-
-def fixture_tolerance(name):
-    return (1e-2, 1e-3) if "fp16" in name else (1e-6, 1e-7)
-
-
-@pytest.mark.parametrize("entry", NEW_FIXTURES, ids=lambda e: e["name"])
+@pytest.mark.parametrize("entry", ELEMENTWISE_PROGRAMS, ids=lambda e: e["name"])
 def test_exported_program_matches_eager_torch(entry):
     import pte_webgpu
 
-    from tests.native.gpu_thread import run_sync
+    from tests.support.gpu_thread import run_sync
 
     async def go():
         rt = await pte_webgpu.Runtime.create("native")

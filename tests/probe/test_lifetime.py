@@ -12,7 +12,7 @@ import pte_webgpu
 import pytest
 from pte_webgpu.gpu.interface import Copy
 
-from tests.native.gpu_thread import native_runtime, run_sync
+from tests.support.gpu_thread import native_runtime, run_sync
 
 from . import crafts
 from .cycles import cycles

@@ -12,7 +12,7 @@ from pte_webgpu.errors import InputError
 from pte_webgpu.model import host_buffers
 from pte_webgpu.runtime import inputs
 
-from tests.input_cases import CONTAINER_CASES, FLOAT_CASES, INT_CASES, PURE_CASES, SHAPE
+from tests.support.input_cases import CONTAINER_CASES, FLOAT_CASES, INT_CASES, PURE_CASES, SHAPE
 
 REF = np.random.default_rng(5).standard_normal(SHAPE).astype(np.float32)
 REF.reshape(-1)[:5] = [0.0, -0.0, np.inf, -np.inf, np.nan]  # bit-exact, NaN included

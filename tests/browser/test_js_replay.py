@@ -23,7 +23,7 @@ WRAP_JS = (HERE.parents[1] / "bench" / "gpu_calls.js").read_text()
 
 PAGE = r"""
 import js
-from pte_webgpu import steps as _steps
+from pte_webgpu.app import steps as _steps
 from pte_webgpu.runtime.readout import LastArgmax
 
 js.eval(WRAP_JS)

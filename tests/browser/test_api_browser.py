@@ -6,7 +6,7 @@ import json
 import pytest
 from pte_webgpu.ops.registry import operator_names
 
-from tests.fixture_index import FIXTURES
+from tests.support.fixture_index import FIXTURES
 
 pytestmark = pytest.mark.browser
 

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.decoders import DECODERS, INDEX
+from tests.support.decoders import DECODERS, INDEX
 
 pytestmark = pytest.mark.browser
 

@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.decoders import INDEX, NAMES, check_report
+from tests.support.decoders import INDEX, NAMES, check_report
 
 pytestmark = pytest.mark.browser
 
 HERE = Path(__file__).parent
 SUPPORT = (HERE / "page_support.py").read_text()
-CHECK = (HERE.parent / "decoder_check.py").read_text()
+CHECK = (HERE.parent / "support" / "decoder_check.py").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_fused_equals_unfused_in_the_browser(page, name):
     """Load-time fusion (runtime/fusion.py) in the page: the fused build of a decoder (its
     linears' split and residual epilogues in the browser's kernel forms, the element-wise
     chain) computes what the unfused one does, and runs 7 fewer dispatches per layer."""
-    page.run_python((HERE.parent / "fusion_check.py").read_text())
+    page.run_python((HERE.parent / "support" / "fusion_check.py").read_text())
     args = INDEX[name]["model_args"]
     prompt_len = 20 if INDEX[name].get("dynamic") else 1
     report = page.run_python(

@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from tests.fixture_index import FIXTURES
-from tests.input_cases import PURE_CASES
+from tests.support.fixture_index import FIXTURES
+from tests.support.input_cases import PURE_CASES
 
 pytestmark = pytest.mark.browser
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.decoders import INDEX
+from tests.support.decoders import INDEX
 
 pytestmark = pytest.mark.browser
 

@@ -4,7 +4,7 @@ take the model from the cache. Runs on a tiny llama decoder with a tiny tokenize
 
 import pytest
 
-from tests.llm_models import tiny_case, write_tiny_tokenizer
+from tests.support.llm_models import tiny_case, write_tiny_tokenizer
 
 pytestmark = pytest.mark.browser
 NAME = "llama_dynamic_hfrope"
@@ -16,7 +16,7 @@ def _native_answer(tok_path) -> str:
     import pte_webgpu
     from pte_webgpu.llm.generate import LanguageModel
 
-    from tests.native.gpu_thread import run_sync
+    from tests.support.gpu_thread import run_sync
 
     async def go():
         rt = await pte_webgpu.Runtime.create("native")
@@ -68,7 +68,7 @@ def test_chat_page_holds_the_weights_once_in_the_wasm_heap(browser_session, web_
     """SmolLM2 (build/llm, `make llm`) loads with at most one copy of its .pte in Pyodide's
     wasm heap: float32 weights go to the GPU from views of it, float16 ones are widened in
     JS a slice at a time. The heap only grows, so its size after the load is the peak."""
-    from tests.llm_models import LLM_NAME, llm_files
+    from tests.support.llm_models import LLM_NAME, llm_files
 
     files = llm_files(variant)
     web_server.mount("/llm-heap/", files["pte"].parent)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from pte_webgpu.llm.tokenizer import Tokenizer
 
-from tests.llm_models import LLM_NAME, llm_files, tiny_case, write_tiny_tokenizer
+from tests.support.llm_models import LLM_NAME, llm_files, tiny_case, write_tiny_tokenizer
 
 pytestmark = pytest.mark.browser
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.fixture_index import INDEX, runnable, tolerance
+from tests.support.fixture_index import INDEX, runnable, tolerance
 
 pytestmark = pytest.mark.browser
 
@@ -24,7 +24,7 @@ SHAPES = [(3, 37, 5), (1, 1, 1), (70, 45, 33), (1, 256, 1), (9, 64, 130), (2, 6,
 PAGE_CODE = r'''
 import base64, os
 from pte_webgpu.model import dtypes
-from pte_webgpu.gpu.interface import Recording
+from pte_webgpu.gpu.recording import Recording
 from pte_webgpu.model.graph import Graph, Null, OpCall, TensorValue
 from pte_webgpu.ops import matmul
 from pte_webgpu.runtime.build import BuildContext, Resources

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.fixture_index import INDEX, runnable, tolerance
+from tests.support.fixture_index import INDEX, runnable, tolerance
 
 pytestmark = pytest.mark.browser
 
@@ -24,7 +24,7 @@ SHAPES = [(3, 7), (5, 130), (2, 1027), (6, 64), (2, 4096), (1, 1), (9, 2)]
 PAGE_CODE = r'''
 import base64, os
 from pte_webgpu.model import dtypes
-from pte_webgpu.gpu.interface import Recording
+from pte_webgpu.gpu.recording import Recording
 from pte_webgpu.model.graph import Graph, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import rms_norm
 from pte_webgpu.runtime.build import BuildContext, Resources
@@ -109,7 +109,7 @@ def test_rare_rows_are_rescaled_to_the_float64_result(page, variant):
     """Rows whose float32 sum of squares overflows (|x| ~ 1e20) or is flushed to zero
     (|x| ~ 1e-20: SwiftShader flushes subnormal squares), eps 0: the rescaled pass gives
     the exact mean square's result (torch's float32 gives zeros and inf); a normal row
-    beside them is untouched (issue 12)."""
+    beside them is untouched."""
     _runnable(page, variant)
     x, w = _data(3, 68, scale=1e20)
     x[1] *= 1e-40
@@ -155,7 +155,7 @@ EPS0 = ["rmsnorm_eps0_rows1e-20_4x64", "rmsnorm_eps0_rows1e19_4x64",
 
 @pytest.mark.parametrize("name", EPS0)
 def test_exported_eps0_rows_near_underflow_and_overflow_match_float64(page, name):
-    """The issue's case in Chromium: SwiftShader flushes the subnormal squares of rows near
+    """Rare rows in Chromium: SwiftShader flushes the subnormal squares of rows near
     1e-20 and the float32 sum of rows near 1e19 overflows; eps 0. The exported program's
     output matches a float64 reference (torch's float32 gives inf and zeros)."""
     out = page.run_python(f"await run_edge({name!r})")

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from pte_webgpu.ops.registry import supported_ops
 
-from tests.fixture_index import FIXTURES, INDEX, needed_ops, runnable, tolerance
+from tests.support.fixture_index import FIXTURES, INDEX, needed_ops, runnable, tolerance
 
 pytestmark = pytest.mark.browser
 
@@ -21,7 +21,7 @@ def page(browser_session):
     return browser_session
 
 
-def test_the_issue_fixtures_are_all_covered():
+def test_the_rmsnorm_and_add_fixtures_are_all_covered():
     names = {e["name"] for e in RUNNABLE}
     expected = {e["name"] for e in INDEX
                 if e["name"].startswith(("rmsnorm_", "add_")) and "fp16" not in e["name"]
@@ -132,7 +132,7 @@ def test_large_inputs_are_written_without_a_copy_and_stay_correct(page):
         "data = bytes(range(251)) * ((1 << 20) // 251) + bytes((1 << 20) % 251)\n"
         "assert len(data) >= BrowserDevice.ZERO_COPY_BYTES\n"
         "rt.device.write_buffer(buf, data)\n"
-        "from pte_webgpu.gpu.interface import Recording\n"
+        "from pte_webgpu.gpu.recording import Recording\n"
         "out, _ = await rt.device.run(Recording(), [(buf, 1 << 20)], stage)\n"
         "rt.device.destroy_buffer(buf); rt.device.destroy_buffer(stage)\n"
         "out[0] == data")

@@ -19,7 +19,7 @@ SEED = 20261201
 def test_short_exec_fuzz_run():
     import pte_webgpu
 
-    from tests.native.gpu_thread import run_sync
+    from tests.support.gpu_thread import run_sync
 
     from .exec_harness import ALLOC_CAP, load_bases, run_case
 

@@ -4,8 +4,8 @@ read back), equals numpy's argmax of the full output the same program returns.""
 import numpy as np
 import pytest
 
-from tests.decoders import DECODERS, INDEX, NAMES
-from tests.native.gpu_thread import run_sync
+from tests.support.decoders import DECODERS, INDEX, NAMES
+from tests.support.gpu_thread import run_sync
 
 FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures"
 NAN, INF = float("nan"), float("inf")

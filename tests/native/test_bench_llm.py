@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.decoders import DECODERS, INDEX
+from tests.support.decoders import DECODERS, INDEX
 
 pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
 REPO = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ import pytest
 from pte_webgpu.errors import InputError
 from pte_webgpu.runtime.readout import LastArgmax
 
-from tests.llm_models import tiny_case
-from tests.native.gpu_thread import run_sync
+from tests.support.llm_models import tiny_case
+from tests.support.gpu_thread import run_sync
 
 
 def _ids(values):

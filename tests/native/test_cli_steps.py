@@ -5,7 +5,7 @@ import sys
 
 import numpy as np
 
-from tests.decoders import DECODERS, INDEX
+from tests.support.decoders import DECODERS, INDEX
 
 
 def _run(pte, inputs, out, *extra):

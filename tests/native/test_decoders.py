@@ -3,9 +3,9 @@
 import pytest
 from pte_webgpu.runtime.method import gpu_work
 
-from tests.decoder_check import decoder_report
-from tests.decoders import DECODERS, INDEX, NAMES, check_report
-from tests.native.gpu_thread import run_sync
+from tests.support.decoder_check import decoder_report
+from tests.support.decoders import DECODERS, INDEX, NAMES, check_report
+from tests.support.gpu_thread import run_sync
 
 
 @pytest.mark.parametrize("name", NAMES)

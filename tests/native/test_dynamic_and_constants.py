@@ -4,8 +4,8 @@ import numpy as np
 import pte_webgpu
 import pytest
 
-from tests.decoders import DECODERS, INDEX
-from tests.native.gpu_thread import run_sync
+from tests.support.decoders import DECODERS, INDEX
+from tests.support.gpu_thread import run_sync
 
 DYN = "dyn_mlp_constmethods"
 

@@ -15,8 +15,8 @@ import numpy as np
 import pte_webgpu
 import pytest
 
-from tests.fixture_index import FIXTURES
-from tests.native.gpu_thread import run_sync
+from tests.support.fixture_index import FIXTURES
+from tests.support.gpu_thread import run_sync
 
 EDGE = json.loads((FIXTURES / "edge" / "index.json").read_text())
 DOUBLES = [e["name"] for e in EDGE if "1e39" in e["name"] or "1e308" in e["name"]]

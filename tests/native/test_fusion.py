@@ -9,10 +9,9 @@ from pte_webgpu.model.graph import Graph, TensorValue
 from pte_webgpu.runtime import fusion
 from pte_webgpu.runtime.storage import WIDE
 
-from tests.decoders import DECODERS, INDEX
-from tests.fusion_check import fusion_report, native_runtime
-from tests.native.gpu_thread import run_sync
-from tests.native.test_ops import device  # noqa: F401  (the fixture)
+from tests.support.decoders import DECODERS, INDEX
+from tests.support.fusion_check import fusion_report, native_runtime
+from tests.support.gpu_thread import run_sync
 
 LLAMAS = sorted(n for n in INDEX if n.startswith("llama_"))
 # per layer: q/k/v as one (2 fewer), gate/up as one (1), o_proj and down_proj each with
@@ -118,7 +117,7 @@ def _block(storage, dtype, m, bias, variant, fuse):
     must stay apart; outputs and what fused."""
     import numpy as np
 
-    from tests.native.test_ops import G
+    from tests.support.graph import G
 
     rng = np.random.default_rng(m * 10 + bias)
     np_t = np.float16 if dtype.name == "float16" else np.float32
@@ -151,7 +150,7 @@ def _block(storage, dtype, m, bias, variant, fuse):
 @pytest.mark.parametrize("m", [1, 3, 37])
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("half", [False, True])
-def test_fused_block_equals_unfused(device, variant, m, bias, half):  # noqa: F811
+def test_fused_block_equals_unfused(device, variant, m, bias, half):
     import numpy as np
     from pte_webgpu.model import dtypes
     from pte_webgpu.ops import matmul
@@ -195,7 +194,7 @@ def test_smollm_fused_equals_unfused(variant):
     fewer dispatches per decode step."""
     from pathlib import Path
 
-    from tests.llm_models import llm_files
+    from tests.support.llm_models import llm_files
 
     pte = Path(llm_files(variant)["pte"]).read_bytes()
     report = run_sync(fusion_report(native_runtime, pte, 49152, 12, 2))
@@ -211,7 +210,7 @@ def test_cycles_in_a_malformed_graph_end_the_rewrite():
     import numpy as np
     from pte_webgpu.model import dtypes
 
-    from tests.native.test_ops import G
+    from tests.support.graph import G
     g = G()
     x = g.input(np.ones((2, 3), np.float32))
     a, b, c, d = (g.tensor((2, 3)) for _ in range(4))

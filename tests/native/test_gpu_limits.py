@@ -9,8 +9,8 @@ import pytest
 from pte_webgpu.formats import open_program
 from pte_webgpu.model.graph import TensorValue
 
-from tests.fixture_index import FIXTURES
-from tests.native.gpu_thread import run_sync
+from tests.support.fixture_index import FIXTURES
+from tests.support.gpu_thread import run_sync
 
 PTE = FIXTURES / "decoders" / "llama_dynamic_rope_fp16.pte"  # float16 weights, widened on GPU
 

@@ -8,8 +8,8 @@ import numpy as np
 import pte_webgpu
 import pytest
 
-from tests.fixture_index import FIXTURES
-from tests.native.gpu_thread import run_sync
+from tests.support.fixture_index import FIXTURES
+from tests.support.gpu_thread import run_sync
 
 
 def _method(runtime, name):

@@ -7,9 +7,9 @@ import numpy as np
 import pte_webgpu
 import pytest
 
-from tests.fixture_index import FIXTURES
-from tests.input_cases import CONTAINER_CASES, FLOAT_CASES, INT_CASES, SHAPE
-from tests.native.gpu_thread import run_sync
+from tests.support.fixture_index import FIXTURES
+from tests.support.input_cases import CONTAINER_CASES, FLOAT_CASES, INT_CASES, SHAPE
+from tests.support.gpu_thread import run_sync
 
 REF = np.random.default_rng(7).standard_normal(SHAPE).astype(np.float32)
 REF.reshape(-1)[:5] = [0.0, -0.0, np.inf, -np.inf, np.nan]
@@ -72,7 +72,7 @@ def test_the_inputs_container_on_the_gpu(add, case):
 
 
 def test_big_endian_input_gives_torchs_answer_not_misread_bytes(add):
-    """The issue's case: a '>f4' array ran and came back off by up to 2e37."""
+    """A big-endian input: a '>f4' array once ran and came back off by up to 2e37."""
     x = np.random.default_rng(8).standard_normal(SHAPE).astype(">f4")
     (got,) = add.run([x, x])
     np.testing.assert_array_equal(got, (x.astype(np.float32) * 2))

@@ -11,7 +11,7 @@ from pte_webgpu.model.graph import ListValue
 from pte_webgpu.runtime.build import _outputs_aliasing_inputs
 from pte_webgpu.runtime.storage import Storage
 
-from tests.native.test_ops import G, Limited, device  # noqa: F401  (the device fixture)
+from tests.support.graph import G, Limited
 
 F16 = dtypes.FLOAT16
 HALF = Storage(half=True)
@@ -47,7 +47,7 @@ def build_ln(g, x, k, w, b, eps, dtype=dtypes.FLOAT32, eps_value=None):
     return ids
 
 
-def run_ln(device, x, k=1, w=None, b=None, eps=1e-5, storage=None, dtype=dtypes.FLOAT32):  # noqa: F811
+def run_ln(device, x, k=1, w=None, b=None, eps=1e-5, storage=None, dtype=dtypes.FLOAT32):
     g = G(storage) if storage else G()
     ids = build_ln(g, x, k, w, b, eps, dtype)
     return g.run(device, *ids), want_ln(x, k, w, b, eps)
@@ -65,7 +65,7 @@ def rand(*shape, scale=1.0, shift=0.0):
 
 @pytest.mark.parametrize("width", [1, 7, 130, 4096])
 @pytest.mark.parametrize("affine", ["none", "weight", "bias", "both"])
-def test_widths_and_affine(device, width, affine):  # noqa: F811
+def test_widths_and_affine(device, width, affine):
     x = rand(3, width, scale=2.0, shift=0.5)
     w = rand(width, scale=0.3, shift=1.0) if affine in ("weight", "both") else None
     b = rand(width) if affine in ("bias", "both") else None
@@ -74,20 +74,20 @@ def test_widths_and_affine(device, width, affine):  # noqa: F811
 
 
 @pytest.mark.parametrize("eps", [1e-5, 1e-3, 0.5])
-def test_eps_from_the_graph(device, eps):  # noqa: F811
+def test_eps_from_the_graph(device, eps):
     x = rand(4, 33, scale=0.05)  # variance ~2.5e-3: eps matters
     got, want = run_ln(device, x, 1, rand(33), rand(33), eps)
     check(got, want, 2e-5)
 
 
-def test_int_eps(device):  # noqa: F811
+def test_int_eps(device):
     x = rand(2, 9)
     g = G()
     ids = build_ln(g, x, 1, None, None, 1, eps_value=g.int(1))
     check(g.run(device, *ids), want_ln(x, 1, None, None, 1.0), 2e-5)
 
 
-def test_several_trailing_dims(device):  # noqa: F811
+def test_several_trailing_dims(device):
     x = rand(2, 3, 4, 5, shift=-1.0)
     got, want = run_ln(device, x, 3, rand(3, 4, 5), rand(3, 4, 5))
     check(got, want, 2e-5)
@@ -95,7 +95,7 @@ def test_several_trailing_dims(device):  # noqa: F811
     check(got, want, 2e-5)
 
 
-def test_constant_rows(device):  # noqa: F811
+def test_constant_rows(device):
     x = np.stack([np.full(130, 3.25, np.float32), np.zeros(130, np.float32),
                   np.full(130, -1e4, np.float32)])
     w, b = rand(130), rand(130)
@@ -105,7 +105,7 @@ def test_constant_rows(device):  # noqa: F811
 
 
 @pytest.mark.parametrize("width", [7, 130, 4096])
-def test_large_offset_is_stable(device, width):  # noqa: F811
+def test_large_offset_is_stable(device, width):
     # 1e4 + N(0, 0.1): E[x^2] - E[x]^2 in f32 loses everything (x^2 ~ 1e8, ulp 8)
     x = rand(4, width, scale=0.1, shift=1e4)
     got, want = run_ln(device, x, 1, None, None, 1e-5)
@@ -113,7 +113,7 @@ def test_large_offset_is_stable(device, width):  # noqa: F811
     assert np.abs(got[0] - want[0]).max() < 1e-3
 
 
-def test_folded_grid_and_small_workgroups(device):  # noqa: F811
+def test_folded_grid_and_small_workgroups(device):
     small = Limited(device, maxComputeInvocationsPerWorkgroup=16,
                     maxComputeWorkgroupsPerDimension=4)
     x = rand(13, 100, shift=2.0)  # 13 rows on a folded grid of 4 x 4
@@ -121,7 +121,7 @@ def test_folded_grid_and_small_workgroups(device):  # noqa: F811
     check(got, want, 2e-5)
 
 
-def test_rejects_a_normalized_shape_that_is_not_trailing(device):  # noqa: F811
+def test_rejects_a_normalized_shape_that_is_not_trailing(device):
     g = G()
     x = rand(3, 4)
     ids = tuple(g.tensor(s) for s in ((3, 4), (3, 1), (3, 1)))
@@ -144,7 +144,7 @@ def test_results_sharing_memory_get_their_own_buffers():
     assert _outputs_aliasing_inputs(graph) == {ids[1], ids[2]}
 
 
-def test_pooled_results_in_a_real_chain(device):  # noqa: F811
+def test_pooled_results_in_a_real_chain(device):
     """The exporter's planning: out, mean and rstd pooled, the next op reads out."""
     x = rand(4, 32, shift=1.0)
     g = G()
@@ -161,14 +161,14 @@ def test_pooled_results_in_a_real_chain(device):  # noqa: F811
 
 # --- f16 --------------------------------------------------------------------------------
 @pytest.fixture
-def shader_f16(device):  # noqa: F811
+def shader_f16(device):
     if "shader-f16" not in device.info.features:
         pytest.skip("the adapter has no shader-f16")
 
 
 @pytest.mark.parametrize("width", [1, 7, 130, 4096])
 @pytest.mark.parametrize("affine", [False, True])
-def test_f16(device, shader_f16, width, affine):  # noqa: F811
+def test_f16(device, shader_f16, width, affine):
     x = (RNG.standard_normal((3, width)) * 2 + 0.5).astype(np.float16)
     w = (RNG.standard_normal(width) * 0.3 + 1).astype(np.float16) if affine else None
     b = RNG.standard_normal(width).astype(np.float16) if affine else None
@@ -178,7 +178,7 @@ def test_f16(device, shader_f16, width, affine):  # noqa: F811
         np.testing.assert_allclose(gv.astype(np.float64), want16, atol=4e-3, rtol=4e-3)
 
 
-def test_f16_large_offset_and_constant_rows(device, shader_f16):  # noqa: F811
+def test_f16_large_offset_and_constant_rows(device, shader_f16):
     # 1000 + small steps (f16 ulp at 1000 is 0.5), and a constant row
     x = np.stack([np.float16(1000) + np.arange(64).astype(np.float16) % 5 * np.float16(0.5),
                   np.full(64, 7, np.float16)])

@@ -10,8 +10,8 @@ from pte_webgpu.errors import InputError
 from pte_webgpu.llm.generate import LanguageModel
 from pte_webgpu.llm.tokenizer import Tokenizer
 
-from tests.llm_models import llm_files, tiny_case, tiny_tokenizer_spec
-from tests.native.gpu_thread import run_sync
+from tests.support.llm_models import llm_files, tiny_case, tiny_tokenizer_spec
+from tests.support.gpu_thread import run_sync
 
 TINY = ["llama_dynamic_rope", "llama_static_rope", "llama_dynamic_hfrope",
         "llama_static_rope_fp16"]
@@ -92,7 +92,7 @@ def test_stop_strings_and_bad_input(runtime):
 def test_cli_generate_native_json(tmp_path, capsys):
     from pte_webgpu.app.cli import main
 
-    from tests.llm_models import write_tiny_tokenizer
+    from tests.support.llm_models import write_tiny_tokenizer
 
     name = "llama_dynamic_hfrope"
     case = tiny_case(name)

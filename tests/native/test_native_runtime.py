@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from tests.fixture_index import FIXTURES, INDEX, runnable, tolerance
-from tests.native.gpu_thread import run_fixture, run_sync
+from tests.support.fixture_index import FIXTURES, INDEX, runnable, tolerance
+from tests.support.gpu_thread import run_fixture, run_sync
 
 
 @pytest.mark.parametrize("entry", [e for e in INDEX if runnable(e)], ids=lambda e: e["name"])

@@ -4,135 +4,16 @@ run through runtime.build.build_delegate and compared with numpy."""
 from __future__ import annotations
 
 import math
-import struct
-from dataclasses import replace
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from pte_webgpu.errors import FormatError, InputError, UnsupportedError
-from pte_webgpu.formats import NamedData
-from pte_webgpu.gpu.recording import Recording
 from pte_webgpu.model import dtypes
-from pte_webgpu.model.graph import ConstantRef, Graph, ListValue, Null, OpCall, Scalar, TensorValue
-from pte_webgpu.runtime.build import Resources, build_delegate, upload
-from pte_webgpu.runtime.id_checks import FLAG_BYTES
-from pte_webgpu.runtime.storage import WIDE
+
+from tests.support.activations import ACTIVATIONS, EDGES, activation_want, check_activation, gelu_tanh
+from tests.support.graph import RNG, G, Limited, rand
 
 pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
-from tests.native.gpu_thread import native_device, run_sync  # noqa: E402  (the one GPU thread)
-
-
-@pytest.fixture(scope="module")
-def device():
-    yield from native_device()
-
-
-class Limited:
-    """The device with some limits lowered, to reach folded grids and small tiles."""
-
-    def __init__(self, device, **limits):
-        self._device, self._limits = device, limits
-        # Kernels size workgroups from info.traits: lower the limits there too.
-        self.info = replace(device.info, limits={**device.info.limits, **limits})
-
-    def __getattr__(self, name):
-        return getattr(self._device, name)
-
-    def limit(self, name, default):
-        return self._limits.get(name) or self._device.limit(name, default)
-
-
-class G:
-    """A delegate graph under construction."""
-
-    def __init__(self, storage=WIDE, options=None):
-        self.values, self.ops, self.inputs, self.outputs = [], [], [], []
-        self.constants, self.blob, self.feeds = [], bytearray(), []
-        self.storage = storage  # Storage(half=True): float16 tensors run the f16 kernels
-        self.options = options or {}  # as Runtime.create(options=...) gives them
-
-    def _add(self, value) -> int:
-        self.values.append(value)
-        return len(self.values) - 1
-
-    def tensor(self, shape, mem_obj=-1, dtype=dtypes.FLOAT32) -> int:
-        return self._add(TensorValue(dtype, tuple(shape), mem_obj_id=mem_obj))
-
-    def input(self, array, dtype=dtypes.FLOAT32) -> int:
-        vid = self.tensor(array.shape, dtype=dtype)
-        self.inputs.append(vid)
-        self.feeds.append(np.ascontiguousarray(array, self._np_storage(dtype)))
-        return vid
-
-    def const(self, array, dtype=dtypes.FLOAT32) -> int:
-        data = np.ascontiguousarray(array, dtype.name).tobytes()
-        ref = ConstantRef(len(self.constants), len(self.blob), len(data), None)
-        self.constants.append(ref)
-        self.blob += data + bytes(-len(data) % 16)
-        return self._add(TensorValue(dtype, tuple(array.shape), constant_id=ref.index))
-
-    def _np_storage(self, dtype):
-        return self.storage.dtype(dtype).name
-
-    def int(self, v) -> int:
-        return self._add(Scalar("int", v))
-
-    def double(self, v) -> int:
-        return self._add(Scalar("double", v))
-
-    def bool(self, v) -> int:
-        return self._add(Scalar("bool", v))
-
-    def string(self, v) -> int:
-        return self._add(Scalar("string", v))
-
-    def ints(self, items) -> int:
-        return self._add(ListValue("int_list", tuple(items)))
-
-    def null(self) -> int:
-        return self._add(Null())
-
-    def op(self, name, *args) -> int:
-        self.ops.append(OpCall(name, tuple(args)))
-        return args[-1]
-
-    def run(self, device, *outputs):
-        """Build and execute once; the outputs as float32 arrays (float16 ones read as f32)."""
-        self.outputs = list(outputs)
-        return run_sync(self._run(device))
-
-    async def _run(self, device):
-        graph = Graph(self.values, self.ops, self.inputs, self.outputs, self.constants)
-        vk = SimpleNamespace(graph=graph, constant_bytes=memoryview(bytes(self.blob)))
-        resources = Resources(device)
-        try:
-            io = {vid: resources.buffer(self.storage.nbytes(self.values[vid]), f"io {vid}")
-                  for vid in self.inputs + self.outputs}
-            recording = Recording()
-            ctx = await build_delegate(device, vk, NamedData(None), io, resources, recording,
-                                       {}, "test", self.options, storage=self.storage)
-            for vid, array in zip(self.inputs, self.feeds):
-                if array.size:
-                    upload(device, io[vid], array.tobytes())  # padded to 4 bytes
-            outs = [(io[v], self.storage.nbytes(self.values[v])) for v in self.outputs]
-            outs += [(c.flag, FLAG_BYTES) for c in ctx.id_checks]  # ids out of range
-            staging = resources.buffer(sum(s for _, s in outs), "staging", ("map_read", "copy_dst"))
-            raw, _ = await device.run(recording, outs, staging)
-            self.id_flags = [struct.unpack("<IIIi", bytes(r[:FLAG_BYTES]))
-                             for r in raw[len(self.outputs):]]
-            return [np.frombuffer(data, self._np_storage(self.values[v].dtype))
-                    [:self.values[v].numel].reshape(self.values[v].shape).astype(np.float32)
-                    for data, v in zip(raw, self.outputs)]
-        finally:
-            resources.release()
-
-
-RNG = np.random.default_rng(7)
-
-
-def rand(*shape, scale=1.0):
-    return (RNG.standard_normal(shape) * scale).astype(np.float32)
 
 
 def close(got, want, tol=1e-5):
@@ -402,60 +283,7 @@ def test_to_dim_order_copy_refuses_other_conversions(device):
 
 
 # --- activations (unary family) ----------------------------------------------------------
-EDGES = np.array([-np.inf, -1e30, -1e13, -100.0, -88.8, -20.0, -10.5, -9.0, -6.0, -5.0, -3.0,
-                  -1.2, -1.0, -0.7, -0.625, -0.5, -1e-3, -1e-30, -0.0, 0.0, 1e-30, 1e-3, 0.3,
-                  0.6, 0.625, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 9.0, 20.0, 88.0, 88.72, 89.0, 100.0,
-                  1e13, 1e30, np.inf, np.nan], np.float32)
 ACT_X = np.concatenate([EDGES, rand(300, scale=4.0), rand(50, scale=30.0)])
-
-
-def _exp(x):
-    return math.inf if x > 709 else math.exp(x)
-
-
-def _gelu_tanh(x):  # x/2 (1 + tanh(u)) without cancellation for x < 0
-    return x / (1 + _exp(-2 * math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)))
-
-
-# name -> (extra args maker, float64 function of one float): torch's float32 semantics
-ACTIVATIONS = {
-    "tanh": ("aten.tanh.default", lambda g: [], math.tanh),
-    "gelu": ("aten.gelu.default", lambda g: [g.string("none")],
-             lambda x: 0.5 * x * math.erfc(-x / math.sqrt(2))),
-    "gelu_tanh": ("aten.gelu.default", lambda g: [g.string("tanh")], _gelu_tanh),
-    "relu": ("aten.relu.default", lambda g: [], lambda x: 0.0 if x < 0 else x),
-    "exp": ("aten.exp.default", lambda g: [], _exp),
-    "neg": ("aten.neg.default", lambda g: [], lambda x: -x),
-    "abs": ("aten.abs.default", lambda g: [], abs),
-    "sqrt": ("aten.sqrt.default", lambda g: [], lambda x: math.nan if x < 0 else math.sqrt(x)),
-    "clamp": ("aten.clamp.default", lambda g: [g.double(-0.5), g.int(2)],
-              lambda x: x if x != x else min(max(x, -0.5), 2.0)),
-    "clamp_min": ("aten.clamp.default", lambda g: [g.double(0.0), g.null()],
-                  lambda x: 0.0 if x < 0 else x),
-    "clamp_max": ("aten.clamp.default", lambda g: [g.null(), g.double(1 / 3)],
-                  lambda x: float(np.float32(1 / 3)) if x > 1 / 3 else x),
-    "clamp_crossed": ("aten.clamp.default", lambda g: [g.int(2), g.int(1)],
-                      lambda x: x if x != x else 1.0),
-    "hardtanh": ("aten.hardtanh.default", lambda g: [g.double(-1.0), g.double(1.0)],
-                 lambda x: x if x != x else min(max(x, -1.0), 1.0)),
-}
-
-
-def activation_want(fn, x):
-    with np.errstate(over="ignore"):
-        return np.array([fn(float(v)) for v in x], np.float64).astype(np.float32)
-
-
-def check_activation(got, want, x, rtol):
-    """Same NaNs, infinities and signed zeros as torch; else within ``rtol`` (or 1e-37)."""
-    got, want = got.astype(np.float32), want.astype(np.float32)
-    assert np.array_equal(np.isnan(got), np.isnan(want)), x[np.isnan(got) != np.isnan(want)]
-    special = np.isinf(want) | (want == 0)
-    np.testing.assert_array_equal(got[special], want[special])
-    np.testing.assert_array_equal(np.signbit(got[special]), np.signbit(want[special]))
-    ok = ~np.isnan(want)
-    np.testing.assert_allclose(got[ok].astype(np.float64), want[ok].astype(np.float64),
-                               rtol=rtol, atol=1e-37)
 
 
 @pytest.mark.parametrize("case", list(ACTIVATIONS))
@@ -482,7 +310,7 @@ def test_gelu_and_tanh_are_accurate_on_a_dense_grid(device):
     np.testing.assert_allclose(got_erf, 0.5 * x64 * erfc, rtol=4e-7, atol=2e-7)
     away = np.abs(x64) > 1e-3
     assert np.max(np.abs(got_erf[away] / x64[away] * 2 - erfc[away])) < 3e-7  # 1 + erf
-    np.testing.assert_allclose(got_tanh_form, [_gelu_tanh(v) for v in x64], rtol=4e-7, atol=2e-7)
+    np.testing.assert_allclose(got_tanh_form, [gelu_tanh(v) for v in x64], rtol=4e-7, atol=2e-7)
     np.testing.assert_allclose(got_tanh, np.tanh(x64), rtol=4e-7, atol=0)
 
 

@@ -12,8 +12,8 @@ from pte_webgpu.model.graph import Graph, ListValue, TensorValue
 from pte_webgpu.runtime.build import Resources, build_delegate, upload
 from pte_webgpu.runtime.dynamic import DynamicEnv
 
-from tests.native.gpu_thread import native_device, run_sync
-from tests.native.test_ops import G, rand
+from tests.support.gpu_thread import native_device, run_sync
+from tests.support.graph import G, rand
 
 
 @pytest.fixture(scope="module")

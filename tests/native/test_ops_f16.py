@@ -7,7 +7,8 @@ import pytest
 from pte_webgpu.model import dtypes
 from pte_webgpu.runtime.storage import Storage
 
-from tests.native.test_ops import ACTIVATIONS, G, activation_want, check_activation, device  # noqa: F401  (device: the fixture)
+from tests.support.activations import ACTIVATIONS, activation_want, check_activation
+from tests.support.graph import G
 
 F16 = dtypes.FLOAT16
 HALF = Storage(half=True)
@@ -15,7 +16,7 @@ RNG = np.random.default_rng(11)
 
 
 @pytest.fixture(autouse=True)
-def needs_shader_f16(device):  # noqa: F811
+def needs_shader_f16(device):
     if "shader-f16" not in device.info.features:
         pytest.skip("the adapter has no shader-f16")
 
@@ -36,7 +37,7 @@ def f64(a):
 
 @pytest.mark.parametrize("name,code", [("aten.add.Tensor", "+"), ("aten.sub.Tensor", "-"),
                                        ("aten.mul.Tensor", "*"), ("aten.div.Tensor", "/")])
-def test_binary_broadcast(device, name, code):  # noqa: F811
+def test_binary_broadcast(device, name, code):
     a, b = rand16(5, 1, 7), rand16(1, 6, 1) + np.float16(3)
     g = G(HALF)
     args = [g.input(a, F16), g.input(b, F16)]
@@ -50,7 +51,7 @@ def test_binary_broadcast(device, name, code):  # noqa: F811
 
 @pytest.mark.parametrize("variant", [None, "tree4-256-split", "row4-16-split", "tile-2x64-inline"])
 @pytest.mark.parametrize("width", [130, 64, 4096, 1])
-def test_rms_norm(device, width, variant):  # noqa: F811
+def test_rms_norm(device, width, variant):
     """Each place a rare row can be redone, in the f16 form (float16 rows cannot make an
     f32 sum of squares under- or overflow: this checks the forms compile and leave
     plain rows as they are)."""
@@ -68,7 +69,7 @@ def test_rms_norm(device, width, variant):  # noqa: F811
                                      "gemv8-16x2g4", "gemvsg8-8x2x4g2", "mm4-8x8",
                                      "mm4-16x8"])
 @pytest.mark.parametrize("k", [37, 64, 200])  # 64, 200: 8-half loads (200: a ragged sweep)
-def test_linear_odd_shape(device, variant, k):  # noqa: F811
+def test_linear_odd_shape(device, variant, k):
     if variant.startswith("gemvsg") and not {"subgroup", "subgroups"} & device.info.features:
         pytest.skip("the adapter has no subgroups")
     x, w, b = rand16(3, k), rand16(5, k, scale=0.2), rand16(5)
@@ -80,7 +81,7 @@ def test_linear_odd_shape(device, variant, k):  # noqa: F811
 
 
 @pytest.mark.parametrize("dim", [0, 1])
-def test_softmax_and_mean(device, dim):  # noqa: F811
+def test_softmax_and_mean(device, dim):
     x = rand16(3, 7, scale=2.0)
     g = G(HALF)
     xi = g.input(x, F16)
@@ -95,7 +96,7 @@ def test_softmax_and_mean(device, dim):  # noqa: F811
     close16(got_mean, f64(x).mean(axis=dim, keepdims=True))
 
 
-def test_unary_and_permute(device):  # noqa: F811
+def test_unary_and_permute(device):
     x = np.abs(rand16(2, 3, 4)) + np.float16(0.5)
     g = G(HALF)
     xi = g.input(x, F16)
@@ -117,7 +118,7 @@ EDGES16 = np.array([-np.inf, -65504.0, -100.0, -20.0, -9.0, -6.0, -3.0, -1.0, -0
 
 
 @pytest.mark.parametrize("case", list(ACTIVATIONS))
-def test_activations_at_the_edges(device, case):  # noqa: F811
+def test_activations_at_the_edges(device, case):
     name, extra, fn = ACTIVATIONS[case]
     x = np.concatenate([EDGES16, rand16(100, scale=4.0)])
     g = G(HALF)
@@ -130,7 +131,7 @@ def test_activations_at_the_edges(device, case):  # noqa: F811
 
 
 @pytest.mark.parametrize("shape", [(5,), (2, 3)])
-def test_embedding_f16_weight_int_indices(device, shape):  # noqa: F811
+def test_embedding_f16_weight_int_indices(device, shape):
     """An f16 weight with int32/int64 indices still runs the f16 kernel (ints don't count
     towards an op's one dtype)."""
     from types import SimpleNamespace

@@ -9,9 +9,9 @@ import numpy as np
 import pte_webgpu
 import pytest
 
-from tests.fixture_index import FIXTURES
-from tests.native.gpu_thread import run_sync
-from tests.native.test_rms_norm_variants import VARIANTS
+from tests.support.fixture_index import FIXTURES
+from tests.support.gpu_thread import run_sync
+from tests.support.rms_norm_variants import VARIANTS
 
 EPS0 = ["rmsnorm_eps0_rows1e-20_4x64", "rmsnorm_eps0_rows1e19_4x64",
         "rmsnorm_eps0_rows1e-25_4x64", "rmsnorm_eps0_rows3e19_4x64"]

@@ -10,17 +10,11 @@ from pte_webgpu.model.graph import Graph, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import rms_norm
 from pte_webgpu.runtime.build import BuildContext, Resources
 
-from tests.fixture_index import INDEX, runnable, tolerance
-from tests.native.gpu_thread import run_fixture, run_sync
+from tests.support.fixture_index import INDEX, runnable, tolerance
+from tests.support.gpu_thread import run_fixture, run_sync
+from tests.support.rms_norm_variants import VARIANTS
 
 RMS_FIXTURES = [e for e in INDEX if runnable(e) and "rmsnorm" in e["name"]]
-# Both families' candidates (GPU and CPU lists), whatever this adapter is; sg variants
-# need browser subgroups (tests/browser/test_rms_norm_variants.py).
-VARIANTS = ["tree-64", "tree4-64", "tree4-256", "tree4-1024", "tile4-8x256", "tile4-32x256",
-            "tile4-4x64", "tile-2x64", "row4-16", "row4-64", "row-64",
-            # the other places a rare row is redone (the names above: the default, -tail)
-            "tree4-256-inline", "tile-2x64-inline", "row4-16-inline", "tree-64-split",
-            "tree4-256-split", "tile4-8x256-split", "tile-2x64-split", "row4-16-split"]
 SHAPES = [(3, 7), (5, 130), (2, 1027), (4, 4097), (9, 2), (1, 1), (6, 64), (2, 4096),
           (3, 1000)]
 
@@ -107,7 +101,7 @@ def test_split_rescue_dispatch_folds_its_grid(runtime):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_overflowing_sum_is_rescaled_to_the_float64_result(runtime, variant):
     """torch's float32 sum overflows to inf (zeros out); the rescaled pass of the rare
-    row follows the exact mean square (issue 12), beside a normal row left as it was."""
+    row follows the exact mean square, beside a normal row left as it was."""
     _runnable(runtime, variant)
     x, w = _data(3, 68, scale=1e20)
     x[1] *= 1e-20

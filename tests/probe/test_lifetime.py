@@ -13,7 +13,7 @@ import pytest
 from pte_webgpu.gpu.recording import Copy
 from pte_webgpu.runtime.method import gpu_work
 
-from tests.native.gpu_thread import native_runtime, run_sync
+from tests.support.gpu_thread import native_runtime, run_sync
 
 from . import crafts
 from .cycles import cycles

@@ -8,7 +8,7 @@ import resource
 import pytest
 from pte_webgpu import errors
 
-from tests.native.gpu_thread import native_runtime, run_sync
+from tests.support.gpu_thread import native_runtime, run_sync
 
 from .runner import expected_outputs, matches, run
 from .table import CASES, accepts

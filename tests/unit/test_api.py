@@ -11,7 +11,7 @@ from pte_webgpu.model.method_meta import method_meta
 from pte_webgpu.ops import variants
 from pte_webgpu.runtime.options import RuntimeOptions, names
 
-from tests.fixture_index import FIXTURES
+from tests.support.fixture_index import FIXTURES
 
 # Every fixture whose export script wrote its json (inputs, outputs, delegates' ops).
 DESCRIBED = sorted(p for p in FIXTURES.rglob("*.json")

@@ -7,7 +7,7 @@ import pytest
 from pte_webgpu.errors import InputError
 from pte_webgpu.llm.bench_job import plan
 
-from tests.unit.test_cli_errors import cli_run, one_line_exit_2
+from tests.support.cli import cli_run, one_line_exit_2
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TINY = FIXTURES / "decoders" / "llama_dynamic_rope.pte"  # KV cache of 28 rows

@@ -11,21 +11,10 @@ import pytest
 from pte_webgpu.app import cli, preflight
 from pte_webgpu.errors import InputError
 
+from tests.support.cli import cli_run, one_line_exit_2
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ADD = FIXTURES / "add_2x3x4"
-
-
-def cli_run(*args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "pte_webgpu", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def one_line_exit_2(done, *fragments):
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
-    assert "launching Chromium" not in done.stderr
-    for fragment in fragments:
-        assert fragment in done.stderr
 
 
 @pytest.mark.parametrize("repeat", ["0", "-5", "two"])

@@ -5,7 +5,7 @@ import json
 import pytest
 from pte_webgpu.app import cli
 
-from tests.fixture_index import FIXTURES, INDEX, meta
+from tests.support.fixture_index import FIXTURES, INDEX, meta
 
 
 def _args(entry, *extra):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_op_structure import GRAPH, MODULES
+from tests.support.import_graph import GRAPH, MODULES
 
 # Top to bottom, as docs/ARCHITECTURE.md draws them.
 ORDER = ["__main__", "app", "export", "llm", "chromium", "pte_webgpu", "reference", "runtime",

@@ -174,7 +174,7 @@ def test_a_shader_without_an_f16_form_says_so():
 
 
 def _gpu(features=(), invocations=1024, storage=32768, backend="native"):
-    from pte_webgpu.gpu.interface import AdapterInfo
+    from pte_webgpu.gpu.adapter import AdapterInfo
     return AdapterInfo(backend, "nvidia", "", "NVIDIA H200", False, frozenset(features),
                        {"maxComputeInvocationsPerWorkgroup": invocations,
                         "maxComputeWorkgroupSizeX": invocations,

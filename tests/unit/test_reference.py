@@ -17,7 +17,7 @@ from pte_webgpu.ops import binary, rms_norm
 from pte_webgpu.ops.registry import supported_ops
 from pte_webgpu.reference import interpreter as reference
 
-from tests.fixture_index import FIXTURES, INDEX, needed_ops, tolerance
+from tests.support.fixture_index import FIXTURES, INDEX, needed_ops, tolerance
 
 SUPPORTED = set(reference.supported_ops())
 

@@ -2,7 +2,7 @@
 
 import pytest
 from pte_webgpu.errors import UnsupportedError
-from pte_webgpu.gpu.interface import AdapterInfo
+from pte_webgpu.gpu.adapter import AdapterInfo
 from pte_webgpu.ops import rms_norm
 from pte_webgpu.ops.rms_norm import Variant, choose, parse
 from pte_webgpu.runtime.options import RuntimeOptions

@@ -13,7 +13,7 @@ from pte_webgpu.runtime.inputs import read_input
 from pte_webgpu.runtime.state import mutable_plan_values
 from pte_webgpu.runtime.storage import Storage
 
-from tests.decoders import DECODERS
+from tests.support.decoders import DECODERS
 
 
 def _t(a):

@@ -8,7 +8,7 @@ import pytest
 from pte_webgpu.model.plan_graph import kernel_op_name
 from pte_webgpu.ops.registry import supported_ops
 
-DECODERS = Path(__file__).resolve().parent / "fixtures" / "decoders"
+DECODERS = Path(__file__).resolve().parents[1] / "fixtures" / "decoders"
 INDEX = json.loads((DECODERS / "index.json").read_text())
 NAMES = sorted(n for n, e in INDEX.items() if e.get("kind") != "dynamic-shape")
 

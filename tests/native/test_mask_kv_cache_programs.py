@@ -1,4 +1,4 @@
-"""The ops of issue 8 item 1 (ops/{bmm,copying,mixed,fill,any_reduce,index_put}.py,
+"""The mask and KV-cache ops (ops/{bmm,copying,mixed,fill,any_reduce,index_put}.py,
 mul.Scalar) natively, on programs exported by tests/fixtures/ops8/make_ops8.py, against
 eager torch's stored outputs: ``masks`` (the causal-mask chain with NaN, -inf and -0
 inputs, cat, expand_copy, bmm; all delegated) and ``kv_cache`` (a plain-torch KV cache
@@ -15,8 +15,8 @@ import pytest
 from pte_webgpu.formats import open_program
 from pte_webgpu.reference import interpreter as reference
 
-from tests.native.gpu_thread import run_sync
-from tests.native.test_ops import G, device  # noqa: F401  (device: the fixture)
+from tests.support.gpu_thread import run_sync
+from tests.support.graph import G
 
 HERE = Path(__file__).parent.parent / "fixtures" / "ops8"
 
@@ -77,17 +77,17 @@ def test_masks_cpu_reference_matches_torch():
 @pytest.mark.parametrize("name,calls,tol", [("masks", 1, 1e-5), ("kv_cache", 6, 1e-5),
                                             ("masks_fp16", 1, 2e-2)])
 def test_page_check_agrees_natively(runtime, name, calls, tol):
-    """tests/ops8_check.py (what the browser test runs) passes natively too; masks_fp16
-    (force_fp16: float16 tensors, f16 kernels where the adapter has shader-f16) against
-    torch's float32 within 2e-2."""
-    from tests.ops8_check import ops8_report
-    report = run_sync(ops8_report(runtime, (HERE / f"{name}.pte").read_bytes(),
-                                  (HERE / f"{name}.npz").read_bytes(), tol))
+    """tests/support/stepwise_check.py (what the browser test runs) passes natively too;
+    masks_fp16 (force_fp16: float16 tensors, f16 kernels where the adapter has shader-f16)
+    against torch's float32 within 2e-2."""
+    from tests.support.stepwise_check import stepwise_report
+    report = run_sync(stepwise_report(runtime, (HERE / f"{name}.pte").read_bytes(),
+                                      (HERE / f"{name}.npz").read_bytes(), tol))
     assert report["calls"] == calls and report["first"] is None, report
 
 
 @pytest.mark.parametrize("half", [False, True])
-def test_to_dim_order_copy_int32_to_float(device, half):  # noqa: F811
+def test_to_dim_order_copy_int32_to_float(device, half):
     """int32 -> float32 (round to nearest even past 2**24, as torch) and -> float16."""
     from pte_webgpu.model import dtypes
     x = np.array([0, 1, -1, 7, 2**24 + 1, 2**24 + 3, -(2**31), 2**31 - 1, 65504, 65520, -3],

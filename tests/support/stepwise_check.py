@@ -3,7 +3,7 @@ and compare every output with eager torch's: NaN where torch has NaN, infinities
 zeros (with their sign) exact, other values within ``tol`` relative (and absolute near 0).
 Pure Python on pte_webgpu's Tensor (no numpy): the same text runs inside the Pyodide page.
 
-``await ops8_report(rt, pte_bytes, npz_bytes)`` -> {"calls": n, "mismatches": [[count per
+``await stepwise_report(rt, pte_bytes, npz_bytes)`` -> {"calls": n, "mismatches": [[count per
 output] per call], "first": a description of the first mismatch or None}.
 """
 
@@ -27,7 +27,7 @@ def _same(x, w, tol):
     return abs(x - w) <= tol * max(1.0, abs(w))
 
 
-async def ops8_report(rt, pte, npz, tol=1e-5):
+async def stepwise_report(rt, pte, npz, tol=1e-5):
     arrays = npy.read_npz(npz, "reference")
     _mode, calls = steps.plan_calls(arrays)
     prefix = "step{k}_" if len(calls) > 1 or "step0_out0" in arrays else ""

@@ -1,6 +1,7 @@
-"""The issue-8 mask and fill ops on hand-built graphs at torch's edges (NaN, +-inf, -0,
-0-dim operands), in f32 storage and, where the adapter has shader-f16, with float16
-tensors kept as f16 (their f16 kernels). References: numpy with torch's semantics."""
+"""The mask and fill ops (eq, where, full, arange, le, logical_and/not, ...) on hand-built
+graphs at torch's edges (NaN, +-inf, -0, 0-dim operands), in f32 storage and, where the
+adapter has shader-f16, with float16 tensors kept as f16 (their f16 kernels). References:
+numpy with torch's semantics."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import ListValue
 from pte_webgpu.runtime.storage import Storage
 
-from tests.native.test_ops import G, device  # noqa: F401  (device: the fixture)
+from tests.support.graph import G
 
 EDGE = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, 1.0, -1.0, 3.5, -2.25, 65504.0],
                 np.float32)
@@ -18,7 +19,7 @@ INT = dtypes.INT32
 BOOL = dtypes.BOOL
 
 
-def _graph(device, half):  # noqa: F811
+def _graph(device, half):
     if half and "shader-f16" not in device.info.features:
         pytest.skip("the adapter has no shader-f16")
     return (G(Storage(half=True)), dtypes.FLOAT16) if half else (G(), dtypes.FLOAT32)
@@ -34,7 +35,7 @@ def same(got, want):
 
 @pytest.mark.parametrize("half", [False, True])
 @pytest.mark.parametrize("other", [float("nan"), float("-inf"), 0.0, -0.0, 3.5])
-def test_eq_scalar_and_where(device, half, other):  # noqa: F811
+def test_eq_scalar_and_where(device, half, other):
     """eq(x, other) -> bool (NaN equals nothing; -0 == 0), then where(mask, x, 0-dim -inf)."""
     g, ft = _graph(device, half)
     x = g.input(EDGE, dtype=ft)
@@ -49,7 +50,7 @@ def test_eq_scalar_and_where(device, half, other):  # noqa: F811
 
 
 @pytest.mark.parametrize("half", [False, True])
-def test_causal_chain_in_ints(device, half):  # noqa: F811
+def test_causal_chain_in_ints(device, half):
     """arange (int32), integer sub with broadcasting, le.Scalar, full(True), logical_and,
     logical_not, where with two 0-dim operands, full_like(-inf)."""
     g, ft = _graph(device, half)
@@ -78,7 +79,7 @@ def test_causal_chain_in_ints(device, half):  # noqa: F811
 
 
 @pytest.mark.parametrize("half", [False, True])
-def test_bmm_cat_expand(device, half):  # noqa: F811
+def test_bmm_cat_expand(device, half):
     """bmm (f32 accumulation), cat along a middle dim and the last, expand_copy to 4-D."""
     g, ft = _graph(device, half)
     rng = np.random.default_rng(88)
@@ -104,7 +105,7 @@ def test_bmm_cat_expand(device, half):  # noqa: F811
 
 
 @pytest.mark.parametrize("scalar", ["int", "double", "bool"])
-def test_compare_int_and_bool_tensors(device, scalar):  # noqa: F811
+def test_compare_int_and_bool_tensors(device, scalar):
     """le/eq on int32 tensors with Int and Double scalars, eq on bool with a Bool."""
     g = G()
     x = np.array([-3, -1, 0, 1, 2, 2**24 + 1], np.int32)
@@ -124,7 +125,7 @@ def test_compare_int_and_bool_tensors(device, scalar):  # noqa: F811
     same(got_eq, (x == v).astype(np.float32))
 
 
-def test_where_needs_a_bool_condition(device):  # noqa: F811
+def test_where_needs_a_bool_condition(device):
     """A typed error naming the op and its operand types, at load."""
     from pte_webgpu.errors import UnsupportedError
     g = G()
@@ -136,7 +137,7 @@ def test_where_needs_a_bool_condition(device):  # noqa: F811
 
 
 @pytest.mark.parametrize("half", [False, True])
-def test_index_put_and_copy(device, half):  # noqa: F811
+def test_index_put_and_copy(device, half):
     """index_put after two Nones with a 2-D index (one negative), values broadcast over a
     dim, then copy_ of the result into another tensor: cache[:, :, idx] = v."""
     g, ft = _graph(device, half)

@@ -46,7 +46,7 @@ def run_fixture(rt, name: str, ptd_files=()):
     (outputs, torch reference outputs)."""
     import numpy as np
 
-    from tests.fixture_index import FIXTURES
+    from tests.support.fixture_index import FIXTURES
 
     async def go():
         pte = (FIXTURES / f"{name}.pte").read_bytes()

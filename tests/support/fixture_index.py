@@ -6,7 +6,7 @@ from pathlib import Path
 from pte_webgpu.model.plan_graph import kernel_op_name
 from pte_webgpu.ops.registry import supported_ops
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 INDEX = json.loads((FIXTURES / "index.json").read_text()) + [
     dict(e, name="extra/" + e["name"])
     for e in json.loads((FIXTURES / "extra" / "index.json").read_text())]

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pte_webgpu.llm.tokenizer import FORMAT, byte_to_unicode
 
-from tests.decoders import DECODERS, INDEX
+from tests.support.decoders import DECODERS, INDEX
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LLM_DIR = REPO / "build" / "llm"
 LLM_NAME = "smollm2-135m-instruct"
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]

@@ -1,8 +1,8 @@
-"""The elementwise ops added as table lines (issue 14) in Pyodide on Chromium's WebGPU:
-the exported programs against eager torch's outputs, and the same programs fed torch's
-edge values (NaN, +-inf, +-0, ties) against float64 math with torch's semantics. As in
-tests/native/test_ops_new.py: fp32 within 1e-6 relative, f16 within 1e-2; NaN, infinities
-and signed zeros exactly."""
+"""Elementwise ops of the unary and binary tables in Pyodide on Chromium's WebGPU: the
+exported programs against eager torch's outputs, and the same programs fed torch's edge
+values (NaN, +-inf, +-0, ties) against float64 math with torch's semantics. As in
+tests/native/test_elementwise_edges.py (cases: tests/support/elementwise_cases.py): fp32
+within 1e-6 relative, f16 within 1e-2; NaN, infinities and signed zeros exactly."""
 
 import json
 from pathlib import Path
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.fixture_index import FIXTURES
-from tests.native.test_ops_new import NEW_FIXTURES, NEW_UNARY, X, check, fixture_tolerance
+from tests.support.elementwise_cases import ELEMENTWISE_PROGRAMS, UNARY_CASES, X, check, fixture_tolerance
+from tests.support.fixture_index import FIXTURES
 
 pytestmark = pytest.mark.browser
 
@@ -54,7 +54,7 @@ def _run(page, name, inputs=None):
     return _arrays(page.run_python(f"await run_raw({name!r}, {arg})"))
 
 
-@pytest.mark.parametrize("entry", NEW_FIXTURES, ids=lambda e: e["name"])
+@pytest.mark.parametrize("entry", ELEMENTWISE_PROGRAMS, ids=lambda e: e["name"])
 def test_exported_program_matches_eager_torch(page, entry):
     got = _run(page, entry["name"])
     ref = np.load(FIXTURES / f"{entry['name']}.npz")
@@ -72,7 +72,7 @@ def _ops_of(name):
     return meta["exported_aten_ops"]
 
 
-# the NEW_UNARY case of each exported op, in output order (leaky_relu: 0.01 then 0.2)
+# the UNARY_CASES case of each exported op, in output order (leaky_relu: 0.01 then 0.2)
 CASES = {"extra/new_unary0_4x32": ["sin", "cos", "log", "round", "floor", "ceil", "sign"],
          "extra/new_unary1_4x32": ["reciprocal", "hardswish", "silu", "leaky_relu",
                                    "leaky_relu_0.2"]}
@@ -85,8 +85,8 @@ def test_programs_at_the_edges(page, name, half):
     assert [c.split("_0")[0] for c in CASES[name]] == ops  # the cases match the outputs
     x = np.concatenate([X[:60], X[-68:]])  # edges, ties and a range to +-12000
     finite = np.abs(np.nan_to_num(x, posinf=0, neginf=0))
-    # no subnormals: SwiftShader flushes them to zero (denormal semantics are another
-    # issue's; lavapipe keeps them, tested natively)
+    # no subnormals: SwiftShader flushes them to zero (denormal semantics are not
+    # tested here; lavapipe keeps them, tested natively)
     x = x[(finite == 0) | (finite >= 2.0 ** -126)].astype(np.float32)
     x = np.resize(x, (4, 32)).astype(np.float32)
     if half:
@@ -95,7 +95,7 @@ def test_programs_at_the_edges(page, name, half):
             x = x.astype(np.float16)  # past float16's range: +-inf, as torch's .half()
     got = _run(page, name, [x])
     for case, out in zip(CASES[name.replace("_fp16", "")], got):
-        fn = NEW_UNARY[case][2]
+        fn = UNARY_CASES[case][2]
         with np.errstate(over="ignore"):  # past float16's range: inf, as torch's
             want = np.array([fn(float(v)) for v in x.ravel()], np.float64).reshape(x.shape)
             want = want.astype(x.dtype)

@@ -1,7 +1,7 @@
-"""The ops of issue 8 item 1 in Pyodide on headless Chromium's WebGPU: the exported
+"""The mask and KV-cache ops in Pyodide on headless Chromium's WebGPU: the exported
 programs of tests/fixtures/ops8 (causal-mask chain with NaN/-inf/-0, cat, expand_copy,
 bmm; a plain-torch KV cache through index_put/copy_/index/any/mul.Scalar/scalar_tensor,
-six steps) against eager torch (tests/ops8_check.py, as natively)."""
+six steps) against eager torch (tests/support/stepwise_check.py, as natively)."""
 
 from pathlib import Path
 
@@ -10,7 +10,7 @@ import pytest
 pytestmark = pytest.mark.browser
 
 HERE = Path(__file__).parent
-CHECK = (HERE.parent / "ops8_check.py").read_text()
+CHECK = (HERE.parent / "support" / "stepwise_check.py").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def page(browser_session):
                                             ("masks_fp16", 1, 2e-2)])
 def test_matches_eager_torch_in_the_browser(page, name, calls, tol):
     report = page.run_python(
-        f"await ops8_report(await runtime(), await fetch_bytes('/fixtures/ops8/{name}.pte'), "
+        f"await stepwise_report(await runtime(), await fetch_bytes('/fixtures/ops8/{name}.pte'), "
         f"await fetch_bytes('/fixtures/ops8/{name}.npz'), {tol})")
     assert report["calls"] == calls
     assert report["first"] is None, report

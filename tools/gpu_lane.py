@@ -1,4 +1,4 @@
-"""The GPU lane (issue 12): the native test suite, which runs every fixture, on the
+"""The GPU lane: the native test suite, which runs every fixture, on the
 adapter wgpu picks; prints the adapter and writes a summary to docs/gpu-lane.md.
 
     python tools/gpu_lane.py [--summary docs/gpu-lane.md] [--copy-to DIR] [pytest args]

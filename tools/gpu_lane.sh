@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU lane (issue 12): tests/native (every fixture included) on the adapter wgpu
+# The GPU lane: tests/native (every fixture included) on the adapter wgpu
 # picks, the adapter printed, the result written to docs/gpu-lane.md (and into $OUT
 # when that is set, e.g. on a lent machine).
 #

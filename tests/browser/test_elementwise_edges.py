@@ -67,14 +67,14 @@ def test_exported_program_matches_eager_torch(page, entry):
 
 
 def _ops_of(name):
-    """The op of each output of a new_unary program, from its exported aten graph."""
+    """The op of each output of a unary_table program, from its exported aten graph."""
     meta = json.loads((FIXTURES / f"{name}.json").read_text())
     return meta["exported_aten_ops"]
 
 
 # the UNARY_CASES case of each exported op, in output order (leaky_relu: 0.01 then 0.2)
-CASES = {"extra/new_unary0_4x32": ["sin", "cos", "log", "round", "floor", "ceil", "sign"],
-         "extra/new_unary1_4x32": ["reciprocal", "hardswish", "silu", "leaky_relu",
+CASES = {"extra/unary_table0_4x32": ["sin", "cos", "log", "round", "floor", "ceil", "sign"],
+         "extra/unary_table1_4x32": ["reciprocal", "hardswish", "silu", "leaky_relu",
                                    "leaky_relu_0.2"]}
 
 

@@ -1,5 +1,5 @@
 """The mask and KV-cache ops in Pyodide on headless Chromium's WebGPU: the exported
-programs of tests/fixtures/ops8 (causal-mask chain with NaN/-inf/-0, cat, expand_copy,
+programs of tests/fixtures/masks_kv (causal-mask chain with NaN/-inf/-0, cat, expand_copy,
 bmm; a plain-torch KV cache through index_put/copy_/index/any/mul.Scalar/scalar_tensor,
 six steps) against eager torch (tests/support/stepwise_check.py, as natively)."""
 
@@ -25,8 +25,8 @@ def page(browser_session):
                                             ("masks_fp16", 1, 2e-2)])
 def test_matches_eager_torch_in_the_browser(page, name, calls, tol):
     report = page.run_python(
-        f"await stepwise_report(await runtime(), await fetch_bytes('/fixtures/ops8/{name}.pte'), "
-        f"await fetch_bytes('/fixtures/ops8/{name}.npz'), {tol})")
+        f"await stepwise_report(await runtime(), await fetch_bytes('/fixtures/masks_kv/{name}.pte'), "
+        f"await fetch_bytes('/fixtures/masks_kv/{name}.npz'), {tol})")
     assert report["calls"] == calls
     assert report["first"] is None, report
     assert all(c == 0 for counts in report["mismatches"] for c in counts), report

@@ -2,7 +2,7 @@
 sign, reciprocal, hardswish, hardsigmoid, silu, leaky_relu, minimum, maximum), natively:
 on hand-built graphs at torch's edges (NaN, +-inf, +-0, ties, tiny and huge values)
 against float64 math with torch's float32 semantics, in f32 and f16 storage; and the
-exported programs of tests/fixtures/extra (new_unary*, minmax*) against eager torch's
+exported programs of tests/fixtures/extra (unary_table*, minmax*) against eager torch's
 stored outputs."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The mask and KV-cache ops (ops/{bmm,copying,mixed,fill,any_reduce,index_put}.py,
-mul.Scalar) natively, on programs exported by tests/fixtures/ops8/make_ops8.py, against
+mul.Scalar) natively, on programs exported by tests/fixtures/masks_kv/make_masks_kv.py, against
 eager torch's stored outputs: ``masks`` (the causal-mask chain with NaN, -inf and -0
 inputs, cat, expand_copy, bmm; all delegated) and ``kv_cache`` (a plain-torch KV cache
 written by the plan kernels index_put + copy_, read by F.sdpa with a bool mask row:
@@ -18,7 +18,7 @@ from pte_webgpu.reference import interpreter as reference
 from tests.support.gpu_thread import run_sync
 from tests.support.graph import G
 
-HERE = Path(__file__).parent.parent / "fixtures" / "ops8"
+HERE = Path(__file__).parent.parent / "fixtures" / "masks_kv"
 
 
 def _steps(arrays) -> list[tuple[list, list]]:

@@ -69,7 +69,7 @@ def test_float16_programs_in_both_storage_modes(entry, float16):
     # boundary: force_fp16 (f32 plan, f16 graph) and the unfused graph's casts stay wide.
     expect_half = float16 == "auto" and has_f16 and entry["name"] in (
         "add_fp16_2x3x4", "rmsnorm_fp16_1x8x64_eps1e-6", "extra/minmax_fp16_4x8_8",
-        "extra/new_unary0_fp16_4x32")
+        "extra/unary_table0_fp16_4x32")
     assert half == expect_half
     assert any(("stored as float16" if half else "stored and computed as float32") in n
                for n in notes)

@@ -2,7 +2,7 @@
 native and browser tests: each unary op with its extra arguments and a float64 function
 with torch's float32 semantics, the inputs X (edges, ties, ranges), the check (NaNs,
 infinities and signed zeros exactly), and the exported programs of tests/fixtures/extra
-(new_unary*, minmax*) with their tolerances."""
+(unary_table*, minmax*) with their tolerances."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def check(got, want, rtol, floor):
 
 
 # the exported programs (tests/fixtures/extra), against eager torch's outputs
-ELEMENTWISE_PROGRAMS = [e for e in INDEX if e["name"].startswith(("extra/new_unary", "extra/minmax"))]
+ELEMENTWISE_PROGRAMS = [e for e in INDEX if e["name"].startswith(("extra/unary_table", "extra/minmax"))]
 
 
 def fixture_tolerance(name):

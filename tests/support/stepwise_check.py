@@ -1,4 +1,4 @@
-"""Run one program of tests/fixtures/ops8 call by call (steps share one loaded method)
+"""Run one program of tests/fixtures/masks_kv call by call (steps share one loaded method)
 and compare every output with eager torch's: NaN where torch has NaN, infinities and
 zeros (with their sign) exact, other values within ``tol`` relative (and absolute near 0).
 Pure Python on pte_webgpu's Tensor (no numpy): the same text runs inside the Pyodide page.

@@ -224,7 +224,7 @@ def test_a_dynamic_linear_records_a_form_per_row_range(n, want):
 
 def test_matmul_choice_fits_small_adapters():
     from pte_webgpu.ops import matmul
-    from pte_webgpu.ops.rms_norm import TYPICAL_ADAPTERS
+    from pte_webgpu.ops.variants import TYPICAL_ADAPTERS
     # 16 KB of workgroup storage: 16 x 16 tiles step K by 8; CPU adapters: one SIMD
     # vector per matrix-vector workgroup (4 lanes when the subgroup width is unknown)
     assert matmul.choose(_gpu(storage=16384), 2048, 2048, 2048).name == "mm4-16x16"

@@ -51,14 +51,27 @@ def elementwise_workgroup(ctx) -> int:
 
 def pow2_workgroup(ctx, want: int, cap: int = 256) -> int:
     """Workgroup size of a tree reduction over ``want`` items on this adapter."""
-    return pow2_size(min(cap, ctx.device.info.traits.max_invocations), want)
+    return pow2_lanes(ctx.device.info.traits, want, cap)
+
+
+def pow2_lanes(traits, want: int, cap: int = 256) -> int:
+    """``pow2_workgroup`` on an adapter's traits."""
+    return pow2_size(min(cap, traits.max_invocations), want)
 
 
 def pow2_size(limit: int, want: int) -> int:
     """The smallest power of two >= ``want``, but at most the largest one <= ``limit``."""
-    top = 1 << (max(1, limit).bit_length() - 1)
     size = 1 << (max(1, want) - 1).bit_length()
-    return min(size, top)
+    return min(size, floor_pow2(limit))
+
+
+def is_pow2(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def floor_pow2(n: int) -> int:
+    """The largest power of two <= ``n`` (1 for n < 2)."""
+    return 1 << (max(1, n).bit_length() - 1)
 
 
 def check_rank(op, shape) -> None:

@@ -46,8 +46,7 @@ from . import sizes
 from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size
 from .registry import define
-from .rms_norm import TYPICAL_ADAPTERS
-from .variants import declare
+from .variants import TYPICAL_ADAPTERS, declare
 
 MAX_THREADS_PER_SIDE = 8  # tiled: 8 x 8 invocations, 32 x 32 outputs per workgroup
 GEMV_COLS = (1, 2, 4)  # columns per gemv workgroup (shaders/matmul_gemv.wgsl)

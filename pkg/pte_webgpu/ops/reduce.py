@@ -83,7 +83,8 @@ def softmax_reference(read, values, args):
 # A workgroup per line with a halving tree on GPUs; one line per invocation on CPU
 # adapters, where barriers cost most.
 VARIANTS = declare("reduce", ("tree", "lines"), doc="tree: a workgroup per line; lines: a "
-                   "line per invocation")
+                   "line per invocation",
+                   choose=lambda traits: "lines" if traits.is_cpu else "tree")
 LINES_WG = 16  # lines per workgroup in the "lines" form: spread over the CPU's threads
 
 PARAMS = Uniform(("lines", "u32"), ("r", "u32"),  # r: elements per line
@@ -109,8 +110,7 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:
                          kept_shape=[s for s, _ in kept], kept_strides=[t for _, t in kept],
                          red_shape=[s for s, _ in reduced],
                          red_strides=[t for _, t in reduced])
-    traits = ctx.device.info.traits
-    form = VARIANTS.pick(ctx, op, lambda: "lines" if traits.is_cpu else "tree")
+    form = VARIANTS.pick(ctx, op)
     uniform = ctx.uniform(params, f"{op.name} params")
     if form == "lines":
         wg = min(LINES_WG, elementwise_workgroup(ctx))

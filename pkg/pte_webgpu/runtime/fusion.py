@@ -14,7 +14,7 @@ bound by the number of dispatches, not by arithmetic (docs/performance.md), so:
    buffer instead of recording a copy (a copy ends the compute pass, and it copies the
    tensor's whole bound, e.g. 1024 rows for a decode step's one).
 
-The fused ops are defined in the op library beside their unfused forms (ops/matmul.py,
+The fused ops are defined in the op library beside their unfused forms (ops/fused_linear.py,
 ops/unary.py). Moving an op changes when tensors are written and last read; the exporter
 planned shared memory objects (mem_obj_id) for the original order, so a tensor whose
 lifetime changed and now overlaps another of its memory object moves to one where it
@@ -29,8 +29,8 @@ from dataclasses import replace
 
 from ..model.graph import Graph, ListValue, Null, OpCall, Scalar, TensorValue
 from ..ops import registry
-from ..ops.matmul import FUSED as FUSED_LINEAR
-from ..ops.matmul import MAX_SPLIT
+from ..ops.fused_linear import FUSED as FUSED_LINEAR
+from ..ops.fused_linear import MAX_SPLIT
 from ..ops.unary import FUSED as FUSED_CHAIN
 from ..ops.unary import MAX_INPUTS
 

@@ -25,8 +25,9 @@ from ..errors import FormatError, InputError, UnsupportedError
 from ..model.graph import Null, Scalar
 from ..shaders.compose import Binding, Kernel, Uniform
 from . import sizes
+from .args import number, ref_int
 from .common import elementwise_workgroup, pow2_lanes
-from .exec_ints import follow_actual_size, int_key, int_value, ref_int, size_key, slots
+from .exec_ints import follow_actual_size, int_key, int_value, size_key, slots
 from .registry import register
 from .variants import declare
 
@@ -71,8 +72,7 @@ def reference(read, values, args, write=None):
     start = ref_int(read, values, args[5])
     _, seq, heads, dim = q.shape
     rows, kv_heads = kc.shape[1], kc.shape[2]
-    scale = float(values[args[10]].value) if getattr(values[args[10]], "kind", "") in (
-        "double", "int") else 1.0 / math.sqrt(dim)
+    scale = number(values[args[10]], 1.0 / math.sqrt(dim))
     k_cache, v_cache = list(kc.values), list(vc.values)
     row_len = kv_heads * dim
     for s in range(seq):

@@ -30,6 +30,7 @@ from ..model.graph import TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu_reference as cpu
 from . import sizes
+from .args import number
 from .common import floor_pow2, is_pow2
 from .exec_ints import follow_actual_size
 from .registry import define
@@ -279,7 +280,7 @@ def rms_norm(x: cpu.Array, weight: cpu.Array, eps: float) -> list:
 
 
 def reference(read, values, args):
-    return rms_norm(read(args[0]), read(args[1]), cpu.number(values[args[2]], F32_EPS))
+    return rms_norm(read(args[0]), read(args[1]), number(values[args[2]], F32_EPS))
 
 
 define("et_vk.rms_norm.default", build, reference, 4, half=True, choices=choices,

@@ -23,7 +23,7 @@ SHAPES = [(3, 37, 5), (1, 1, 1), (70, 45, 33), (1, 256, 1), (9, 64, 130), (2, 6,
 
 PAGE_CODE = r'''
 import base64, os
-from pte_webgpu import dtypes
+from pte_webgpu.model import dtypes
 from pte_webgpu.gpu.interface import Recording
 from pte_webgpu.model.graph import Graph, Null, OpCall, TensorValue
 from pte_webgpu.ops import matmul

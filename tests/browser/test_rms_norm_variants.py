@@ -23,7 +23,7 @@ SHAPES = [(3, 7), (5, 130), (2, 1027), (6, 64), (2, 4096), (1, 1), (9, 2)]
 
 PAGE_CODE = r'''
 import base64, os
-from pte_webgpu import dtypes
+from pte_webgpu.model import dtypes
 from pte_webgpu.gpu.interface import Recording
 from pte_webgpu.model.graph import Graph, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import rms_norm

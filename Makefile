@@ -89,7 +89,7 @@ llm-export-deps:
 
 llm: $(LLM_DIR)/$(LLM_NAME).pte $(LLM_DIR)/reference.json
 $(LLM_DIR)/$(LLM_NAME).pte: $(LLM_GGUF) | llm-export-deps
-	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm $< --out-dir $(LLM_DIR) --name $(LLM_NAME) \
+	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.build_llm $< --out-dir $(LLM_DIR) --name $(LLM_NAME) \
 		--max-seq-len $(LLM_MAX_SEQ_LEN)
 $(LLM_DIR)/reference.json: $(LLM_GGUF) | llm-export-deps
 	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_reference $< --out $@ \

@@ -36,6 +36,7 @@ import array, js
 from pyodide.http import pyfetch
 import pte_webgpu
 from pte_webgpu.gpu.interface import Dispatch
+from pte_webgpu.runtime.method import gpu_work
 from pte_webgpu.runtime.readout import LastArgmax
 
 js.eval(GPU_CALLS_JS)
@@ -59,7 +60,7 @@ async def load(url):
     await _method.execute([_t([1, 2, 3, 4, 5], (1, 5)), _t([0], (1,))], argmax=True)
     await (await _method.execute([LastArgmax(), _t([5], (1,))], argmax=True, wait=False))
     _pos = 6
-    _rec = (await _method._argmax_reader()).recording
+    _rec = gpu_work(_method).pick_recording
     steps = _rec.steps
     return {"adapter": _dev.info.summary(), "load_ms": load_ms, "steps": len(steps),
             "dispatches": sum(type(s) is Dispatch for s in steps),
@@ -70,9 +71,7 @@ def encode_ms(js_replay, n):
     _dev.js_replay = js_replay
     t0 = _now()
     for _ in range(n):
-        enc = _dev._encoder()
-        _dev._encode_recording(enc, _rec)
-        enc.finish()
+        _dev.encode_only(_rec)
     return (_now() - t0) / n
 
 
@@ -80,9 +79,7 @@ def first_js_encode_ms():
     _dev.js_replay = True
     _rec.encoded = None
     t0 = _now()
-    enc = _dev._encoder()
-    _dev._encode_recording(enc, _rec)
-    enc.finish()
+    _dev.encode_only(_rec)
     return _now() - t0
 
 

@@ -14,9 +14,8 @@ import os
 import random
 import statistics
 import struct
-import time
 
-from pte_webgpu.gpu.interface import Dispatch, Recording, fold_grid
+from pte_webgpu.gpu.recording import Dispatch, Recording, fold_grid
 from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import Graph, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import rms_norm
@@ -29,8 +28,8 @@ TARGET_S = 0.25  # wall time aimed at per measurement (after warm-up)
 
 # --- timing -------------------------------------------------------------------------------
 class Timer:
-    """Times dispatches on any GpuDevice through the device's own encoding hooks, so the
-    bench needs no backend-specific code."""
+    """Times dispatches on any GpuDevice through its timing methods (``time_passes``,
+    ``time_one_pass``, ``run(profile=True)``), so the bench needs no backend-specific code."""
 
     def __init__(self, dev):
         self.dev = dev
@@ -39,35 +38,13 @@ class Timer:
     async def wall(self, steps) -> float:
         """Seconds for ``steps`` (one compute pass each) submitted at once, until the
         queue is done."""
-        dev = self.dev
-        encoder = dev._encoder()
-        t0 = time.perf_counter()
-        for step in steps:
-            compute = dev._begin_pass(encoder, None, 0)
-            dev._dispatch(compute, step)
-            dev._end_pass(compute)
-        dev._submit(encoder)
-        await dev._wait_idle()
-        return time.perf_counter() - t0
+        return await self.dev.time_passes(steps)
 
     async def pass_ns(self, steps) -> float:
         """GPU time of ``steps`` encoded in ONE compute pass, from the pass's two
         timestamps: back-to-back dispatches, as in a model's recording (the per-pass
         cost that ``gpu_ns`` pays for each dispatch is paid once)."""
-        dev = self.dev
-        query = dev._query_set(2)
-        try:
-            encoder = dev._encoder()
-            compute = dev._begin_pass(encoder, query, 0)
-            for step in steps:
-                dev._dispatch(compute, step)
-            dev._end_pass(compute)
-            dev._resolve(encoder, query)
-            dev._submit(encoder)
-            start, end = struct.unpack("<2Q", await dev._read(query[1], 16))
-        finally:
-            dev._release_query(query)
-        return float(max(0, end - start))
+        return await self.dev.time_one_pass(steps)
 
     async def gpu_ns(self, steps) -> list[float]:
         """Each step's GPU time from timestamp queries (GpuDevice.run's profiling: one

@@ -97,6 +97,7 @@ async def ours(pte: bytes, prompt_len: int, steps: int, dtype: str, fuse: bool =
             t0 = time.perf_counter()
             await method.execute([ids([5 + k]), pos(prompt_len + k)], argmax=True)
             argmax.append((time.perf_counter() - t0) * 1e3)
+        from pte_webgpu.runtime.method import gpu_work
         from pte_webgpu.runtime.readout import LastArgmax
         t0 = time.perf_counter()
         pending = [await method.execute([ids([5]), pos(prompt_len)], argmax=True, wait=False)]
@@ -111,7 +112,7 @@ async def ours(pte: bytes, prompt_len: int, steps: int, dtype: str, fuse: bool =
         await method.execute([ids([5]), pos(prompt_len + steps)], as_numpy=False, profile=True)
         gpu = sum(row["us"] for row in method.last_profile) / 1e3
         # dispatches the step ran (an unused twin's grid is empty)
-        ran = sum(1 for s in method._gpu_parts()["recording"].steps
+        ran = sum(1 for s in gpu_work(method).recording.steps
                   if getattr(s, "grid", (0,))[0])
         return {"impl": "ours" if fuse else "ours-unfused", "adapter": rt.device.info.summary(),
                 "dtype": dtype, "prefill_ms": prefill, "decode_ms": statistics.median(times),

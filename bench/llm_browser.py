@@ -96,13 +96,13 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
         warmup: bool = True, profile: bool = False, peer_prefill_max: int = PEER_PREFILL_MAX,
         progress=print) -> tuple[dict, list[dict]]:
     from pte_webgpu.chromium import paths
-    from pte_webgpu.chromium.dist import version
-    from pte_webgpu.chromium.remote import _dist, remote_error
+    from pte_webgpu.chromium.dist import ensure_dist, version
+    from pte_webgpu.chromium.remote import remote_error
     from pte_webgpu.chromium.server import StaticServer
     from pte_webgpu.chromium.session import BrowserSession
     from pte_webgpu.llm.bench_job import summarize
 
-    dist = _dist(progress)
+    dist = ensure_dist(log=progress)
     dist_url = f"/pyodide-{version(dist)[:16]}/"
     impls, onnx_dir = web_impls(model, onnx_dir, progress) if web else ({}, None)
     web_records, web_profiles = [], {}

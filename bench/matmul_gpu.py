@@ -11,7 +11,7 @@ import random
 import struct
 
 import gpu_bench
-from pte_webgpu.gpu.interface import Dispatch, Recording, fold_grid
+from pte_webgpu.gpu.recording import Dispatch, Recording, fold_grid
 from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import Graph, OpCall, TensorValue
 from pte_webgpu.ops import matmul, matmul_choice

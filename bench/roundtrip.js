@@ -3,7 +3,7 @@
 // window.roundtripJs(job, n): n round trips of the same GPU work a loaded Method records,
 // done from plain JS with the Method's own JS objects (pipelines, bind groups, buffers):
 // writeBuffer each input, one encoder (dispatches share a compute pass, a copy ends it, as
-// GpuDevice._encode does), copy the outputs into the staging buffer, one submit, mapAsync,
+// gpu/recording.pass_plan says), copy the outputs into the staging buffer, one submit, mapAsync,
 // copy each output out of the mapped range, unmap. Returns the n times in ms
 // (performance.now).
 //

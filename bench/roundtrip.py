@@ -39,10 +39,13 @@ from pyodide.ffi import to_js, create_proxy
 from pyodide.code import run_js
 from pyodide.http import pyfetch
 import pte_webgpu
+from math import prod
 from pte_webgpu.formats import npy
 from pte_webgpu.gpu.interface import Dispatch, align4
+from pte_webgpu.model import dtypes
 from pte_webgpu.runtime.build import upload
 from pte_webgpu.runtime.inputs import read_input
+from pte_webgpu.runtime.method import gpu_work
 from pte_webgpu.model.tensor import output
 
 _obj = lambda v: to_js(v, dict_converter=js.Object.fromEntries)
@@ -102,24 +105,24 @@ async def rt_load(name):
     arrays = npy.read_npz(await _fetch(f"/fixtures/{name}.npz"))
     program = await _rt.load_program(await _fetch(f"/fixtures/{name}.pte"))
     method = program.load_method()
-    gpu = method._gpu_parts()  # the recorded work the JS path drives (Method._gpu_parts)
+    gpu = gpu_work(method)  # the recorded work the JS path drives
     inputs = [arrays[k] for k in sorted(arrays) if k.startswith("in")]
     wants = [arrays[k] for k in sorted(arrays) if k.startswith("out")]
     steps = []
-    for s in gpu["recording"].steps:
+    for s in gpu.recording.steps:
         if isinstance(s, Dispatch):
             steps.append({"kind": "dispatch", "pipeline": s.pipeline, "bindGroup": s.bind_group,
                           "grid": list(s.grid)})
         else:
             steps.append({"kind": "copy", "src": s.src.handle, "dst": s.dst.handle, "size": s.size})
     job = _obj({
-        "device": gpu["device"].device,
-        "inputs": [[gpu["plan_buffers"][vid].handle, to_js(memoryview(t.tobytes()))]
-                   for vid, t in zip(gpu["plan"].inputs, inputs)],
-        "outputs": [[b.handle, size] for b, size in gpu["outputs"]],
-        "staging": gpu["staging"].handle, "steps": steps})
-    replay = [_obj(steps), _obj([[b.handle, align4(size)] for b, size in gpu["outputs"]]),
-              sum(align4(size) for _, size in gpu["outputs"])]
+        "device": gpu.device.device,
+        "inputs": [[buf.handle, to_js(memoryview(t.tobytes()))]
+                   for buf, t in zip(gpu.inputs, inputs)],
+        "outputs": [[b.handle, size] for b, size in gpu.outputs],
+        "staging": gpu.staging.handle, "steps": steps})
+    replay = [_obj(steps), _obj([[b.handle, align4(size)] for b, size in gpu.outputs]),
+              sum(align4(size) for _, size in gpu.outputs)]
     _loaded[name] = (program, method, inputs, wants, job, replay, gpu)
     # Correctness: both paths give the fixture's outputs, byte for byte the same.
     py = await method.execute(inputs, as_numpy=False)
@@ -129,8 +132,8 @@ async def rt_load(name):
         return max((abs(x - y) for x, y in zip(a, b)), default=0.0)
     return {"adapter": _rt.device.info.summary(),
             "kernels": [k.get("variant") or k["op"] for k in method.kernels],
-            "dispatches": sum(isinstance(s, Dispatch) for s in gpu["recording"].steps),
-            "steps": len(gpu["recording"].steps), "inputs": len(inputs), "outputs": len(wants),
+            "dispatches": sum(isinstance(s, Dispatch) for s in gpu.recording.steps),
+            "steps": len(gpu.recording.steps), "inputs": len(inputs), "outputs": len(wants),
             "input_bytes": sum(t.nbytes for t in inputs),
             "same_bytes": [p.tobytes() == j for p, j in zip(py, jsout)],
             "max_abs_err": [err(p.tobytes(), w.tobytes()) for p, w in zip(py, wants)]}
@@ -153,13 +156,13 @@ async def time_js(name, n):
 async def time_replay(name, n):
     """Python uploads via the runtime, then awaits one JS call for the rest."""
     _, method, inputs, _, _, (steps, outs, total), gpu = _loaded[name]
-    dev, jsdev = gpu["device"], gpu["device"].device
+    dev, jsdev = gpu.device, gpu.device.device
     out = []
     for _ in range(n):
         t0 = _now()
-        for vid, t in zip(gpu["plan"].inputs, inputs):
-            upload(dev, gpu["plan_buffers"][vid], t.memoryview())
-        raw = (await js.replayJs(jsdev, steps, outs, gpu["staging"].handle, total)).to_bytes()
+        for buf, t in zip(gpu.inputs, inputs):
+            upload(dev, buf, t.memoryview())
+        raw = (await js.replayJs(jsdev, steps, outs, gpu.staging.handle, total)).to_bytes()
         out.append(_now() - t0)
     return out
 
@@ -180,7 +183,7 @@ async def count_calls(name):
 async def phases(name, n):
     """One execute split in its phases (the same code as Method.execute, inlined)."""
     _, method, inputs, *_, gpu = _loaded[name]
-    dev, plan, storage = gpu["device"], gpu["plan"], gpu["storage"]
+    dev, meta, storage = gpu.device, method.metadata, gpu.storage
     acc = {"validate": [], "upload": [], "encode+submit": [], "await map+read": [], "outputs": [],
            "await resolved promise": [], "run_sync resolved promise": [],
            "replayJs sync part": [], "JS: write..submit": []}
@@ -191,43 +194,36 @@ async def phases(name, n):
         run_sync(js.Promise.resolve(0))
     except Exception:
         run_sync = None
-    orig_read = dev._read
-    marks = {}
-    async def read(buf, size):
-        marks["r"] = _now()
-        return await orig_read(buf, size)
-    dev._read = read
-    try:
-        for _ in range(n):
-            t0 = _now()
-            hosts = [(vid, read_input(x, i, plan.values[vid].dtype.name))
-                     for i, (x, vid) in enumerate(zip(inputs, plan.inputs))]
-            t1 = _now()
-            for vid, t in hosts:
-                upload(dev, gpu["plan_buffers"][vid], storage.to_storage(t.memoryview(), t.dtype))
-            t2 = _now()
-            raw, _ = await dev.run(gpu["recording"], gpu["outputs"], gpu["staging"])
-            t3 = _now()
-            outs = []
-            for vid, data in zip(plan.outputs, raw):
-                t = plan.values[vid]
-                data = storage.from_storage(data[:t.numel * storage.dtype(t.dtype).itemsize], t.dtype)
-                outs.append(output(data, t.sizes, t.dtype, False))
-            t4 = _now()
-            await js.Promise.resolve(0)
-            t5 = _now()
-            if run_sync is not None:
-                run_sync(js.Promise.resolve(0))
-                acc["run_sync resolved promise"].append(_now() - t5)
-            t6 = _now()
-            p = js.replayJs(dev.device, r_steps, r_outs, gpu["staging"].handle, r_total)
-            acc["replayJs sync part"].append(_now() - t6)
-            await p
-            acc["validate"].append(t1 - t0); acc["upload"].append(t2 - t1)
-            acc["encode+submit"].append(marks["r"] - t2); acc["await map+read"].append(t3 - marks["r"])
-            acc["outputs"].append(t4 - t3); acc["await resolved promise"].append(t5 - t4)
-    finally:
-        dev._read = orig_read
+    for _ in range(n):
+        t0 = _now()
+        hosts = [(buf, read_input(x, i, info.dtype))
+                 for i, (x, buf, info) in enumerate(zip(inputs, gpu.inputs, meta.inputs))]
+        t1 = _now()
+        for buf, t in hosts:
+            upload(dev, buf, storage.to_storage(t.memoryview(), t.dtype))
+        t2 = _now()
+        offsets = dev.submit(gpu.recording, gpu.outputs, gpu.staging)
+        submitted = _now()
+        raw = await dev.read_outputs(gpu.staging, offsets, gpu.outputs)
+        t3 = _now()
+        outs = []
+        for info, data in zip(meta.outputs, raw):
+            dtype = dtypes.BY_NAME[info.dtype]
+            data = storage.from_storage(data[:prod(info.shape) * storage.dtype(dtype).itemsize], dtype)
+            outs.append(output(data, info.shape, dtype, False))
+        t4 = _now()
+        await js.Promise.resolve(0)
+        t5 = _now()
+        if run_sync is not None:
+            run_sync(js.Promise.resolve(0))
+            acc["run_sync resolved promise"].append(_now() - t5)
+        t6 = _now()
+        p = js.replayJs(dev.device, r_steps, r_outs, gpu.staging.handle, r_total)
+        acc["replayJs sync part"].append(_now() - t6)
+        await p
+        acc["validate"].append(t1 - t0); acc["upload"].append(t2 - t1)
+        acc["encode+submit"].append(submitted - t2); acc["await map+read"].append(t3 - submitted)
+        acc["outputs"].append(t4 - t3); acc["await resolved promise"].append(t5 - t4)
     return acc
 
 
@@ -269,37 +265,17 @@ def measure(session, name: str, n: int, block: int, warmup: int) -> dict:
     return rec
 
 
-def _isolated_session_class():
-    from pte_webgpu.chromium.session import BrowserSession
-
-    class IsolatedSession(BrowserSession):
-        """Serves every response with COOP/COEP so the page is cross-origin isolated:
-        Chromium then steps performance.now() by 5 µs instead of 100 µs."""
-
-        def _boot(self) -> None:
-            def isolate(route):
-                response = route.fetch()
-                route.fulfill(response=response, headers={
-                    **response.headers, "cross-origin-opener-policy": "same-origin",
-                    "cross-origin-embedder-policy": "require-corp"})
-            self.page.route("**/*", isolate)
-            super()._boot()
-
-    return IsolatedSession
-
-
 def run(fixtures, n=200, block=20, warmup=20, isolate=True) -> dict:
     from pte_webgpu.chromium.dist import ensure_dist
     from pte_webgpu.chromium.server import StaticServer
     from pte_webgpu.chromium.session import BrowserSession
 
-    session_cls = _isolated_session_class() if isolate else BrowserSession
-
     dist = ensure_dist(REPO, log=_log)
     mounts = {"/": REPO / "web", "/pyodide/": dist, "/bench/": HERE,
               "/fixtures/": REPO / "tests" / "fixtures"}
     with StaticServer(mounts) as server, \
-            session_cls(server.url, harness="bench.html", timeout_ms=600_000) as session:
+            BrowserSession(server.url, harness="bench.html", timeout_ms=600_000,
+                           isolated=isolate) as session:
         session.page.add_script_tag(path=str(HERE / "roundtrip.js"))
         session.run_python(_PAGE)
         env = session.page.evaluate(

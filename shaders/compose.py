@@ -1,7 +1,9 @@
 """The shader composer: a kernel's WGSL is a generated prelude (``enable f16;`` for the
 f16 form, the element type alias, the uniform ``struct Params``, the binding
-declarations), the shared snippets it asks for (snippets.wgsl), any WGSL its op family
-generates (e.g. an op switch from a table) and its body, ``shaders/<body>.wgsl``.
+declarations; the templates of prelude.wgsl filled in), the shared snippets it asks for
+(snippets.wgsl), any WGSL its op family generates (e.g. an op switch from a table) and
+its body, ``shaders/<body>.wgsl``, with the libraries it asks for (f32_math.wgsl) at
+their line. Python fills in values only: all WGSL text is in the .wgsl files.
 
 ``Uniform`` gives both the WGSL struct and the byte packing of one kernel's params, so
 the two cannot drift. ``Kernel`` describes one shader; families declare theirs and
@@ -44,8 +46,9 @@ class Uniform:
         self.names = {name for name, _ in fields}
 
     def wgsl(self) -> str:
-        lines = [f"  {name}: {_TYPES[kind][0]}," for name, kind in self.fields]
-        return "struct Params {\n" + "\n".join(lines) + "\n}\n"
+        fields = "".join(fill("prelude", "field", name=name, type=_TYPES[kind][0])
+                         for name, kind in self.fields)
+        return fill("prelude", "struct", fields=fields)
 
     def pack(self, **values) -> bytes:
         """The bytes of one Params; fields not given are zero. Unknown names are an error."""
@@ -85,8 +88,8 @@ class Binding:
     def wgsl(self, half: bool) -> str:
         elem = "f16" if half else "f32"
         t = {"elem": elem, "elem4": f"vec4<{elem}>"}.get(self.type, self.type)
-        return (f"@group(0) @binding({self.index}) var<storage, {self.access}> "
-                f"{self.name}: array<{t}>;\n")
+        return fill("prelude", "storage", index=self.index, access=self.access, name=self.name,
+                    type=t)
 
 
 @dataclass(frozen=True)
@@ -103,23 +106,9 @@ class Entry:
     subgroups: bool = False
 
     def wgsl(self) -> str:
-        if self.per == "item":
-            return (f"@compute @workgroup_size(wg_size)\n"
-                    f"fn {self.name}(@builtin(global_invocation_id) gid: vec3<u32>,\n"
-                    f"    @builtin(num_workgroups) groups: vec3<u32>) {{\n"
-                    f"  let i = flat_index(gid, groups);\n"
-                    f"  if (i < {self.count}) {{\n    {self.call}(i);\n  }}\n}}\n")
-        extra = sg_args = ""
-        if self.subgroups:
-            extra = (",\n    @builtin(subgroup_size) sg_size: u32,"
-                     "\n    @builtin(subgroup_invocation_id) sg_lane: u32")
-            sg_args = ", sg_size, sg_lane"
-        return (f"@compute @workgroup_size(wg_size)\n"
-                f"fn {self.name}(@builtin(workgroup_id) wid: vec3<u32>,\n"
-                f"    @builtin(num_workgroups) groups: vec3<u32>,\n"
-                f"    @builtin(local_invocation_index) lane: u32{extra}) {{\n"
-                f"  let g = group_index(wid, groups);\n"
-                f"  if (g < {self.count}) {{\n    {self.call}(g, lane{sg_args});\n  }}\n}}\n")
+        form = "per_item" if self.per == "item" else (
+            "per_group_subgroups" if self.subgroups else "per_group")
+        return fill("prelude", form, name=self.name, call=self.call, count=self.count)
 
 
 _KERNELS: dict[str, "Kernel"] = {}
@@ -137,6 +126,7 @@ class Kernel:
     half: bool = True  # has an f16 form
     enables: tuple = ()  # e.g. ("subgroups",)
     entries: tuple = ()  # generated entry points (Entry); others are in the body
+    library: tuple = ()  # WGSL files (e.g. "f32_math") put whole at the body's $<file> line
     name: str = field(default="")
 
     def __post_init__(self):
@@ -157,9 +147,8 @@ class Kernel:
 def _compose(k: Kernel, half: bool) -> str:
     if half and not k.half:
         raise ValueError(f"shaders/{k.body}.wgsl has no f16 form")
-    parts = ["enable f16;\n"] if half else []
-    parts += [f"enable {e};\n" for e in k.enables]
-    parts.append(f"alias elem = {'f16' if half else 'f32'};  // the stored element type\n")
+    parts = [fill("prelude", "enable", name=e) for e in ("f16",) * half + k.enables]
+    parts.append(fill("prelude", "alias", elem="f16" if half else "f32"))
     if k.uniform is not None:
         parts.append(k.uniform.wgsl())
     parts += [b.wgsl(half) for b in k.bindings]
@@ -167,15 +156,29 @@ def _compose(k: Kernel, half: bool) -> str:
         index = k.uniform_binding
         if index < 0:
             index = max((b.index for b in k.bindings), default=-1) + 1
-        parts.append(f"@group(0) @binding({index}) var<uniform> params: Params;\n")
+        parts.append(fill("prelude", "uniform", index=index))
     parts += [snippet(s) for s in k.snippets]
     if k.entries and "flat_index" not in k.snippets:
         parts.append(snippet("flat_index"))
     parts += [e.wgsl() for e in k.entries]
     if k.generated:
         parts.append(k.generated)
-    parts.append(_read(k.body))
+    parts.append(_body(k))
     return "\n".join(parts)
+
+
+def _body(k: Kernel) -> str:
+    """shaders/<body>.wgsl, with each ``library`` file's sections (in order, a blank line
+    between) at its ``$<file>`` line."""
+    text = _read(k.body)
+    if not k.library:
+        return text
+    for name in k.library:
+        if not re.search(rf"^\${name}$", text, re.M):
+            raise ValueError(f"shaders/{k.body}.wgsl has no ${name} line for its library")
+    return Template(text).substitute(
+        {name: "\n".join(piece.rstrip("\n") + "\n" for piece in sections(name).values())
+         for name in k.library})
 
 
 def _read(name: str) -> str:
@@ -224,10 +227,13 @@ def shader_source(name: str, half: bool = False) -> str:
         raise ValueError(f"no kernel named {name!r}; declared: {sorted(_KERNELS)}") from None
 
 
-def switch(selector: str, cases: list[str], default: str) -> str:
-    """``switch selector { case Nu: { return cases[N]; } ... }`` as a function body."""
-    lines = [f"  switch {selector} {{"]
-    lines += [f"    case {i}u: {{ return {expr}; }}" for i, expr in enumerate(cases)]
-    lines.append(f"    default: {{ return {default}; }}")
-    lines.append("  }")
-    return "\n".join(lines)
+def alias(name: str, type: str) -> str:
+    """``alias name = type;`` (prelude.wgsl's ``word``) as a kernel's ``generated`` part:
+    one line, its newline left to the composer's join."""
+    return fill("prelude", "word", name=name, type=type).rstrip("\n")
+
+
+def cases(exprs: list[str]) -> str:
+    """The cases of a switch on a table's row: row N returns ``exprs[N]`` (prelude.wgsl's
+    ``case``), for a template's ``$cases``."""
+    return "".join(fill("prelude", "case", index=i, expr=expr) for i, expr in enumerate(exprs))

@@ -15,13 +15,7 @@ fn read_at(o: u32, row: i32, c: u32) -> word {
   return src[(o * params.in_len + u32(row)) * params.inner + c];
 }
 
-@compute @workgroup_size(wg_size)
-fn take(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat_index(gid, groups);
-  if (i >= params.numel) {
-    return;
-  }
+fn take_item(i: u32) {
   let c = i % params.inner;
   let t = i / params.inner;
   let r = t % params.out_len;
@@ -40,13 +34,7 @@ fn take(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = read_at(t / params.out_len, row, c);
 }
 
-@compute @workgroup_size(wg_size)
-fn strided(@builtin(global_invocation_id) gid: vec3<u32>,
-           @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat_index(gid, groups);
-  if (i >= params.numel) {
-    return;
-  }
+fn strided_item(i: u32) {
   let c = i % params.inner;
   let t = i / params.inner;
   let j = t % params.out_len;

@@ -59,18 +59,13 @@ fn hf_at(which: u32, i: u32, heads: u32) {
   store(which, i, xv(which, i) * f32(cos_t[t]) + rotated * f32(sin_t[t]));
 }
 
-@compute @workgroup_size(wg_size)
-fn interleaved(@builtin(global_invocation_id) gid: vec3<u32>,
-               @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat_index(gid, groups);
+// Element i of q and element i of k, those that exist.
+fn interleaved_item(i: u32) {
   if (i < params.numel_q) { interleaved_at(0u, i, params.heads_q); }
   if (i < params.numel_k) { interleaved_at(1u, i, params.heads_k); }
 }
 
-@compute @workgroup_size(wg_size)
-fn hf(@builtin(global_invocation_id) gid: vec3<u32>,
-      @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat_index(gid, groups);
+fn hf_item(i: u32) {
   if (i < params.numel_q) { hf_at(0u, i, params.heads_q); }
   if (i < params.numel_k) { hf_at(1u, i, params.heads_k); }
 }

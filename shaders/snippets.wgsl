@@ -91,6 +91,20 @@ fn at(v: array<vec4<u32>, 2>, d: u32) -> u32 {
   return v[d / 4u][d % 4u];
 }
 
+// ==== strided_offset
+// The offset of element i (C order over params.shape's params.rank dims) under strides;
+// needs shape_index.
+fn strided_offset(i: u32, strides: array<vec4<u32>, 2>) -> u32 {
+  var rest = i;
+  var offset = 0u;
+  for (var d = params.rank; d > 0u; d -= 1u) {
+    let size = at(params.shape, d - 1u);
+    offset += (rest % size) * at(strides, d - 1u);
+    rest = rest / size;
+  }
+  return offset;
+}
+
 // ==== tree
 var<workgroup> partial: array<f32, wg_size>;
 

@@ -5,15 +5,6 @@
 override wg_size: u32 = 256;
 
 fn copy_item(i: u32) {
-  var rest = i;
-  var s = params.src_offset;
-  var d = params.dst_offset;
-  for (var k = params.rank; k > 0u; k -= 1u) {
-    let size = at(params.shape, k - 1u);
-    let c = rest % size;
-    rest = rest / size;
-    s += c * at(params.src_strides, k - 1u);
-    d += c * at(params.dst_strides, k - 1u);
-  }
-  dst[d] = src[s];
+  dst[params.dst_offset + strided_offset(i, params.dst_strides)] =
+      src[params.src_offset + strided_offset(i, params.src_strides)];
 }

@@ -15,6 +15,7 @@ import struct
 import pte_webgpu
 from pte_webgpu.model.tensor import Tensor
 from pte_webgpu.runtime.fusion import VIEWS
+from pte_webgpu.runtime.method import gpu_work
 
 
 def _ids(values):
@@ -37,7 +38,7 @@ async def _run(rt, pte, calls):
         outs = []
         for call in calls:
             outs.append(_floats((await method.execute(call, as_numpy=False))[0]))
-        steps = method._gpu_parts()["recording"].steps  # as the last (decode) step ran
+        steps = gpu_work(method).recording.steps  # as the last (decode) step ran
         ran = sum(1 for s in steps if hasattr(s, "grid") and s.grid[0] * s.grid[1] * s.grid[2])
         copies = sum(1 for s in steps if type(s).__name__ == "Copy" and s.label in VIEWS)
         nbytes = sum(b.size for b in method._resources.buffers)

@@ -33,7 +33,7 @@ def test_decoder_steps_match_torch_in_the_browser(page, name):
 def test_dynamic_rows_and_constant_methods_in_the_browser(page):
     name = "dyn_mlp_constmethods"
     got = page.run_python(f"""
-from pte_webgpu import steps as _steps
+from pte_webgpu.app import steps as _steps
 _arrays = npy.read_npz(await fetch_bytes('/fixtures/decoders/{name}.npz'))
 _mode, _calls = _steps.plan_calls(_arrays)
 _program = await (await runtime()).load_program(

@@ -23,7 +23,8 @@ WRAP_JS = (HERE.parents[1] / "bench" / "gpu_calls.js").read_text()
 
 PAGE = r"""
 import js
-from pte_webgpu import steps as _steps
+from pte_webgpu.app import steps as _steps
+from pte_webgpu.runtime.method import gpu_work
 from pte_webgpu.runtime.readout import LastArgmax
 
 js.eval(WRAP_JS)
@@ -51,7 +52,7 @@ async def _one_way(js_replay):
     runs, errors, ids = [], [], []
     for k, inputs in enumerate(_calls):
         outs, log = await _logged(method.execute(inputs, as_numpy=False))
-        log["skipped"] = [i for i, s in enumerate(method._gpu_parts()["recording"].steps)
+        log["skipped"] = [i for i, s in enumerate(gpu_work(method).recording.steps)
                           if type(s).__name__ == "Dispatch" and not all(s.grid)]
         errors.append(max_errors(outs[0], _arrays[f"step{k}_out0"])[0])
         runs.append(log)
@@ -72,7 +73,7 @@ async def _one_way(js_replay):
 
 try:
     method = _program.load_method("forward")
-    _dispatches = sum(type(s).__name__ == "Dispatch" for s in method._gpu_parts()["recording"].steps)
+    _dispatches = sum(type(s).__name__ == "Dispatch" for s in gpu_work(method).recording.steps)
     _report = {"js": await _one_way(True), "py": await _one_way(False), "dispatches": _dispatches}
 finally:
     _log.restore()

@@ -21,7 +21,7 @@ async def run_raw(name, inputs=None):
     """Outputs of fixture ``name`` as (dtype, shape, hex bytes); ``inputs``: (dtype, shape,
     hex) to use instead of the fixture's."""
     from pte_webgpu.model.tensor import Tensor
-    from pte_webgpu import dtypes
+    from pte_webgpu.model import dtypes
     rt = await runtime()
     program = await rt.load_program(await fetch_bytes(f"/fixtures/{name}.pte"))
     try:

@@ -1,6 +1,7 @@
 """Decoder language models run step by step natively (wgpu) and match eager torch."""
 
 import pytest
+from pte_webgpu.runtime.method import gpu_work
 
 from tests.decoder_check import decoder_report
 from tests.decoders import DECODERS, INDEX, NAMES, check_report
@@ -64,7 +65,7 @@ def test_decode_step_dispatches_only_the_actual_rows(runtime, name, monkeypatch)
         method = program.load_method("forward")
         tokens = np.zeros((1, length), dtype=np.int64)
         await method.execute([tokens, np.array([0], dtype=np.int64)])
-        recording = method._gpu_parts()["recording"]
+        recording = gpu_work(method).recording
         return sum(s.grid[0] * s.grid[1] * s.grid[2] for s in recording.steps
                    if hasattr(s, "grid") and s.label in ("aten.linear.default",
                                                          "et_vk.rms_norm.default",
@@ -117,7 +118,7 @@ def test_dynamic_decoder_with_the_split_rms_norm(runtime, name, monkeypatch):
             method = program.load_method("forward")
             await method.execute([np.zeros((1, length), dtype=np.int64),
                                   np.array([0], dtype=np.int64)])
-            return [s.grid for s in method._gpu_parts()["recording"].steps
+            return [s.grid for s in gpu_work(method).recording.steps
                     if getattr(s, "label", "") == "et_vk.rms_norm.default"]
         finally:
             program.close()

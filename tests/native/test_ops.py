@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from pte_webgpu.errors import FormatError, InputError, UnsupportedError
 from pte_webgpu.formats import NamedData
-from pte_webgpu.gpu.interface import Recording
+from pte_webgpu.gpu.recording import Recording
 from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import ConstantRef, Graph, ListValue, Null, OpCall, Scalar, TensorValue
 from pte_webgpu.runtime.build import Resources, build_delegate, upload

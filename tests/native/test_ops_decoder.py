@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pte_webgpu.gpu.interface import Recording
+from pte_webgpu.gpu.recording import Recording
 from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import Graph, ListValue, TensorValue
 from pte_webgpu.runtime.build import Resources, build_delegate, upload

@@ -4,7 +4,7 @@ against a float32 reference computed like torch."""
 
 import numpy as np
 import pytest
-from pte_webgpu.gpu.interface import Recording
+from pte_webgpu.gpu.recording import Recording
 from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import Graph, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import rms_norm

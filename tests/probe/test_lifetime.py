@@ -10,7 +10,8 @@ import threading
 import numpy as np
 import pte_webgpu
 import pytest
-from pte_webgpu.gpu.interface import Copy
+from pte_webgpu.gpu.recording import Copy
+from pte_webgpu.runtime.method import gpu_work
 
 from tests.native.gpu_thread import native_runtime, run_sync
 
@@ -75,12 +76,12 @@ def test_wgpu_error_at_execute_is_a_gpu_error(fresh_runtime):
     async def go():
         program = await fresh_runtime.load_program(pte)
         method = program.load_method()
-        gpu = method._gpu_parts()
-        out = gpu["plan_buffers"][gpu["plan"].outputs[0]]
-        gpu["recording"].steps.append(Copy(out, out, 4, "self copy"))
+        gpu = gpu_work(method)
+        out = gpu.outputs[0][0]
+        gpu.recording.steps.append(Copy(out, out, 4, "self copy"))
         with pytest.raises(pte_webgpu.GpuError) as info:
             await method.execute(ins)
-        gpu["recording"].steps.pop()
+        gpu.recording.steps.pop()
         again = await method.execute(ins)
         program.close()
         return info.value, again

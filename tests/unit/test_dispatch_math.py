@@ -2,7 +2,7 @@
 
 import pytest
 from pte_webgpu.errors import FormatError, GpuLimitError
-from pte_webgpu.gpu.interface import fold_grid
+from pte_webgpu.gpu.recording import fold_grid
 from pte_webgpu.ops.binary import broadcast_strides
 
 

@@ -2,7 +2,7 @@
 shapes repeat (a decode loop), and everything when the shapes change; the grids that
 follow actual sizes are set again only when a size they read changed."""
 
-from pte_webgpu.gpu.interface import Dispatch, Recording
+from pte_webgpu.gpu.recording import Dispatch, Recording
 from pte_webgpu.runtime.dynamic import DynamicEnv
 
 

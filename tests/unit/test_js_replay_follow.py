@@ -5,7 +5,7 @@ tests/browser/test_js_replay.py runs the real thing in Chromium."""
 
 from array import array
 
-from pte_webgpu.gpu.interface import BEGIN, COPY, DISPATCH, END, Buffer, Copy, Dispatch
+from pte_webgpu.gpu.recording import BEGIN, COPY, DISPATCH, END, Buffer, Copy, Dispatch
 from pte_webgpu.gpu.js_replay import JsRecording
 
 

@@ -1,8 +1,8 @@
-"""gpu/interface.pass_plan, the one encoding rule both backends follow (the browser's JS
+"""gpu/recording.pass_plan, the one encoding rule both backends follow (the browser's JS
 encode runs its ops as they are): dispatches share a pass, a copy ends it, an empty grid
 is left out and never opens a pass of its own."""
 
-from pte_webgpu.gpu.interface import BEGIN, COPY, DISPATCH, END, Copy, Dispatch, pass_plan
+from pte_webgpu.gpu.recording import BEGIN, COPY, DISPATCH, END, Copy, Dispatch, pass_plan
 
 
 def _d(grid):

@@ -5,7 +5,7 @@ larger than one slice; constants held as they are go as one write of the file's 
 import numpy as np
 import pytest
 from pte_webgpu.errors import UnsupportedError
-from pte_webgpu.gpu.interface import Buffer
+from pte_webgpu.gpu.recording import Buffer
 from pte_webgpu.model import dtypes
 from pte_webgpu.runtime import build
 from pte_webgpu.runtime.state import all_zero

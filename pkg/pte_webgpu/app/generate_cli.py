@@ -93,7 +93,7 @@ def cmd_generate(args) -> int:
 
 
 def _native(model: Path, tok: Path, data: list, options: dict, on_piece) -> dict:
-    from ..llm.job import generate_job
+    from ..llm.generate_job import generate_job
     from .run_job import run_coroutine
 
     return run_coroutine(generate_job(
@@ -106,12 +106,12 @@ def run_in_browser(model: Path, tok: Path, data: list, options: dict, on_piece) 
     """Run ``generate_job`` in Pyodide in headless Chromium; pieces come back through the
     page binding ``pteGeneratePiece``."""
     from ..chromium import paths
-    from ..chromium.dist import version
-    from ..chromium.remote import _dist, _quiet, page_result
+    from ..chromium.dist import ensure_dist, version
+    from ..chromium.remote import page_result, quiet
     from ..chromium.server import StaticServer
     from ..chromium.session import BrowserSession
 
-    dist = _dist(_quiet)
+    dist = ensure_dist(log=quiet)
     dist_url = f"/pyodide-{version(dist)[:16]}/"
     with StaticServer({"/": paths.web_root()}) as server:
         server.mount(dist_url, dist, immutable=True)
@@ -134,7 +134,7 @@ import json as _json
 import js as _js
 from pyodide.http import pyfetch as _pyfetch
 from pte_webgpu.errors import PteError as _PteError
-from pte_webgpu.llm.job import generate_job as _generate_job
+from pte_webgpu.llm.generate_job import generate_job as _generate_job
 
 async def _get(url):
     return await (await _pyfetch(url)).bytes()

@@ -23,14 +23,11 @@ from . import npz_inputs as inputs_rule
 from . import steps
 
 
-def _quiet(message: str) -> None:
-    pass
-
-
 async def run_job(pte: bytes, data_files=(), inputs_npz: bytes | None = None, repeat: int = 1,
                   backend: str = "auto", runtime: Runtime | None = None,
-                  profile: bool = False, cast: bool = False, progress=_quiet) -> dict:
-    """``progress(text)`` hears of each step that may take more than a second."""
+                  profile: bool = False, cast: bool = False, progress=None) -> dict:
+    """``progress(text)``, when given, hears of each step that may take more than a second."""
+    progress = progress or (lambda text: None)
     if runtime is None:
         progress("creating the WebGPU device")
     rt = runtime or await Runtime.create(backend)

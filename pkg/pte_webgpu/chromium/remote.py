@@ -13,6 +13,7 @@ from pathlib import Path
 from .. import errors
 from ..errors import PteError
 from . import paths
+from .dist import ensure_dist
 
 # Page code: the job's PteError comes back as {"error": {type, message}} so the host
 # raises the same class with the same text as the native backend.
@@ -40,14 +41,8 @@ _result
 PROGRESS_PREFIX = "pte-webgpu-progress: "
 
 
-def _quiet(text: str) -> None:
-    pass
-
-
-def _dist(progress) -> Path:
-    from .dist import ensure_dist
-
-    return ensure_dist(log=progress)
+def quiet(text: str) -> None:
+    """A ``progress`` that hears nothing (the default of this module's jobs)."""
 
 
 def remote_error(type_name: str, message: str) -> PteError:
@@ -113,11 +108,11 @@ def _server_for(profile: str | None):
 
 
 def run_in_browser(pte: bytes, data_files: list, inputs_npz: bytes | None, repeat: int,
-                   profile: bool = False, cast: bool = False, progress=_quiet) -> dict:
+                   profile: bool = False, cast: bool = False, progress=quiet) -> dict:
     from .dist import version
     from .session import BrowserSession
 
-    dist = _dist(progress)
+    dist = ensure_dist(log=progress)
     # The dist's URL names its content version, so a kept profile may cache it for good.
     dist_url = f"/pyodide-{version(dist)[:16]}/"
     with tempfile.TemporaryDirectory() as tmp, _kept_profile() as user_data_dir, \
@@ -156,7 +151,7 @@ def demo_mounts(dist: Path) -> dict:
     return mounts
 
 
-def serve_forever(port: int, progress=_quiet) -> None:
+def serve_forever(port: int, progress=quiet) -> None:
     from .server import StaticServer
 
     try:  # bind first: a port in use fails before the dist is built
@@ -166,7 +161,7 @@ def serve_forever(port: int, progress=_quiet) -> None:
             raise PteError(f"port {port} is in use on 127.0.0.1; pick another with --port "
                            "(0 picks a free one)") from None
         raise PteError(f"cannot serve on 127.0.0.1:{port}: {e.strerror}") from None
-    for prefix, folder, allow in demo_mounts(_dist(progress)):
+    for prefix, folder, allow in demo_mounts(ensure_dist(log=progress)):
         server.mount(prefix, folder, allow)
     with server:
         print(f"pte-webgpu demo: {server.url}  (console: {server.url}console.html)", flush=True)

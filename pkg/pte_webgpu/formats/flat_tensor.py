@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from ..errors import FormatError
 from . import fbs_schema, verify
 from ._generated import flat_tensor_generated as fb
-from .binary import as_view, span, text, uint
+from .checked_reads import as_view, header, magic, span, text
 
 HEADER_MAGIC = b"FH01"
 MIN_HEADER_LENGTH = 40
+_LAYOUT = (("header_length", 12, 4), ("flatbuffer_offset", 16, 8), ("flatbuffer_size", 24, 8),
+           ("segment_base_offset", 32, 8), ("segment_data_size", 40, 8))
 
 
 @dataclass(frozen=True)
@@ -35,14 +37,8 @@ class FlatTensorFile:
 def read_header(buf: memoryview, name: str) -> FlatTensorHeader:
     if len(buf) < 8 + MIN_HEADER_LENGTH:
         raise FormatError(f"{name}: {len(buf)} bytes is too short for a .ptd file", offset=0)
-    if bytes(buf[8:12]) != HEADER_MAGIC:
-        raise FormatError(f"{name}: expected .ptd header magic {HEADER_MAGIC!r}, found "
-                          f"{bytes(buf[8:12])!r}", offset=8)
-    h = FlatTensorHeader(uint(buf, 12, 4, "FH01 header_length"),
-                         uint(buf, 16, 8, "FH01 flatbuffer_offset"),
-                         uint(buf, 24, 8, "FH01 flatbuffer_size"),
-                         uint(buf, 32, 8, "FH01 segment_base_offset"),
-                         uint(buf, 40, 8, "FH01 segment_data_size"))
+    magic(buf, 8, HEADER_MAGIC, ".ptd header", name)
+    h = header(buf, FlatTensorHeader, "FH01", _LAYOUT)
     if h.header_length < MIN_HEADER_LENGTH:
         raise FormatError(f"{name}: FH01 header_length {h.header_length} < {MIN_HEADER_LENGTH}",
                           offset=12)

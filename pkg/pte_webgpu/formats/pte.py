@@ -26,7 +26,9 @@ from ..model.program_file import (
 )
 from . import fbs_schema, verify
 from ._generated import program_generated as fb
-from .binary import as_view, byte_vector, check_ids, scalar_vector, text, uint
+from .checked_reads import (
+    as_view, byte_vector, check_ids, scalar_vector, text, uint, union_reader,
+)
 
 EXTENDED_MAGIC = b"eh00"
 
@@ -146,17 +148,9 @@ _UNION = fb.KernelTypes
 
 def _evalue(ev, where: str):
     code = ev.ValType()
-    table = ev.Val()
     if code == _UNION.NONE or code == _UNION.Null:
         return Null()
-    if table is None:
-        raise FormatError(f"EValue of type code {code} has no payload", field=where)
-
-    def as_(cls):
-        obj = cls()
-        obj.Init(table.Bytes, table.Pos)
-        return obj
-
+    as_ = union_reader(ev.Val(), code, "EValue", where)
     if code == _UNION.Int:
         return Scalar("int", as_(fb.Int).IntVal())
     if code == _UNION.Bool:

@@ -9,10 +9,14 @@ from ..model import dtypes
 from ..model.graph import ConstantRef, Graph, ListValue, Null, OpCall, Scalar, TensorValue
 from . import fbs_schema, verify
 from ._generated import vkgraph_generated as fb
-from .binary import as_view, check_ids, scalar_vector, span, text, uint
+from .checked_reads import (
+    as_view, check_ids, header, magic, scalar_vector, span, text, union_reader,
+)
 
 HEADER_MAGIC = b"VH00"
 HEADER_SIZE = 30
+_LAYOUT = (("header_size", 8, 2), ("flatbuffer_offset", 10, 4), ("flatbuffer_size", 14, 4),
+           ("bytes_offset", 18, 4), ("bytes_size", 22, 8))
 INLINE_NONE = 2**64 - 1  # VkBytes.offset of a constant held as named data
 
 
@@ -36,14 +40,8 @@ def read_header(blob: memoryview) -> DelegateHeader:
     if len(blob) < HEADER_SIZE:
         raise FormatError(f"Vulkan delegate blob of {len(blob)} bytes is shorter than the "
                           f"{HEADER_SIZE}-byte VH00 header", offset=0)
-    if bytes(blob[4:8]) != HEADER_MAGIC:
-        raise FormatError(f"expected Vulkan delegate magic {HEADER_MAGIC!r}, found "
-                          f"{bytes(blob[4:8])!r}", offset=4)
-    h = DelegateHeader(uint(blob, 8, 2, "VH00 header_size"),
-                       uint(blob, 10, 4, "VH00 flatbuffer_offset"),
-                       uint(blob, 14, 4, "VH00 flatbuffer_size"),
-                       uint(blob, 18, 4, "VH00 bytes_offset"),
-                       uint(blob, 22, 8, "VH00 bytes_size"))
+    magic(blob, 4, HEADER_MAGIC, "Vulkan delegate")
+    h = header(blob, DelegateHeader, "VH00", _LAYOUT)
     checks = [
         (h.header_size >= HEADER_SIZE, 8, f"header_size {h.header_size} < {HEADER_SIZE}"),
         (h.flatbuffer_offset >= h.header_size, 10,
@@ -123,17 +121,9 @@ _LISTS = {_T.IntList: ("int_list", fb.IntList), _T.DoubleList: ("double_list", f
 
 def _value(v, where: str):
     code = v.ValueType()
-    table = v.Value()
     if code in (_T.NONE, _T.Null):
         return Null()
-    if table is None:
-        raise FormatError(f"value of type code {code} has no payload", field=where)
-
-    def as_(cls):
-        obj = cls()
-        obj.Init(table.Bytes, table.Pos)
-        return obj
-
+    as_ = union_reader(v.Value(), code, "value", where)
     if code == _T.VkTensor:
         return _tensor(as_(fb.VkTensor), where)
     if code in _SCALARS:

@@ -8,75 +8,16 @@ encoder and one submit, then maps the output staging buffers.
 from __future__ import annotations
 
 import contextlib
-import math
 import struct
 import threading
 import time
-from dataclasses import dataclass, field
+from importlib import resources
 
 from ..errors import ClosedError, GpuLimitError, GpuValidationError, PteError
 from .adapter import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, AdapterTraits  # noqa: F401
-
-
-@dataclass
-class Buffer:
-    handle: object
-    size: int
-    label: str
-
-
-@dataclass(frozen=True)
-class Dispatch:
-    pipeline: object
-    bind_group: object
-    grid: tuple[int, int, int]
-    label: str
-
-
-@dataclass(frozen=True)
-class Copy:
-    src: Buffer
-    dst: Buffer
-    size: int
-    label: str
-
-
-@dataclass
-class Recording:
-    """Work recorded at load: passes of dispatches separated by copies."""
-
-    steps: list = field(default_factory=list)  # Dispatch | Copy, in order
-    # a backend's own form of ``steps`` (the browser's JS arrays), checked against them
-    # before each use: whoever changes ``steps`` need not know it is there
-    encoded: object = field(default=None, repr=False, compare=False)
-
-
-# What encoding a recording does, step by step: pass_plan's (op, index) pairs.
-BEGIN, DISPATCH, END, COPY = range(4)
-
-
-def pass_plan(steps):
-    """The one rule for encoding ``steps`` (both backends, the browser's JS replay too):
-    (op, index in ``steps``) pairs. Consecutive dispatches share one compute pass (WebGPU
-    orders dispatches within a pass); a copy ends the pass; a dispatch with an empty grid
-    (an unused alternative) is left out, and no pass begins for dispatches all left out."""
-    open_pass = False
-    for index, step in enumerate(steps):
-        if type(step) is Copy:
-            if open_pass:
-                yield END, -1
-                open_pass = False
-            yield COPY, index
-            continue
-        grid = step.grid
-        if not (grid[0] and grid[1] and grid[2]):
-            continue
-        if not open_pass:
-            yield BEGIN, -1
-            open_pass = True
-        yield DISPATCH, index
-    if open_pass:
-        yield END, -1
+from .recording import (
+    BEGIN, DISPATCH, END, Buffer, Copy, Dispatch, Recording, align4, pass_plan,
+)
 
 
 def _split(data: bytes, offsets, outputs) -> list[memoryview]:
@@ -95,26 +36,6 @@ def _wrapped(what: str):
         raise
     except Exception as e:
         raise GpuValidationError(f"{what}: {type(e).__name__}: {str(e)[:2000]}") from e
-
-
-def align4(n: int) -> int:
-    return max(4, (n + 3) & ~3)
-
-
-def fold_grid(groups: int, max_per_dim: int) -> tuple[int, int, int]:
-    """Workgroup grid for ``groups`` workgroups; beyond one dimension's limit, fold to 2-D.
-
-    Shaders recover the flat workgroup index as ``wid.x + wid.y * nwg.x`` and
-    skip indices >= groups.
-    """
-    if groups <= max_per_dim:
-        return (max(groups, 1), 1, 1)
-    # A near-square fold wastes at most one partial row of workgroups.
-    x = min(max_per_dim, math.isqrt(groups - 1) + 1)
-    y = -(-groups // x)
-    if y > max_per_dim:
-        raise GpuLimitError(f"{groups} workgroups exceed {max_per_dim} x {max_per_dim}")
-    return (x, y, 1)
 
 
 class GpuDevice:
@@ -201,9 +122,8 @@ class GpuDevice:
         """Run one tiny dispatch, copy and read back through ``run``: the first run in a
         process pays one-time costs (natively, cffi parses each C struct type wgpu-py
         builds on first use: ~0.2-0.6 s), which belong to device creation, not to a
-        program's first execute."""
-        wgsl = ("@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
-                "@compute @workgroup_size(1) fn main() { x[0] = 1u; }\n")
+        program's first execute. Its shader is warm_up.wgsl (x[0] = 1u)."""
+        wgsl = resources.files(__package__).joinpath("warm_up.wgsl").read_text("utf-8")
         pipeline = await self.create_pipeline(wgsl, "main", {}, "warm-up")
         buf = self.create_buffer(4, ("storage", "copy_src"), "warm-up")
         staging = self.create_buffer(4, ("map_read", "copy_dst"), "warm-up read")
@@ -342,6 +262,44 @@ class GpuDevice:
         self._submit(encoder)
         data = await self._read(staging, offsets[-1])
         return _split(data, offsets, outputs), times
+
+    # --- timing work outside ``run``, for bench/ ---------------------------------------
+    async def time_passes(self, steps) -> float:
+        """Seconds for the dispatches ``steps``, one compute pass each, all in one submit,
+        until the queue is done (bench/gpu_bench.py)."""
+        encoder = self._encoder()
+        t0 = time.perf_counter()
+        for step in steps:
+            compute = self._begin_pass(encoder, None, 0)
+            self._dispatch(compute, step)
+            self._end_pass(compute)
+        self._submit(encoder)
+        await self._wait_idle()
+        return time.perf_counter() - t0
+
+    async def time_one_pass(self, steps) -> float:
+        """GPU nanoseconds of the dispatches ``steps`` back to back in ONE compute pass,
+        from the pass's two timestamps (needs ``info.traits.timestamps``)."""
+        query = self._query_set(2)
+        try:
+            encoder = self._encoder()
+            compute = self._begin_pass(encoder, query, 0)
+            for step in steps:
+                self._dispatch(compute, step)
+            self._end_pass(compute)
+            self._resolve(encoder, query)
+            self._submit(encoder)
+            start, end = struct.unpack("<2Q", await self._read(query[1], 16))
+        finally:
+            self._release_query(query)
+        return float(max(0, end - start))
+
+    def encode_only(self, recording: Recording) -> None:
+        """Encode ``recording`` as ``run`` does and finish the command buffer, submitting
+        nothing: the host cost of encoding (bench/encode_browser.py)."""
+        encoder = self._encoder()
+        self._encode_recording(encoder, recording)
+        encoder.finish()
 
     # --- hooks for backends ------------------------------------------------------------
     def check_alive(self) -> None:

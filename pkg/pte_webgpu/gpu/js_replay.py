@@ -15,7 +15,7 @@ from array import array
 from itertools import compress
 from operator import is_not
 
-from .interface import BEGIN, DISPATCH, END, Copy, Dispatch, pass_plan
+from .recording import BEGIN, DISPATCH, END, Copy, Dispatch, pass_plan
 
 # Runs pass_plan's ops as they are (it decides nothing itself). Named, so a stack shows
 # which WebGPU calls it made (tests/browser/test_js_replay.py counts them).

@@ -15,22 +15,12 @@ class DType:
         return self.name
 
 
-BOOL = DType("bool", 1, "?")
-UINT8 = DType("uint8", 1, "B")
-INT8 = DType("int8", 1, "b")
-INT16 = DType("int16", 2, "h")
-INT32 = DType("int32", 4, "i")
-INT64 = DType("int64", 8, "q")
-FLOAT16 = DType("float16", 2, "e")
-FLOAT32 = DType("float32", 4, "f")
-FLOAT64 = DType("float64", 8, "d")
-BFLOAT16 = DType("bfloat16", 2, "")
-UINT16 = DType("uint16", 2, "H")
-UINT32 = DType("uint32", 4, "I")
-UINT64 = DType("uint64", 8, "Q")
-
-BY_NAME = {d.name: d for d in (BOOL, UINT8, INT8, INT16, INT32, INT64, FLOAT16, FLOAT32,
-                               FLOAT64, BFLOAT16, UINT16, UINT32, UINT64)}
+(BOOL, UINT8, INT8, INT16, INT32, INT64, FLOAT16, FLOAT32, FLOAT64, BFLOAT16, UINT16, UINT32,
+ UINT64) = ALL = tuple(DType(*row) for row in (
+    ("bool", 1, "?"), ("uint8", 1, "B"), ("int8", 1, "b"), ("int16", 2, "h"), ("int32", 4, "i"),
+    ("int64", 8, "q"), ("float16", 2, "e"), ("float32", 4, "f"), ("float64", 8, "d"),
+    ("bfloat16", 2, ""), ("uint16", 2, "H"), ("uint32", 4, "I"), ("uint64", 8, "Q")))
+BY_NAME = {d.name: d for d in ALL}
 
 # ExecuTorch ScalarType codes (program.fbs / flat_tensor.fbs).
 FROM_SCALAR_TYPE = {

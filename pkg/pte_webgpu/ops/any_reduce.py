@@ -9,7 +9,7 @@ from math import prod
 
 from ..errors import FormatError
 from ..model.graph import Null, Scalar
-from ..shaders.compose import Binding, Entry, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, sections
 from . import cpu_reference as cpu
 from .common import check_rank, contiguous_strides, elementwise_workgroup
 from .exec_ints import follow_actual_size
@@ -18,14 +18,13 @@ from .registry import define
 
 PARAMS = Uniform(("numel", "u32"), ("rank", "u32"), ("count", "u32"), ("kept", "vec8"),
                  ("reduced", "vec8"), ("strides", "vec8"))
-_TEST = {"float": ("elem", "f32(v) != 0.0 || is_nan(f32(v))"), "int": ("i32", "v != 0i"),
-         "bool": ("u32", "v != 0u")}
+# the stored type of each input type; nonzero is shaders/generated.wgsl's nonzero_<type>
+_WORD = {"float": "elem", "int": "i32", "bool": "u32"}
 KERNELS = {t: Kernel("any", (Binding(0, "a", type=w), Binding(1, "out", "read_write", type="u32")),
                      PARAMS, snippets=("bits", "shape_index"), half=t == "float",
                      entries=(Entry("main", "any_item", "params.numel"),),
-                     generated=f"fn nonzero(v: {w}) -> bool {{\n  return {test};\n}}\n",
-                     name=f"any_{t}")
-           for t, (w, test) in _TEST.items()}
+                     generated=sections("generated")[f"nonzero_{t}"], name=f"any_{t}")
+           for t, w in _WORD.items()}
 
 
 def _dims(values, args, rank: int, where: str) -> list[int]:

@@ -17,7 +17,7 @@ from typing import Callable
 
 from ..errors import FormatError
 from ..model import f32
-from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, cases, fill
 from . import cpu_reference as cpu
 from . import sizes
 from .common import check_rank, elementwise_workgroup
@@ -65,8 +65,7 @@ KERNEL = Kernel(
     "binary", (Binding(0, "a"), Binding(1, "b"), Binding(2, "out", "read_write")), PARAMS,
     snippets=("bits", "nan_minmax", "shape_index"),
     entries=(Entry("main", "item", "params.numel"), Entry("gather", "gather_item", "params.numel")),
-    generated="fn combine(x: f32, y: f32) -> f32 {\n"
-              + switch("op", [row.wgsl for row in TABLE], "x") + "\n}\n")
+    generated=fill("generated", "combine", cases=cases([row.wgsl for row in TABLE])))
 
 
 def broadcast_strides(shape: tuple, out_shape: tuple, name: str) -> list[int]:

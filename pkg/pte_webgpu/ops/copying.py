@@ -15,7 +15,7 @@ from math import prod
 
 from ..errors import FormatError, UnsupportedError
 from ..model.graph import ListValue
-from ..shaders.compose import Binding, Entry, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, alias
 from . import cpu_reference as cpu
 from .args import int_list, number
 from .common import check_rank, contiguous_strides, elementwise_workgroup, normalize_dim
@@ -32,10 +32,11 @@ PARAMS = Uniform(("numel", "u32"), ("rank", "u32"), ("src_offset", "u32"),
                  ("dst_strides", "vec8"))
 _BINDINGS = (Binding(0, "src", type="word"), Binding(1, "dst", "read_write", type="word"))
 _ENTRIES = (Entry("main", "copy_item", "params.numel"),)
-FLOATS = Kernel("strided_copy", _BINDINGS, PARAMS, snippets=("shape_index",),
-                entries=_ENTRIES, generated="alias word = elem;")
-WORDS = Kernel("strided_copy", _BINDINGS, PARAMS, snippets=("shape_index",), half=False,
-               entries=_ENTRIES, generated="alias word = u32;", name="strided_copy_u32")
+_SNIPPETS = ("shape_index", "strided_offset")
+FLOATS = Kernel("strided_copy", _BINDINGS, PARAMS, snippets=_SNIPPETS, entries=_ENTRIES,
+                generated=alias("word", "elem"))
+WORDS = Kernel("strided_copy", _BINDINGS, PARAMS, snippets=_SNIPPETS, entries=_ENTRIES,
+               half=False, generated=alias("word", "u32"), name="strided_copy_u32")
 
 
 def kind(ctx, op, *vids) -> str:

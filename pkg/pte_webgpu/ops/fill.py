@@ -12,7 +12,7 @@ import math
 
 from ..errors import FormatError
 from ..model.graph import Scalar
-from ..shaders.compose import Binding, Entry, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, sections
 from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size
 from .mixed import type_of
@@ -20,16 +20,12 @@ from .registry import define
 from .sizes import same_as_first
 
 PARAMS = Uniform(("numel", "u32"), ("a", "f32"), ("b", "f32"), ("n", "i32"), ("m", "i32"))
-# A fill (step 0) stores start itself: -0.0 + 0.0 would be +0.0.
-_VALUE = {"float": ("elem", "elem(select(params.a + f32(i) * params.b, params.a, "
-                            "params.b == 0.0))"),
-          "int": ("i32", "params.n + i32(i) * params.m"),
-          "bool": ("u32", "u32(params.n != 0i)")}
+# the stored type of each output type; value_at is shaders/generated.wgsl's value_at_<type>
+_WORD = {"float": "elem", "int": "i32", "bool": "u32"}
 KERNELS = {t: Kernel("fill", (Binding(0, "out", "read_write", type=w),), PARAMS,
                      entries=(Entry("main", "fill_item", "params.numel"),), half=t == "float",
-                     generated=f"fn value_at(i: u32) -> {w} {{\n  return {expr};\n}}\n",
-                     name=f"fill_{t}")
-           for t, (w, expr) in _VALUE.items()}
+                     generated=sections("generated")[f"value_at_{t}"], name=f"fill_{t}")
+           for t, w in _WORD.items()}
 
 
 def _scalar(values, vid: int, where: str):

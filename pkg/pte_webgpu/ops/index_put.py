@@ -12,7 +12,7 @@ from math import prod
 
 from ..errors import FormatError, UnsupportedError
 from ..model.graph import ListValue, Null, Scalar, TensorValue
-from ..shaders.compose import Binding, Entry, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, alias
 from .common import check_rank, contiguous_strides, elementwise_workgroup
 from .copying import broadcast_strides, kind, strided_copy
 from .registry import define
@@ -23,10 +23,11 @@ PARAMS = Uniform(("numel", "u32"), ("rank", "u32"), ("dim_size", "u32"), ("dim_s
 _BINDINGS = (Binding(0, "vals", type="word"), Binding(1, "idx", type="i32"),
              Binding(2, "dst", "read_write", type="word"))
 _ENTRIES = (Entry("main", "put_item", "params.numel"),)
-FLOATS = Kernel("index_put", _BINDINGS, PARAMS, snippets=("shape_index",), entries=_ENTRIES,
-                generated="alias word = elem;")
-WORDS = Kernel("index_put", _BINDINGS, PARAMS, snippets=("shape_index",), entries=_ENTRIES,
-               half=False, generated="alias word = u32;", name="index_put_u32")
+_SNIPPETS = ("shape_index", "strided_offset")
+FLOATS = Kernel("index_put", _BINDINGS, PARAMS, snippets=_SNIPPETS, entries=_ENTRIES,
+                generated=alias("word", "elem"))
+WORDS = Kernel("index_put", _BINDINGS, PARAMS, snippets=_SNIPPETS, entries=_ENTRIES,
+               half=False, generated=alias("word", "u32"), name="index_put_u32")
 
 
 def _layout(values, args, where):

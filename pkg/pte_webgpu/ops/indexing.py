@@ -16,7 +16,7 @@ from math import prod
 
 from ..errors import FormatError, InputError, UnsupportedError
 from ..model.graph import Null
-from ..shaders.compose import Binding, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, alias
 from . import sizes
 from .args import ref_int
 from .common import elementwise_workgroup, normalize_dim
@@ -68,10 +68,12 @@ _BINDINGS = (Binding(0, "src", type="word"), Binding(1, "idx", type="i32"),
              Binding(2, "out", "read_write", type="word"), Binding(3, "ints", type="i32"),
              # ids out of range: count, claimed, position, value (runtime/id_checks.py)
              Binding(5, "flag", "read_write", type="atomic<u32>"))
-KERNEL = Kernel("indexing", _BINDINGS, PARAMS, uniform_binding=4, snippets=("flat_index",),
-                generated="alias word = elem;")
-WORDS = Kernel("indexing", _BINDINGS, PARAMS, uniform_binding=4, snippets=("flat_index",),
-               half=False, generated="alias word = u32;", name="indexing_u32")  # 4-byte words
+_ENTRIES = (Entry("take", "take_item", "params.numel"),
+            Entry("strided", "strided_item", "params.numel"))
+KERNEL = Kernel("indexing", _BINDINGS, PARAMS, uniform_binding=4, entries=_ENTRIES,
+                generated=alias("word", "elem"))
+WORDS = Kernel("indexing", _BINDINGS, PARAMS, uniform_binding=4, entries=_ENTRIES,
+               half=False, generated=alias("word", "u32"), name="indexing_u32")  # 4-byte words
 
 
 async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len, step,

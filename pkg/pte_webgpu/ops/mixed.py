@@ -19,7 +19,7 @@ from typing import Callable
 
 from ..errors import FormatError, UnsupportedError
 from ..model.graph import Scalar
-from ..shaders.compose import Binding, Entry, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill
 from . import cpu_reference as cpu
 from .common import check_rank, elementwise_workgroup
 from .copying import broadcast_strides
@@ -85,13 +85,13 @@ def _kernel(row: Mixed, types: tuple, out_type: str, scalar_int: bool) -> Kernel
         casts = ["f32" if t == "float" else "" for t in types]
         if row.out == "bool" and "{s}" in row.wgsl:  # a comparison: x as the scalar's type
             casts[0] = "i32" if scalar_int else "f32"
-        loads = [f"  let {v} = {cast}({n}[o.{c}]);"
-                 for v, n, cast, c in zip("xyz", names, casts, "xyz")]
+        loads = "".join(fill("generated", "mixed_load", var=v, cast=cast, operand=n, lane=c)
+                        for v, n, cast, c in zip("xyz", names, casts, "xyz"))
         expr = row.wgsl.format(s="params.n" if scalar_int else "params.a",
                                zx=_ZERO[types[0]], zy=_ZERO[types[min(1, len(types) - 1)]])
-        store = f"elem({expr})" if out_type == "float" else expr
-        item = ("fn item(i: u32) {\n  let o = operand_offsets(i);\n" + "\n".join(loads)
-                + f"\n  out[i] = {store};\n}}\n")
+        store = fill("generated", "mixed_store_float" if out_type == "float" else "mixed_store",
+                     expr=expr)
+        item = fill("generated", "mixed_item", loads=loads, store=store)
         _KERNELS[key] = Kernel("mixed", bindings, PARAMS, uniform_binding=4,
                                snippets=("shape_index",), generated=item,
                                entries=(Entry("main", "item", "params.numel"),),
@@ -189,10 +189,6 @@ def _reference(row: Mixed):
         cols += [[None] * n] * (3 - len(cols))
         return [row.ref(x, y, z, s) for x, y, z in zip(*cols)]
     return fn
-
-
-def reference_sub_int(read, values, args):
-    return _reference(ROW["sub_int"])(read, values, args)
 
 
 for _row in TABLE:

@@ -14,7 +14,7 @@ the rest pass through), with rows ``start_pos + s`` of the full ``[T, R]`` table
 from __future__ import annotations
 
 from ..errors import FormatError
-from ..shaders.compose import Binding, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import sizes
 from .args import ref_int
 from .common import elementwise_workgroup
@@ -65,13 +65,15 @@ def reference_hf(read, values, args):
         return xs[i] * c[row * rot + d] + rotated * sn[row * rot + d]
     return [_ref_rotate(read(xid), cos, sin, lambda s: start + s, pair) for xid in args[:2]]
 
+_BOTH = "max(params.numel_q, params.numel_k)"  # one invocation per element of q and of k
 PARAMS = Uniform(("numel_q", "u32"), ("numel_k", "u32"), ("seq", "u32"), ("heads_q", "u32"),
                  ("heads_k", "u32"), ("head_dim", "u32"), ("rot", "u32"),
                  ("table_rows", "u32"), ("start_slot", "u32"))
 KERNEL = Kernel("rope", (Binding(0, "xq"), Binding(1, "xk"), Binding(2, "cos_t"),
                          Binding(3, "sin_t"), Binding(4, "out_q", "read_write"),
                          Binding(5, "out_k", "read_write"), Binding(6, "ints", type="i32")),
-                PARAMS, snippets=("flat_index",))
+                PARAMS, entries=(Entry("interleaved", "interleaved_item", _BOTH),
+                                 Entry("hf", "hf_item", _BOTH)))
 
 
 def _outputs(ctx, op, out_id: int) -> tuple[int, int]:

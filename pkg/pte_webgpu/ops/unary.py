@@ -5,7 +5,9 @@ that the shader's ``apply`` switch is generated from, and the CPU reference of o
 ``ref(v, s)``; ``s`` holds the op's scalars (``a``, ``b``, ``flag``, ``odd``: the
 shader's ``params``), which ``scalars(values, args, where)`` reads from the op's
 arguments for both the GPU and the reference. Rows whose name is not a torch op
-(``square``, ``round_to_half``) are kernels other ops pick.
+(``square``, ``round_to_half``) are kernels other ops pick. The functions the expressions
+call are shaders/f32_math.wgsl; ops/fused_elementwise.py runs chains of these rows (and
+binary.py's) in one kernel.
 """
 
 from __future__ import annotations
@@ -17,10 +19,9 @@ from typing import Callable
 from ..errors import FormatError, UnsupportedError
 from ..model import f32
 from ..model.graph import Null, Scalar
-from ..shaders.compose import Binding, Entry, Kernel, Uniform, switch
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, cases, fill
 from . import cpu_reference as cpu
 from . import sizes
-from .binary import TABLE as BINARY  # the fused chain's binary steps
 from .common import elementwise_workgroup, same_numel
 from .exec_ints import follow_actual_size
 from .registry import define
@@ -212,9 +213,8 @@ PARAMS = Uniform(("numel", "u32"), ("a", "f32"), ("b", "f32"), ("flag", "u32"),
                  ("odd", "u32"), ("inf", "f32"), ("nan", "f32"))
 KERNEL = Kernel(
     "unary", (Binding(0, "x"), Binding(1, "y", "read_write")), PARAMS,
-    snippets=("bits",), entries=(Entry("main", "item", "params.numel"),),
-    generated="fn apply(v: f32) -> f32 {\n"
-              + switch("op", [row.wgsl for row in TABLE], "v") + "\n}\n")
+    snippets=("bits",), entries=(Entry("main", "item", "params.numel"),), library=("f32_math",),
+    generated=fill("generated", "apply", cases=cases([row.wgsl for row in TABLE])))
 
 
 def _scalars(row: Unary, values, args, where) -> dict:
@@ -274,115 +274,3 @@ for _row in TABLE:
                sizes=sizes.same_as_first,
                pointwise=("unary", ROW[_row.name]) if _row.args == 2 and not _row.scalars
                else None)
-
-
-# --- fused: a chain of same-shape unary and binary ops in one kernel --------------------
-# ``pte_webgpu.fused_elementwise [in_0 .. in_n-1, program: int_list, out]``
-# (runtime/fusion.py writes it): each step of ``program`` is 4 ints (kind 0 unary | 1
-# binary, table row, operand a, operand b); operands number the inputs 0..n-1, then step
-# j's result n + j; the last step's result is ``out``. Every step's result is rounded to
-# the stored type (elem) as the unfused op's output tensor would be, so the values are
-# those of the ops run one by one (e.g. silu as sigmoid then mul, times up_proj).
-FUSED = "pte_webgpu.fused_elementwise"
-MAX_INPUTS = 7  # storage bindings: the inputs and out
-
-
-def chain_steps(program) -> list[tuple[int, int, int, int]]:
-    items = list(program)
-    return [tuple(items[i:i + 4]) for i in range(0, len(items), 4)]
-
-
-def _chain_wgsl(n_inputs: int, steps) -> str:
-    fns, body = [], [f"  let r{i} = f32({'x' if i == 0 else f'x{i}'}[i]);"
-                     for i in range(n_inputs)]
-    for j, (kind, row, a, b) in enumerate(steps):
-        reg = n_inputs + j
-        if kind == 0:
-            fns.append(f"fn step{j}(v: f32) -> f32 {{\n  return {TABLE[row].wgsl};\n}}\n")
-            call = f"step{j}(r{a})"
-        else:  # alpha == 1 (runtime/fusion.py checks): x + 1 * y is x + y exactly
-            expr = BINARY[row].wgsl.replace("params.alpha", "1.0")
-            fns.append(f"fn step{j}(x: f32, y: f32) -> f32 {{\n  return {expr};\n}}\n")
-            call = f"step{j}(r{a}, r{b})"
-        body.append(f"  let r{reg} = f32(elem({call}));")
-    body.append(f"  y[i] = elem(r{n_inputs + len(steps) - 1});")
-    return "".join(fns) + "fn chain_item(i: u32) {\n" + "\n".join(body) + "\n}\n"
-
-
-_CHAINS: dict[tuple, Kernel] = {}
-
-
-def chain_kernel(n_inputs: int, steps) -> Kernel:
-    """The kernel of one program (one per distinct program: a layer's repeat shares it)."""
-    key = (n_inputs, tuple(steps))
-    if key not in _CHAINS:
-        code = "_".join("u" if k == 0 else "b" for k, *_ in steps)
-        bindings = (Binding(0, "x"), Binding(1, "y", "read_write")) + tuple(
-            Binding(1 + i, f"x{i}") for i in range(1, n_inputs))
-        _CHAINS[key] = Kernel(
-            "unary", bindings, PARAMS, snippets=("bits", "nan_minmax"),
-            entries=(Entry("chain", "chain_item", "params.numel"),),
-            generated=KERNEL.generated + _chain_wgsl(n_inputs, steps),
-            name=f"unary_chain{len(_CHAINS)}_{n_inputs}in_{code}")
-    return _CHAINS[key]
-
-
-def _chain_args(ctx, op):
-    if len(op.args) < 3:
-        raise FormatError(f"{op.name}: inputs, a program and an output, found "
-                          f"{len(op.args)} arguments", field=ctx.where(op))
-    *ins, program_id, out_id = op.args
-    program = ctx.graph.values[program_id]
-    steps = chain_steps(getattr(program, "items", ()))
-    if any(len(st) != 4 for st in steps):
-        steps = []
-    regs = len(ins)
-    ok = 1 <= len(ins) < MAX_INPUTS and steps
-    for kind, row, a, b in steps if ok else ():
-        ok = ok and (kind, row) in _ROWS and 0 <= a < regs and (kind == 0 or 0 <= b < regs)
-        regs += 1
-    if not ok:
-        raise FormatError(f"{op.name}: program {list(getattr(program, 'items', ()))} is not "
-                          f"steps of (kind, row, a, b) over {len(ins)} inputs",
-                          field=ctx.where(op))
-    return ins, steps, out_id
-
-
-_ROWS = {(0, r) for r in range(len(TABLE))} | {(1, r) for r in range(len(BINARY))}
-
-
-async def build_chain(ctx, op):
-    ins, steps, out_id = _chain_args(ctx, op)
-    out = ctx.float_tensor(out_id, op)
-    for vid in ins:
-        if tuple(ctx.float_tensor(vid, op).shape) != tuple(out.shape):
-            raise FormatError(f"{op.name}: input {vid} {list(ctx.tensor(vid, op).shape)} and "
-                              f"output {list(out.shape)} differ", field=ctx.where(op))
-    if out.numel == 0:
-        return
-    wg = elementwise_workgroup(ctx)
-    pipeline = await ctx.pipeline(chain_kernel(len(ins), steps), {"wg_size": wg}, "chain",
-                                  half=ctx.half(out_id))
-    params = PARAMS.pack(numel=out.numel, inf=math.inf, nan=math.nan)
-    binds = [(0, ins[0]), (1, out_id)] + [(1 + i, vid) for i, vid in enumerate(ins[1:], 1)]
-    ctx.note_kernel(op, fused=f"{len(steps)} element-wise ops")
-    ctx.dispatch(op, pipeline, binds + [(len(ins) + 1, ctx.uniform(params, f"{op.name} params"))],
-                 ctx.grid(-(-out.numel // wg)))
-    follow_actual_size(ctx, out_id, wg)
-
-
-def reference_chain(read, values, args):
-    *ins, program_id, out_id = args
-    steps = chain_steps(values[program_id].items)
-    code = "e" if values[out_id].dtype.name == "float16" else "f"
-    regs = [read(vid).values for vid in ins]
-    for kind, row, a, b in steps:
-        if kind == 0:
-            regs.append([cpu.round_one(TABLE[row].ref(v, {}), code) for v in regs[a]])
-        else:
-            regs.append([cpu.round_one(BINARY[row].ref(x, y, 1.0), code)
-                         for x, y in zip(regs[a], regs[b])])
-    return regs[-1]
-
-
-define(FUSED, build_chain, reference_chain, None, half=True, sizes=sizes.same_as_first)

@@ -14,7 +14,7 @@ import struct
 
 from .. import formats
 from ..errors import FormatError, GpuLimitError, PteError, UnsupportedError, count
-from ..gpu.interface import Buffer, Copy, Dispatch, align4, fold_grid
+from ..gpu.recording import Buffer, Copy, Dispatch, align4, fold_grid
 from ..model.dtypes import FLOAT16
 from ..model.graph import Graph, ListValue, TensorValue
 from ..ops import registry

@@ -24,7 +24,7 @@ Outputs of dynamic shape are cut out of their padded layout when read back.
 from __future__ import annotations
 
 from ..errors import InputError, UnsupportedError
-from ..gpu.interface import Dispatch
+from ..gpu.recording import Dispatch
 from ..model.graph import Scalar
 from ..ops.exec_ints import int_value, is_prefix
 

@@ -68,6 +68,12 @@ class IdChecks:
                                      f"[{c.low}, {c.vocab}), the rows of {c.where} (torch "
                                      "raises 'index out of range')")
 
+    def check_readback(self, raw: list) -> None:
+        """``raw``: everything one staging copy read back; the flags are its tail
+        (``readbacks`` come after the outputs)."""
+        flags = len(self.checks)
+        self.check_flags(raw[len(raw) - flags:] if flags else [])
+
     def check_flags(self, raw: list) -> None:
         """``raw``: the flags' bytes as read back, in ``readbacks`` order."""
         for c, data in zip(self.checks, raw):

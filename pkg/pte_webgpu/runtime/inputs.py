@@ -14,11 +14,16 @@ is an ``InputError`` that names the input and what was wrong. Accepted forms:
 - a typed memoryview or an ``array.array`` alone (its own shape);
 - a (nested) list of numbers, or a Python number for a 0-d input, in the program's
   dtype (as ``torch.tensor(values, dtype=...)``: floats beyond the range become inf).
+
+``bind`` reads a method's inputs against its plan for ``Method.execute``: dtypes and
+shapes checked (a dynamic input within its bound, padded to it), each in storage bytes,
+and the inputs the GPU fills (``readout.LastArgmax``) noted.
 """
 
 from __future__ import annotations
 
 import array
+from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..model import dtypes
@@ -33,6 +38,8 @@ from ..model.host_buffers import (
     read_shape,
 )
 from ..model.tensor import Tensor
+from . import dynamic
+from .readout import LastArgmax, fed_shape
 
 try:  # numpy is optional (absent in an offline Pyodide)
     import numpy as _np
@@ -103,3 +110,65 @@ def read_input(x, index: int, default_dtype: str = "float32"):
         data, shape, dtype = numpy_bytes(arr, where)
         return Tensor(data, shape, dtype)
     raise InputError(f"{where}: expected {FORMS}; got {kind(x)}")
+
+
+@dataclass
+class Bound:
+    """One execute's inputs, read and checked (``bind``)."""
+
+    uploads: list = field(default_factory=list)  # (plan value, storage bytes) to write
+    shapes: dict = field(default_factory=dict)  # ("shape", -1, vid): a dynamic input's shape
+    host_inputs: dict = field(default_factory=dict)  # vid: Tensor, for the host steps
+    id_data: list = field(default_factory=list)  # unpadded storage bytes (None: fed on
+    id_shapes: list = field(default_factory=list)  # the GPU) and shape, per input: id checks
+    feeds: list = field(default_factory=list)  # plan values a LastArgmax input fills
+
+
+def bind(inputs, plan, storage, env, method: str, argmax: bool) -> Bound:
+    """``inputs`` against ``plan``'s inputs (``storage``: how they are held; ``env``: the
+    method's DynamicEnv, which says which shapes may vary); LastArgmax inputs only with
+    ``argmax``. InputError naming the input on any mismatch."""
+    inputs = read_list(inputs, len(plan.inputs), method)
+    bound = Bound()
+    for i, (x, vid) in enumerate(zip(inputs, plan.inputs)):
+        want = plan.values[vid]
+        if isinstance(x, LastArgmax):
+            shape = fed_shape(x, i, want, argmax, env.is_dynamic(-1, vid))
+            bound.feeds.append(vid)
+            bound.id_data.append(None)
+            bound.id_shapes.append(shape)
+            if env.is_dynamic(-1, vid):
+                dynamic.check_dynamic_shape(shape, want.sizes, i)
+                bound.shapes[("shape", -1, vid)] = shape
+            bound.host_inputs[vid] = _FedOnGpu(i)
+            continue
+        t = read_input(x, i, want.dtype.name)
+        if t.dtype.name != want.dtype.name:
+            raise InputError(f"input {i}: expected dtype {want.dtype.name}, got "
+                             f"{t.dtype.name}")
+        data = storage.to_storage(t.memoryview(), t.dtype, f"input {i}")
+        bound.id_data.append(data)
+        bound.id_shapes.append(t.shape)
+        if env.is_dynamic(-1, vid):
+            dynamic.check_dynamic_shape(t.shape, want.sizes, i)
+            bound.shapes[("shape", -1, vid)] = t.shape
+            data = dynamic.to_padded(data, t.shape, want.sizes,
+                                     storage.dtype(t.dtype).itemsize, f"input {i}")
+        elif t.shape != tuple(want.sizes):
+            raise InputError(f"input {i}: expected shape {list(want.sizes)}, got "
+                             f"{list(t.shape)}")
+        bound.host_inputs[vid] = t
+        bound.uploads.append((vid, data))
+    return bound
+
+
+class _FedOnGpu:
+    """``DynamicEnv.host_inputs`` entry of an input the GPU fills (LastArgmax): a host step
+    that would read its values cannot."""
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __getattr__(self, name):
+        raise InputError(f"input {self.index}: its values are read on the host (a SymInt or "
+                         "shape computed from them), so it cannot be LastArgmax()")

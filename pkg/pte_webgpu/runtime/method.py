@@ -11,10 +11,11 @@ staging buffer that holds all outputs.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from math import prod
 
 from ..errors import ClosedError, InputError, UnsupportedError
-from ..gpu.interface import Copy, Recording
+from ..gpu.recording import Copy, Recording
 from ..model.graph import Scalar
 from ..model.method_meta import MethodMeta, method_meta
 from ..model.plan_graph import delegate_of, kernel_op, linear_chain, plan_as_graph
@@ -25,8 +26,9 @@ from . import dynamic
 from .build import BuildContext, Resources, build_delegate, call_handler, upload, upload_constant
 from .exclusive import Exclusive
 from .id_checks import IdChecks
-from .inputs import read_input, read_list
-from .readout import LastArgmax, LastRowArgmax, Sample
+from . import readout
+from .inputs import bind
+from .readout import Sample
 from .state import State, mutable_plan_values
 
 # int64 is held as int32, bool as u32 (storage.py)
@@ -47,7 +49,8 @@ class Method:
     """One method of a loaded program (``Program.load_method``), as ExecuTorch's Python
     ``Method``: ``execute``, ``metadata``, ``reset``, ``close``; ``name``, ``kernels`` (how
     each op runs), ``notes`` (storage choices), ``load_seconds``, ``last_profile``,
-    ``closed``. Everything else (plan, buffers, recording, state) is the runtime's own."""
+    ``closed``. Everything else (plan, buffers, recording, state) is the runtime's own;
+    tools read the recorded work through ``gpu_work(method)``."""
 
     def __init__(self, plan: ExecutionPlan, device, storage, options, budget=None):
         self._plan, self._device = plan, device
@@ -71,8 +74,9 @@ class Method:
         self._state = State(device)  # what persists across executes; reset() restores it
         self._mutable = mutable_plan_values(plan)
         self._delegates_built = 0
-        self._argmax = None  # readout.LastRowArgmax, made by the first execute(argmax=True)
-        self._unread: list[PendingArgmax] = []  # execute(wait=False) results not read yet
+        # execute(argmax=True): the argmax pass, made on first use, and the picks not read yet
+        self._picker = readout.Picker(self.name, device, self._resources, self._recording,
+                                      self._id_checks)
         self._dyn.plan_inputs = set(plan.inputs)
 
     # --- load ----------------------------------------------------------------------
@@ -225,15 +229,6 @@ class Method:
         as ExecuTorch's ``Method.metadata`` (the same as ``Program.metadata(name)``)."""
         return method_meta(self._plan)
 
-    def _gpu_parts(self) -> dict:
-        """The recorded GPU work, for tools that replay it outside ``execute``
-        (bench/roundtrip.py): the device, the Recording, the plan's input and output value
-        ids, each plan value's buffer, the (buffer, size) pairs read back and the staging
-        buffer they are copied into. Not a stable API."""
-        return {"device": self._device, "recording": self._recording, "plan": self._plan,
-                "plan_buffers": self._plan_buffers, "outputs": self._outputs,
-                "staging": self._staging, "storage": self._storage}
-
     # --- execute -------------------------------------------------------------------
     def input_specs(self) -> list[tuple[tuple[int, ...], str]]:
         return [(tuple(self._plan.values[v].sizes), self._plan.values[v].dtype.name)
@@ -254,91 +249,60 @@ class Method:
         ``sample=readout.Sample(temperature, seed, draw)`` (with ``argmax=True``): the
         index is drawn from softmax(row / temperature) on the GPU instead.
         """
-        if self.closed:
-            raise ClosedError(f"method {self.name!r} is closed (its program or Runtime was "
-                              "closed); load the program again to run it")
-        if not wait and (not argmax or profile):
-            raise InputError("execute(wait=False) needs argmax=True and profile=False")
-        if sample is not None and not (argmax and isinstance(sample, Sample)):
-            raise InputError("execute(sample=...) takes a readout.Sample, with argmax=True")
-        inputs = read_list(inputs, len(self._plan.inputs), self.name)
-        hosts, env, shapes, host_inputs = [], self._dyn, {}, {}
-        id_hosts, feeds = [], []  # unpadded storage bytes and shape of each input (id checks)
-        for i, (x, vid) in enumerate(zip(inputs, self._plan.inputs)):
-            want = self._plan.values[vid]
-            if isinstance(x, LastArgmax):
-                shape = self._fed_shape(x, i, want, argmax)
-                feeds.append(vid)
-                id_hosts.append((None, shape))
-                if env.is_dynamic(-1, vid):
-                    dynamic.check_dynamic_shape(shape, want.sizes, i)
-                    shapes[("shape", -1, vid)] = shape
-                host_inputs[vid] = _FedOnGpu(i)
-                continue
-            t = read_input(x, i, want.dtype.name)
-            if t.dtype.name != want.dtype.name:
-                raise InputError(f"input {i}: expected dtype {want.dtype.name}, got "
-                                 f"{t.dtype.name}")
-            data = self._storage.to_storage(t.memoryview(), t.dtype, f"input {i}")
-            id_hosts.append((data, t.shape))
-            if env.is_dynamic(-1, vid):
-                dynamic.check_dynamic_shape(t.shape, want.sizes, i)
-                shapes[("shape", -1, vid)] = t.shape
-                data = dynamic.to_padded(data, t.shape, want.sizes,
-                                         self._storage.dtype(t.dtype).itemsize, f"input {i}")
-            elif t.shape != tuple(want.sizes):
-                raise InputError(f"input {i}: expected shape {list(want.sizes)}, got "
-                                 f"{list(t.shape)}")
-            host_inputs[vid] = t
-            hosts.append((vid, data))
+        self._check_open("is closed (its program or Runtime was closed); load the program "
+                         "again to run it")
+        readout.check_request(argmax, wait, sample, profile)
+        bound = bind(inputs, self._plan, self._storage, self._dyn, self.name, argmax)
         if argmax:
-            reader = await self._argmax_reader()
-            if feeds and not reader.ran:
-                raise InputError("LastArgmax input: no execute(argmax=True) ran before")
-            # this execute's staging buffer: the one whose last index must be read first
-            for pending in [p for p in self._unread if p.staging is reader.stagings[1 - reader.turn]]:
-                await pending.result()
+            await self._picker.ready(self._plan, self._plan_buffers, self._storage,
+                                     fed=bool(bound.feeds))
         async with self._lock:  # the execute-time integers belong to this call only
-            if self.closed:  # closed by another thread while this one waited
-                raise ClosedError(f"method {self.name!r} was closed")
+            self._check_open("was closed")  # by another thread while this one waited
             # held open: a Runtime.close() from another thread waits for the uploads and
             # the run instead of destroying the buffers they name
             with self._device.in_use():
-                env.values, env.host_inputs = shapes, host_inputs
-                try:
-                    for buf, data in (env.run(self._recording) if env.active else ()):
-                        upload(self._device, buf, data)
-                    out_shapes = [env.shape(-1, vid, getattr(self._plan.values[vid], "sizes", ()))
-                                  for vid in self._plan.outputs]
-                finally:
-                    env.host_inputs = {}
-                # after the host steps, whose checks (e.g. a position past the KV cache) say more
-                self._id_checks.check_inputs([d for d, _ in id_hosts], [sh for _, sh in id_hosts])
-                for vid, data in hosts:
+                out_shapes = self._host_steps(bound)
+                for vid, data in bound.uploads:
                     upload(self._device, self._plan_buffers[vid], data)
                 self._id_checks.reset(upload, self._device)
                 raw, times = [], []
                 if argmax:
-                    recording = reader.prepare(prod(out_shapes[0]),
-                                               [self._plan_buffers[v] for v in feeds], sample)
+                    feeds = [self._plan_buffers[v] for v in bound.feeds]
                     if not wait:
-                        staging = reader.staging
-                        offsets = self._device.submit(recording, reader.outputs, staging)
-                        reader.ran = True
-                        pending = PendingArgmax(self, staging, offsets, reader.outputs)
-                        self._unread.append(pending)
-                        return pending
-                    raw, times = await self._device.run(recording, reader.outputs,
-                                                        reader.staging, profile=profile)
-                    reader.ran = True
+                        return self._picker.submit(prod(out_shapes[0]), feeds, sample)
+                    raw, times = await self._picker.run(prod(out_shapes[0]), feeds, sample,
+                                                        profile)
                 elif self._outputs:
-                    raw, times = await self._device.run(self._recording, self._outputs, self._staging,
-                                                       profile=profile)
-        self._check_flags(raw)
+                    raw, times = await self._device.run(self._recording, self._outputs,
+                                                       self._staging, profile=profile)
+        self._id_checks.check_readback(raw)
         if profile:
             self.last_profile = self._profile_rows(times)
         if argmax:
-            return [int.from_bytes(bytes(raw[0][:4]), "little")]
+            return readout.index_of(raw)
+        return self._read_outputs(raw, out_shapes, as_numpy)
+
+    def _check_open(self, what: str) -> None:
+        if self.closed:
+            raise ClosedError(f"method {self.name!r} {what}")
+
+    def _host_steps(self, bound) -> list[tuple]:
+        """The steps run on the host before the submit (SymInts, actual shapes; their
+        uploads), then the id checks of the host ids; each output's actual shape."""
+        env = self._dyn
+        env.values, env.host_inputs = bound.shapes, bound.host_inputs
+        try:
+            for buf, data in (env.run(self._recording) if env.active else ()):
+                upload(self._device, buf, data)
+            out_shapes = [env.shape(-1, vid, getattr(self._plan.values[vid], "sizes", ()))
+                          for vid in self._plan.outputs]
+        finally:
+            env.host_inputs = {}
+        # after the host steps, whose checks (e.g. a position past the KV cache) say more
+        self._id_checks.check_inputs(bound.id_data, bound.id_shapes)
+        return out_shapes
+
+    def _read_outputs(self, raw, out_shapes, as_numpy: bool | None) -> list:
         as_numpy = numpy_available() if as_numpy is None else as_numpy
         outs, raw = [], iter(raw)
         for vid, shape in zip(self._plan.outputs, out_shapes):
@@ -351,39 +315,6 @@ class Method:
             outs.append(output(self._storage.from_storage(data, t.dtype), shape, t.dtype,
                                as_numpy))
         return outs
-
-    def _check_flags(self, raw) -> None:
-        flags = len(self._id_checks.checks)  # read back after the outputs
-        self._id_checks.check_flags(raw[len(raw) - flags:] if flags else [])
-
-    def _fed_shape(self, x: LastArgmax, i: int, want, argmax: bool) -> tuple:
-        if not argmax:
-            raise InputError(f"input {i}: LastArgmax() is fed by execute(argmax=True) only")
-        shape = (1,) * len(want.sizes) if x.shape is None else x.shape
-        if want.dtype.name not in ("int32", "int64") or prod(shape) != 1 or \
-                len(shape) != len(want.sizes):
-            raise InputError(f"input {i}: LastArgmax{list(shape)} fills one element of an "
-                             f"int32/int64 input; this one is {want.dtype.name}"
-                             f"{list(want.sizes)}")
-        if tuple(want.sizes) != shape and not self._dyn.is_dynamic(-1, self._plan.inputs[i]):
-            raise InputError(f"input {i}: expected shape {list(want.sizes)}, got "
-                             f"{list(shape)}")
-        return shape
-
-    async def _argmax_reader(self) -> LastRowArgmax:
-        if self._argmax is None:
-            vid = self._plan.outputs[0] if self._plan.outputs else None
-            value = self._plan.values[vid] if vid is not None else None
-            if not isinstance(value, PlanTensor) or value.dtype.name not in ("float32",
-                                                                            "float16") \
-                    or not value.sizes or not value.sizes[-1]:
-                raise InputError(f"method {self.name!r}: argmax needs output 0 to be a float "
-                                 "tensor with a last dim")
-            self._argmax = await LastRowArgmax.create(
-                self._device, self._resources, self._recording, self._plan_buffers[vid],
-                value.sizes[-1], self._storage.dtype(value.dtype).name == "float16",
-                self._id_checks.readbacks())
-        return self._argmax
 
     def reset(self) -> None:
         """Restore the state that persists across executes (mutable buffers, KV caches
@@ -408,41 +339,27 @@ class Method:
             self._lock.when_free(self._resources.release)
 
 
-class PendingArgmax:
-    """The result of ``execute(argmax=True, wait=False)``: ``await pending`` (or
-    ``await pending.result()``) gives ``[index]`` once the GPU has run the step."""
+@dataclass(frozen=True)
+class GpuWork:
+    """``gpu_work(method)``: the GPU work an execute replays, by parts."""
 
-    def __init__(self, method: Method, staging, offsets, outputs):
-        self._method, self.staging = method, staging
-        self._offsets, self._outputs = offsets, outputs
-        self._value: list[int] | None = None
-
-    async def result(self) -> list[int]:
-        if self._value is None:
-            method = self._method
-            if self not in method._unread:
-                raise InputError("this step's result was lost: an earlier read of it failed")
-            try:
-                raw = await method._device.read_outputs(self.staging, self._offsets,
-                                                        self._outputs)
-            finally:
-                method._unread.remove(self)
-            method._check_flags(raw)
-            self._value = [int.from_bytes(bytes(raw[0][:4]), "little")]
-        return self._value
-
-    def __await__(self):
-        return self.result().__await__()
+    device: object  # the GpuDevice
+    recording: Recording  # the steps, dispatch grids as the last execute set them
+    inputs: list  # one Buffer per plan input, in input order, written before each run
+    outputs: list  # (Buffer, bytes) copied into ``staging``: the tensor outputs in order,
+    #               then the id-check flags (runtime/id_checks.py)
+    staging: object  # the map-read Buffer they are copied into (None: nothing read back)
+    storage: object  # how float16 is held (runtime/storage.py): to_storage / from_storage
+    # what an execute(argmax=True) submits (the LastArgmax copies, ``recording``'s steps,
+    # the argmax); None before the first one
+    pick_recording: Recording | None
 
 
-class _FedOnGpu:
-    """``DynamicEnv.host_inputs`` entry of an input the GPU fills (LastArgmax): a host step
-    that would read its values cannot."""
-
-    def __init__(self, index: int):
-        self.index = index
-
-    def __getattr__(self, name):
-        raise InputError(f"input {self.index}: its values are read on the host (a SymInt or "
-                         "shape computed from them), so it cannot be LastArgmax()")
-
+def gpu_work(method: Method) -> GpuWork:
+    """A loaded method's recorded work and the buffers it reads and writes, for tools
+    and tests that inspect it or replay it outside ``execute`` (bench/roundtrip.py drives
+    it from plain JS). A function, not a Method attribute: a Method shows only
+    ExecuTorch's API."""
+    m = method
+    return GpuWork(m._device, m._recording, [m._plan_buffers[vid] for vid in m._plan.inputs],
+                   list(m._outputs), m._staging, m._storage, m._picker.recording)

@@ -1,12 +1,21 @@
 """Reductions of an output on the GPU before it is read back. Greedy decoding needs only
 the argmax of the logits' last row: 4 bytes instead of the row (196 KB for a 49152-token
 vocab), and no pass over it on the host (slow in Pyodide). Sampling at a temperature is
-the same pass with Gumbel noise added (``Sample``)."""
+the same pass with Gumbel noise added (``Sample``).
+
+The decoding API of ``Method.execute(inputs, argmax=True, wait=..., sample=...)``:
+``LastArgmax`` (an input fed with the previous pick on the GPU), ``Sample`` (draw
+instead of argmax), ``PendingArgmax`` (what ``wait=False`` returns); inside, one
+``Picker`` per method (the argmax pass, the two staging buffers taking turns, the picks
+not read yet) and ``check_request`` / ``fed_shape`` (the checks of those arguments)."""
 
 from __future__ import annotations
 
+from math import prod
+
 from ..errors import InputError
-from ..gpu.interface import Copy, Dispatch, Recording
+from ..gpu.recording import Copy, Dispatch, Recording
+from ..model.program_file import PlanTensor
 from ..shaders.compose import Binding, Kernel, Uniform
 
 PARAMS = Uniform(("offset", "u32"), ("width", "u32"), ("temperature", "f32"), ("seed", "u32"),
@@ -87,3 +96,123 @@ class LastRowArgmax:
                                      for dst in feeds] + self._base.steps
         self.turn = 1 - self.turn
         return self.recording
+
+
+# --- the decoding API of Method.execute ---------------------------------------------------
+def check_request(argmax: bool, wait: bool, sample, profile: bool) -> None:
+    """``execute``'s decoding arguments, checked before anything is read."""
+    if not wait and (not argmax or profile):
+        raise InputError("execute(wait=False) needs argmax=True and profile=False")
+    if sample is not None and not (argmax and isinstance(sample, Sample)):
+        raise InputError("execute(sample=...) takes a readout.Sample, with argmax=True")
+
+
+def fed_shape(x: LastArgmax, i: int, want, argmax: bool, dynamic: bool) -> tuple:
+    """The shape of input ``i`` fed on the GPU by ``x``, checked against the plan's
+    ``want`` (a PlanTensor; ``dynamic``: its shape may vary)."""
+    if not argmax:
+        raise InputError(f"input {i}: LastArgmax() is fed by execute(argmax=True) only")
+    shape = (1,) * len(want.sizes) if x.shape is None else x.shape
+    if want.dtype.name not in ("int32", "int64") or prod(shape) != 1 or \
+            len(shape) != len(want.sizes):
+        raise InputError(f"input {i}: LastArgmax{list(shape)} fills one element of an "
+                         f"int32/int64 input; this one is {want.dtype.name}"
+                         f"{list(want.sizes)}")
+    if tuple(want.sizes) != shape and not dynamic:
+        raise InputError(f"input {i}: expected shape {list(want.sizes)}, got "
+                         f"{list(shape)}")
+    return shape
+
+
+def index_of(raw) -> list[int]:
+    """``[index]``: the picked index from the read-back bytes (the first output)."""
+    return [int.from_bytes(bytes(raw[0][:4]), "little")]
+
+
+class Picker:
+    """The GPU picks of one Method (``execute(argmax=True)``): the argmax pass appended to
+    its recording, made on first use, and the picks submitted without waiting
+    (``wait=False``) that are not read yet. Per execute: ``ready`` (before the run),
+    then ``run`` (wait) or ``submit`` (returns a ``PendingArgmax``)."""
+
+    def __init__(self, method: str, device, resources, recording: Recording, id_checks):
+        self._method, self._device, self._resources = method, device, resources
+        self._base, self._id_checks = recording, id_checks
+        self._reader: LastRowArgmax | None = None
+        self._unread: list[PendingArgmax] = []
+
+    @property
+    def recording(self) -> Recording | None:
+        """What a pick submits: the LastArgmax copies, the method's steps, the argmax
+        (as the last pick set them); None before the first pick."""
+        return None if self._reader is None else self._reader.recording
+
+    async def ready(self, plan, plan_buffers: dict, storage, fed: bool) -> None:
+        """Before the run: the argmax pass of output 0 of ``plan`` (its buffer in
+        ``plan_buffers``, held as ``storage`` says), made the first time; a LastArgmax
+        input (``fed``) needs a pick to copy; the pending pick whose staging buffer this
+        one takes is read first."""
+        if self._reader is None:
+            vid = plan.outputs[0] if plan.outputs else None
+            value = plan.values[vid] if vid is not None else None
+            if not isinstance(value, PlanTensor) or value.dtype.name not in ("float32",
+                                                                            "float16") \
+                    or not value.sizes or not value.sizes[-1]:
+                raise InputError(f"method {self._method!r}: argmax needs output 0 to be a "
+                                 "float tensor with a last dim")
+            self._reader = await LastRowArgmax.create(
+                self._device, self._resources, self._base, plan_buffers[vid], value.sizes[-1],
+                storage.dtype(value.dtype).name == "float16", self._id_checks.readbacks())
+        reader = self._reader
+        if fed and not reader.ran:
+            raise InputError("LastArgmax input: no execute(argmax=True) ran before")
+        # this execute's staging buffer: the one whose last index must be read first
+        for pending in [p for p in self._unread if p.staging is reader.stagings[1 - reader.turn]]:
+            await pending.result()
+
+    async def run(self, valid_elements: int, feeds, sample, profile: bool):
+        """Run one pick and wait: (raw, times) as ``GpuDevice.run`` gives them."""
+        reader = self._reader
+        recording = reader.prepare(valid_elements, feeds, sample)
+        raw, times = await self._device.run(recording, reader.outputs, reader.staging,
+                                            profile=profile)
+        reader.ran = True
+        return raw, times
+
+    def submit(self, valid_elements: int, feeds, sample) -> "PendingArgmax":
+        """Submit one pick without waiting for it."""
+        reader = self._reader
+        recording = reader.prepare(valid_elements, feeds, sample)
+        staging = reader.staging
+        offsets = self._device.submit(recording, reader.outputs, staging)
+        reader.ran = True
+        pending = PendingArgmax(self, staging, offsets, reader.outputs)
+        self._unread.append(pending)
+        return pending
+
+
+class PendingArgmax:
+    """The result of ``execute(argmax=True, wait=False)``: ``await pending`` (or
+    ``await pending.result()``) gives ``[index]`` once the GPU has run the step."""
+
+    def __init__(self, picker: Picker, staging, offsets, outputs):
+        self._picker, self.staging = picker, staging
+        self._offsets, self._outputs = offsets, outputs
+        self._value: list[int] | None = None
+
+    async def result(self) -> list[int]:
+        if self._value is None:
+            picker = self._picker
+            if self not in picker._unread:
+                raise InputError("this step's result was lost: an earlier read of it failed")
+            try:
+                raw = await picker._device.read_outputs(self.staging, self._offsets,
+                                                        self._outputs)
+            finally:
+                picker._unread.remove(self)
+            picker._id_checks.check_readback(raw)
+            self._value = index_of(raw)
+        return self._value
+
+    def __await__(self):
+        return self.result().__await__()

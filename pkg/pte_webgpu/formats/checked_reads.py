@@ -69,3 +69,29 @@ def check_ids(ids, n_values: int, where: str, owner: str = "plan") -> list[int]:
             raise FormatError(f"value id {v} is out of range (the {owner} has {n_values} values)",
                               field=f"{where}[{i}]")
     return list(ids)
+
+
+def magic(buf, offset: int, expected: bytes, what: str, file: str = "") -> None:
+    """``expected`` at ``offset``, or a FormatError naming what was found there."""
+    found = bytes(buf[offset:offset + len(expected)])
+    if found != expected:
+        raise FormatError(f"{file + ': ' if file else ''}expected {what} magic {expected!r}, "
+                          f"found {found!r}", offset=offset)
+
+
+def header(buf, cls, prefix: str, layout):
+    """``cls(*fields)`` from a fixed header: ``layout`` is ``(name, offset, size)`` per field."""
+    return cls(*(uint(buf, offset, size, f"{prefix} {name}") for name, offset, size in layout))
+
+
+def union_reader(table, code: int, what: str, where: str):
+    """A reader of a flatbuffer union's payload as one member type: ``read(cls)``;
+    a FormatError when the union has a type but no payload."""
+    if table is None:
+        raise FormatError(f"{what} of type code {code} has no payload", field=where)
+
+    def read(cls):
+        obj = cls()
+        obj.Init(table.Bytes, table.Pos)
+        return obj
+    return read

@@ -1,6 +1,6 @@
 """Export a Llama-family GGUF to Vulkan-delegated .pte programs plus its tokenizer.
 
-    python -m pte_webgpu.export.llm MODEL.gguf --out-dir build/llm --name NAME
+    python -m pte_webgpu.export.build_llm MODEL.gguf --out-dir build/llm --name NAME
         [--max-seq-len 1024] [--max-context-len N] [--variants fp32,fp16]
 
 Writes NAME.pte (fp32), NAME-fp16.pte (Vulkan ``force_fp16``), NAME.tokenizer.json and
@@ -68,7 +68,8 @@ def export(gguf_path: Path, out_dir: Path, name: str, max_seq_len: int, max_cont
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pte_webgpu.export.llm", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m pte_webgpu.export.build_llm",
+                                 description=__doc__.split("\n")[0])
     ap.add_argument("gguf", type=Path)
     ap.add_argument("--out-dir", type=Path, default=Path("build/llm"))
     ap.add_argument("--name", required=True)

@@ -14,7 +14,7 @@ import gpu_bench
 from pte_webgpu.gpu.recording import Dispatch, Recording, fold_grid
 from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import Graph, OpCall, TensorValue
-from pte_webgpu.ops import matmul
+from pte_webgpu.ops import matmul, matmul_choice
 from pte_webgpu.runtime.build import BuildContext, Resources
 
 OP = "aten.linear.default"
@@ -66,11 +66,11 @@ async def bench_linear(device, m: int, k: int, n: int, half: bool = False, varia
         # read up to 3x slower on the H200 at some shapes, the same kernel later did not
         chosen_step = ctx.recording.steps[-1]
         todo = []
-        names = variants or [v.name for v in matmul.candidates(device.info, m, k, half)]
+        names = variants or [v.name for v in matmul_choice.candidates(device.info, m, k, half)]
         binds = [(0, 0), (1, 1), (2, 3), (4, 2)]
         for name in names:
-            v = matmul.parse(name).for_k(k).for_dtype(half)
-            if matmul.supported(v, device.info):
+            v = matmul_choice.parse(name).for_k(k).for_dtype(half)
+            if matmul_choice.supported(v, device.info):
                 continue
             ctx.begin_op(0, op)
             await matmul.record(ctx, op, v, binds, m, n, k, True, half)

@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import matmul_bench  # noqa: E402
 from pte_webgpu.gpu.interface import AdapterInfo  # noqa: E402
-from pte_webgpu.ops import matmul  # noqa: E402
+from pte_webgpu.ops import matmul_choice  # noqa: E402
 
 # The H200's adapter as wgpu-native reports what the rule reads (subgroups, limits).
 H200 = AdapterInfo("native", "nvidia", "", "NVIDIA H200", False,
@@ -28,7 +28,7 @@ def main(src="docs/bench/linear_h200.json", dst="build/bench/linear_h200_rule.js
     for r in list(recs):
         m, k, n = r["shape"]
         half = r["dtype"] == "float16"
-        pick = matmul.choose(H200, m, n, k, half).for_k(k).for_dtype(half)
+        pick = matmul_choice.choose(H200, m, n, k, half).for_k(k).for_dtype(half)
         if r["impl"] == "ours" and pick.name == r["variant"]:
             recs.append(dict(r, variant="chosen " + r["variant"]))
     Path(dst).parent.mkdir(parents=True, exist_ok=True)

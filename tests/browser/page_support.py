@@ -2,7 +2,6 @@
 # Fetches a fixture from the static server, runs it on WebGPU, compares with torch.
 import os
 import struct
-from importlib import import_module
 
 import pte_webgpu
 from pte_webgpu.formats import npy
@@ -93,9 +92,10 @@ async def fixture_with_variant(family, variant, name, ptd_files):
 
 
 def adapter_supports(family, variant):
-    """Why this adapter cannot run ``variant`` of ops/<family>.py (None when it can)."""
-    ops = import_module(f"pte_webgpu.ops.{family}")
-    return ops.supported(ops.parse(variant), _runtime.device.info)
+    """Why this adapter cannot run ``variant`` of ``family`` (None when it can)."""
+    from pte_webgpu.ops.variants import families
+    fam = families()[family]
+    return fam.why_not(fam.check(variant), _runtime.device.info)
 
 
 async def run_edge(name):

@@ -36,14 +36,14 @@ def test_llama_caches_are_state_with_their_own_buffers(runtime):
 @pytest.mark.parametrize("gemv_rows", [8, 24])
 @pytest.mark.parametrize("name", [n for n in NAMES if INDEX[n].get("dynamic")])
 def test_dynamic_decoder_with_gpu_matmul_forms(runtime, name, gemv_rows, monkeypatch):
-    """Lavapipe taken for a GPU (matmul.is_cpu False): the prefill-sized linears record a
+    """Lavapipe taken for a GPU (matmul_choice.is_cpu False): the prefill-sized linears record a
     tiled product and its matrix-vector twin, and each execute runs the one its actual
     rows call for (the other's grid is empty); prefill and decode both match torch. The
     GPUs' matrix-vector limit lowered to the bound's scale: 8 (the 20-row prefill takes
     the tiles) or 24 (it takes the matrix-vector form)."""
-    from pte_webgpu.ops import matmul
-    monkeypatch.setattr(matmul, "is_cpu", lambda adapter: False)
-    monkeypatch.setattr(matmul, "GPU_GEMV_ROWS", gemv_rows)
+    from pte_webgpu.ops import matmul_choice
+    monkeypatch.setattr(matmul_choice, "is_cpu", lambda traits: False)
+    monkeypatch.setattr(matmul_choice, "GPU_GEMV_ROWS", gemv_rows)
     pte = (DECODERS / f"{name}.pte").read_bytes()
     npz = (DECODERS / f"{name}.npz").read_bytes()
     report = run_sync(decoder_report(runtime, pte, npz))

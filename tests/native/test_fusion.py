@@ -62,9 +62,9 @@ def test_fused_equals_unfused_in_gpu_forms(name, monkeypatch):
     """Lavapipe taken for a GPU (its matrix-vector limit lowered to 8 rows): a 20-row
     prefill runs the tiled matrix-matrix form of every fused linear (split and residual
     epilogues), decode its matrix-vector twin."""
-    from pte_webgpu.ops import matmul
-    monkeypatch.setattr(matmul, "is_cpu", lambda adapter: False)
-    monkeypatch.setattr(matmul, "GPU_GEMV_ROWS", 8)
+    from pte_webgpu.ops import matmul_choice
+    monkeypatch.setattr(matmul_choice, "is_cpu", lambda traits: False)
+    monkeypatch.setattr(matmul_choice, "GPU_GEMV_ROWS", 8)
     _check(name, _report(name))
 
 
@@ -153,13 +153,13 @@ def _block(storage, dtype, m, bias, variant, fuse):
 def test_fused_block_equals_unfused(device, variant, m, bias, half):
     import numpy as np
     from pte_webgpu.model import dtypes
-    from pte_webgpu.ops import matmul
+    from pte_webgpu.ops import matmul_choice
     from pte_webgpu.runtime.storage import Storage
 
     if half and "shader-f16" not in device.info.features:
         pytest.skip("the adapter has no shader-f16")
-    if variant and matmul.supported(matmul.parse(variant), device.info):
-        pytest.skip(f"{variant}: {matmul.supported(matmul.parse(variant), device.info)}")
+    if variant and matmul_choice.supported(matmul_choice.parse(variant), device.info):
+        pytest.skip(f"{variant}: {matmul_choice.supported(matmul_choice.parse(variant), device.info)}")
     storage, dtype = (Storage(half=True), dtypes.FLOAT16) if half else (WIDE, dtypes.FLOAT32)
     got = {}
     for fuse in (True, False):

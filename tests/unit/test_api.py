@@ -131,6 +131,9 @@ def test_traits_are_derived_once_for_both_backends():
     assert lavapipe.is_cpu and not lavapipe.subgroups and lavapipe.shader_f16
     gpu = info("native", "NVIDIA", "NVIDIA H200").traits
     assert not gpu.is_cpu and gpu.max_invocations == 256 and gpu.workgroup_storage == 16384
+    # the builtins without `enable subgroups;`: wgpu-native's "subgroup" feature (naga)
+    assert swift.subgroup_builtins and lavapipe.subgroup_builtins and not gpu.subgroup_builtins
+    assert info("native", "NVIDIA", "NVIDIA H200", features={"subgroup"}).traits.subgroup_builtins
 
 
 @pytest.mark.parametrize("low,high,want", [(4, 128, (4, 128)), (None, None, None),

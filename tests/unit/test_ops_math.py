@@ -194,8 +194,8 @@ def _gpu(features=(), invocations=1024, storage=32768, backend="native"):
     (2048, 2048, 2048, (), "mm4-16x16"),
 ])
 def test_matmul_choice_on_a_gpu(m, k, n, features, want):
-    from pte_webgpu.ops import matmul
-    assert matmul.choose(_gpu(features), m, n, k).name == want
+    from pte_webgpu.ops import matmul_choice
+    assert matmul_choice.choose(_gpu(features), m, n, k).name == want
 
 
 @pytest.mark.parametrize("m,k,n,want", [
@@ -205,8 +205,8 @@ def test_matmul_choice_on_a_gpu(m, k, n, features, want):
     (4, 4096, 4096, "gemvsg4-32x2"),
 ])
 def test_matmul_choice_for_float16(m, k, n, want):
-    from pte_webgpu.ops import matmul
-    assert matmul.choose(_gpu({"subgroup"}), m, n, k, half=True).for_k(k).name == want
+    from pte_webgpu.ops import matmul_choice
+    assert matmul_choice.choose(_gpu({"subgroup"}), m, n, k, half=True).for_k(k).name == want
 
 
 @pytest.mark.parametrize("n,want", [
@@ -216,24 +216,24 @@ def test_matmul_choice_for_float16(m, k, n, want):
 def test_a_dynamic_linear_records_a_form_per_row_range(n, want):
     """A prefill bound of 1023 rows: the bound's tiles, then each smaller row limit's own
     pick where it differs (the executes of each row range run that one)."""
-    from pte_webgpu.ops import matmul
-    v = matmul.choose(_gpu(()), 1023, n, 576)
-    forms = matmul._row_forms(_gpu(()), 1023, n, 576, v)
+    from pte_webgpu.ops import matmul_choice
+    v = matmul_choice.choose(_gpu(()), 1023, n, 576)
+    forms = matmul_choice.row_forms(_gpu(()), 1023, n, 576, v)
     assert [(top, f.name) for top, f in forms] == want
 
 
 def test_matmul_choice_fits_small_adapters():
-    from pte_webgpu.ops import matmul
-    from pte_webgpu.ops.rms_norm import TYPICAL_ADAPTERS
+    from pte_webgpu.ops import matmul_choice
+    from pte_webgpu.ops.variants import TYPICAL_ADAPTERS
     # 16 KB of workgroup storage: 16 x 16 tiles step K by 8; CPU adapters: one SIMD
     # vector per matrix-vector workgroup (4 lanes when the subgroup width is unknown)
-    assert matmul.choose(_gpu(storage=16384), 2048, 2048, 2048).name == "mm4-16x16"
-    assert matmul.choose(_gpu(storage=8192), 2048, 2048, 2048).name == "mm4-16x8"
-    assert matmul.choose(_gpu(invocations=64), 2048, 2048, 2048).name == "mm4-8x16"
+    assert matmul_choice.choose(_gpu(storage=16384), 2048, 2048, 2048).name == "mm4-16x16"
+    assert matmul_choice.choose(_gpu(storage=8192), 2048, 2048, 2048).name == "mm4-16x8"
+    assert matmul_choice.choose(_gpu(invocations=64), 2048, 2048, 2048).name == "mm4-8x16"
     cpu = TYPICAL_ADAPTERS["chromium-swiftshader"]
-    assert matmul.choose(cpu, 1, 64, 64).name == "gemvsg4-4x4"
-    assert matmul.choose(cpu, 37, 64, 64).name == "mm4-8x8"
-    assert matmul.choose(cpu, 1, 64, 63).name == "gemvsg-4x4"  # K % 4: scalar loads
+    assert matmul_choice.choose(cpu, 1, 64, 64).name == "gemvsg4-4x4"
+    assert matmul_choice.choose(cpu, 37, 64, 64).name == "mm4-8x8"
+    assert matmul_choice.choose(cpu, 1, 64, 63).name == "gemvsg-4x4"  # K % 4: scalar loads
     for name in ("gemv4-64x3", "mm4-16x6", "gemv4-48x1", "fast"):
         with pytest.raises(UnsupportedError):
-            matmul.parse(name)
+            matmul_choice.parse(name)

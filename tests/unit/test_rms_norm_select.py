@@ -131,8 +131,7 @@ class Ctx:
 
 def pick(adapter, rows, width, **options):
     ctx = Ctx(**options)
-    variant = rms_norm.VARIANTS.pick(ctx, "op", lambda: choose(adapter, rows, width),
-                                     rms_norm.fitted(adapter, width))
+    variant = rms_norm.VARIANTS.pick(ctx, "op", adapter, rows=rows, width=width)
     assert ctx.noted == {"variant": variant.name, "picked": ctx.noted["picked"]}
     return variant, ctx.noted["picked"]
 

@@ -36,6 +36,9 @@ class AdapterTraits:
 
     is_cpu: bool  # a software adapter: barriers cost more than arithmetic
     subgroups: bool  # our WGSL may use `enable subgroups;` (subgroupAdd, ...)
+    # subgroupAdd & co. usable at all: the browser's "subgroups" (with `enable
+    # subgroups;`) or wgpu-native's "subgroup" (naga takes the builtins without it)
+    subgroup_builtins: bool
     subgroup_sizes: tuple[int, int] | None  # (min, max) lanes, when reported
     max_invocations: int  # per workgroup, and along x (1-D workgroups)
     workgroup_storage: int  # bytes of var<workgroup> per workgroup
@@ -71,6 +74,7 @@ def traits_of(info: AdapterInfo) -> AdapterTraits:
         is_cpu=bool(info.is_fallback) or any(w in text for w in _CPU_WORDS),
         # Browser only: wgpu-native's WGSL front end (naga) rejects `enable subgroups;`.
         subgroups=info.backend == "browser" and "subgroups" in info.features,
+        subgroup_builtins=bool({"subgroups", "subgroup"} & set(info.features)),
         subgroup_sizes=info.subgroup_sizes,
         max_invocations=int(min(lim.get("maxComputeInvocationsPerWorkgroup")
                                 or _DEFAULT_INVOCATIONS,

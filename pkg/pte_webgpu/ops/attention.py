@@ -25,8 +25,9 @@ from ..errors import FormatError, InputError, UnsupportedError
 from ..model.graph import Null, Scalar
 from ..shaders.compose import Binding, Kernel, Uniform
 from . import sizes
-from .common import elementwise_workgroup, pow2_workgroup
-from .exec_ints import follow_actual_size, int_key, int_value, ref_int, size_key, slots
+from .args import number, ref_int
+from .common import elementwise_workgroup, pow2_lanes
+from .exec_ints import follow_actual_size, int_key, int_value, size_key, slots
 from .registry import register
 from .variants import declare
 
@@ -38,10 +39,27 @@ KERNEL = Kernel("sdpa_kv_cache", (
     Binding(4, "v_cache", "read_write"), Binding(5, "out", "read_write"),
     Binding(6, "ints", type="i32"), Binding(8, "parts", "read_write", type="f32")), PARAMS,
     uniform_binding=7, snippets=("flat_index", "bits", "nan_minmax", "tree"))
+
+
+def _choose(traits, dim: int) -> str:
+    """A workgroup per query row and head where one holds head_dim lanes: on CPU
+    adapters ``rows``, on GPUs ``split``; else ``elements``."""
+    if pow2_lanes(traits, dim) < dim:
+        return "elements"
+    return "rows" if traits.is_cpu else "split"
+
+
+def _supported(form: str, traits, dim: int) -> str | None:
+    lanes = pow2_lanes(traits, dim)
+    if form in ("rows", "split") and lanes < dim:
+        return f"needs {dim} lanes per workgroup (the head dim); this adapter gives {lanes}"
+    return None
+
+
 VARIANTS = declare("sdpa", ("rows", "elements", "split"),
                    doc="rows: a workgroup per query row and head; elements: an invocation "
                    "per output element; split: rows, and a decode step's cache rows split "
-                   "across workgroups, then combined")
+                   "across workgroups, then combined", choose=_choose, supported=_supported)
 SPAN_ROWS = 32  # cache rows per split part at full context: parts = cache_rows / SPAN_ROWS
 MAX_PARTS = 32
 
@@ -54,8 +72,7 @@ def reference(read, values, args, write=None):
     start = ref_int(read, values, args[5])
     _, seq, heads, dim = q.shape
     rows, kv_heads = kc.shape[1], kc.shape[2]
-    scale = float(values[args[10]].value) if getattr(values[args[10]], "kind", "") in (
-        "double", "int") else 1.0 / math.sqrt(dim)
+    scale = number(values[args[10]], 1.0 / math.sqrt(dim))
     k_cache, v_cache = list(kc.values), list(vc.values)
     row_len = kv_heads * dim
     for s in range(seq):
@@ -145,10 +162,8 @@ async def build_sdpa_with_kv_cache(ctx, op):
         return
     ints, (start_slot, len_slot) = slots(ctx, op, [int_key(ctx, op, start_id),
                                                    size_key(ctx, q_id, 1)])
-    lanes = pow2_workgroup(ctx, dim)
-    traits = ctx.device.info.traits
-    form = VARIANTS.pick(ctx, op, lambda: "elements" if lanes < dim else
-                         "rows" if traits.is_cpu else "split", lambda f: _fit(f, lanes, dim))
+    lanes = pow2_lanes(ctx.device.info.traits, dim)
+    form = VARIANTS.pick(ctx, op, dim=dim)
     parts = min(MAX_PARTS, -(-kc.shape[1] // SPAN_ROWS)) if form == "split" else 1
     params = ctx.uniform(PARAMS.pack(heads=heads, kv_heads=kv_heads, head_dim=dim,
                                      cache_rows=kc.shape[1], s_bound=s_bound,
@@ -193,10 +208,3 @@ async def _record_split(ctx, op, io, out_id, groups: int, row: int, lanes: int,
     ctx.dispatch(op, combine, [(5, out_id)] + io[5:] + [(8, parts)], ctx.grid(-(-row // wg)))
     follow_actual_size(ctx, out_id, lambda n: -(-row // wg) if n <= row else 0,
                        alternative=alternative)
-
-
-def _fit(form: str, lanes: int, dim: int) -> str:
-    if form in ("rows", "split") and lanes < dim:
-        raise UnsupportedError(f"sdpa variant {form!r} needs {dim} lanes per workgroup (the "
-                               f"head dim); this adapter gives {lanes}")
-    return form

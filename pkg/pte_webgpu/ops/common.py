@@ -1,12 +1,12 @@
-"""Helpers the op families share: argument reading, dim normalisation, index math
-and the uniform layout of shapes/strides (``array<vec4<u32>, 2>`` in WGSL)."""
+"""Helpers the op families share: dim normalisation, index math, powers of two,
+workgroup sizes and the uniform layout of shapes/strides (``array<vec4<u32>, 2>`` in
+WGSL). Scalar arguments are read by ops/args.py."""
 
 from __future__ import annotations
 
 import struct
 
 from ..errors import FormatError, UnsupportedError
-from ..model.graph import ListValue, Null, Scalar
 
 MAX_RANK = 8
 ELEMENTWISE_WG = 256  # one invocation per element
@@ -51,14 +51,27 @@ def elementwise_workgroup(ctx) -> int:
 
 def pow2_workgroup(ctx, want: int, cap: int = 256) -> int:
     """Workgroup size of a tree reduction over ``want`` items on this adapter."""
-    return pow2_size(min(cap, ctx.device.info.traits.max_invocations), want)
+    return pow2_lanes(ctx.device.info.traits, want, cap)
+
+
+def pow2_lanes(traits, want: int, cap: int = 256) -> int:
+    """``pow2_workgroup`` on an adapter's traits."""
+    return pow2_size(min(cap, traits.max_invocations), want)
 
 
 def pow2_size(limit: int, want: int) -> int:
     """The smallest power of two >= ``want``, but at most the largest one <= ``limit``."""
-    top = 1 << (max(1, limit).bit_length() - 1)
     size = 1 << (max(1, want) - 1).bit_length()
-    return min(size, top)
+    return min(size, floor_pow2(limit))
+
+
+def is_pow2(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def floor_pow2(n: int) -> int:
+    """The largest power of two <= ``n`` (1 for n < 2)."""
+    return 1 << (max(1, n).bit_length() - 1)
 
 
 def check_rank(op, shape) -> None:
@@ -71,48 +84,3 @@ def same_numel(ctx, op, a_id: int, out_id: int) -> None:
     if a.numel != out.numel:
         raise FormatError(f"{op.name}: output has {out.numel} elements, input {a.numel}",
                           field=ctx.where(op))
-
-
-# --- non-tensor arguments --------------------------------------------------------------
-def _arg(ctx, vid: int):
-    return ctx.graph.values[vid]
-
-
-def int_arg(ctx, vid: int, op) -> int:
-    value = _arg(ctx, vid)
-    if isinstance(value, Scalar) and value.kind == "int":
-        return int(value.value)
-    raise FormatError(f"{op.name}: value {vid} should be an Int, found {value.kind}",
-                      field=ctx.where(op))
-
-
-def number_arg(ctx, vid: int, op) -> float | int:
-    """An Int or Double argument, keeping ints as ints."""
-    value = _arg(ctx, vid)
-    if isinstance(value, Scalar) and value.kind in ("int", "double"):
-        return value.value
-    raise FormatError(f"{op.name}: value {vid} should be an Int or Double, found {value.kind}",
-                      field=ctx.where(op))
-
-
-def bool_arg(ctx, vid: int, op, default: bool = False) -> bool:
-    value = _arg(ctx, vid)
-    if isinstance(value, Null):
-        return default
-    if isinstance(value, Scalar) and value.kind == "bool":
-        return bool(value.value)
-    raise FormatError(f"{op.name}: value {vid} should be a Bool, found {value.kind}",
-                      field=ctx.where(op))
-
-
-def int_list_arg(ctx, vid: int, op, allow_null: bool = False) -> list[int] | None:
-    """An IntList (an Int is taken as a one-item list); Null gives None when allowed."""
-    value = _arg(ctx, vid)
-    if isinstance(value, ListValue) and value.kind == "int_list":
-        return [int(x) for x in value.items]
-    if isinstance(value, Scalar) and value.kind == "int":
-        return [int(value.value)]
-    if allow_null and isinstance(value, Null):
-        return None
-    raise FormatError(f"{op.name}: value {vid} should be an IntList, found {value.kind}",
-                      field=ctx.where(op))

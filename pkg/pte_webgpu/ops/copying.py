@@ -17,6 +17,7 @@ from ..errors import FormatError, UnsupportedError
 from ..model.graph import ListValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, alias
 from . import cpu_reference as cpu
+from .args import int_list, number
 from .common import check_rank, contiguous_strides, elementwise_workgroup, normalize_dim
 from .exec_ints import follow_actual_size
 from .registry import define
@@ -92,7 +93,7 @@ def _cat_parts(values, list_id, dim_vid, out_shape, where):
         raise FormatError(f"aten.cat.default: value {list_id} should be a list of tensors",
                           field=where)
     rank = len(out_shape)
-    dim = normalize_dim(int(cpu.number(values[dim_vid])), rank, "aten.cat.default")
+    dim = normalize_dim(int(number(values[dim_vid])), rank, "aten.cat.default")
     parts, at = [], 0
     for vid in items.items:
         shape = tuple(values[vid].shape)
@@ -149,7 +150,7 @@ def _expand_strides(shape, sizes, out_shape, where):
 async def build_expand(ctx, op):
     x_id, size_id, _implicit, out_id = ctx.args(op, 4)
     x, out = ctx.tensor(x_id, op), ctx.tensor(out_id, op)
-    sizes = cpu.int_list(ctx.graph.values[size_id])
+    sizes = int_list(ctx.graph.values[size_id])
     strides = _expand_strides(x.shape, sizes, out.shape, ctx.where(op))
     await strided_copy(ctx, op, x_id, out_id, out.shape, strides, contiguous_strides(out.shape))
 
@@ -157,7 +158,7 @@ async def build_expand(ctx, op):
 def reference_expand(read, values, args):
     out_shape = values[args[-1]].shape
     x = read(args[0])
-    _expand_strides(x.shape, cpu.int_list(values[args[1]]), out_shape, "expand_copy")
+    _expand_strides(x.shape, int_list(values[args[1]]), out_shape, "expand_copy")
     return [x.values[i] for i in cpu.broadcast_index_map(x.shape, out_shape)]
 
 

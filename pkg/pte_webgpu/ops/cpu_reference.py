@@ -9,7 +9,7 @@ import math
 
 from ..errors import FormatError
 from ..model import f32
-from ..model.graph import ListValue, Null, Scalar
+from .args import int_list, number  # noqa: F401 (the references read cpu.number, cpu.int_list)
 from .common import contiguous_strides
 
 
@@ -67,26 +67,6 @@ def lines(shape, dims, n: int) -> list[list[int]]:
     for pos, line in zip(range(n), index):
         out[line].append(pos)
     return out
-
-
-# --- arguments ---------------------------------------------------------------------
-
-def number(value, default: float | None = None) -> float:
-    if isinstance(value, Scalar) and value.kind in ("int", "double"):
-        return float(value.value)
-    if default is None:
-        raise FormatError(f"expected an Int or Double argument, found {value.kind}")
-    return default
-
-
-def int_list(value) -> list[int] | None:
-    if isinstance(value, ListValue) and value.kind == "int_list":
-        return [int(d) for d in value.items]
-    if isinstance(value, Scalar) and value.kind == "int":
-        return [int(value.value)]
-    if isinstance(value, Null):
-        return None
-    raise FormatError(f"expected an IntList argument, found {value.kind}")
 
 
 # --- elementwise -------------------------------------------------------------------

@@ -34,16 +34,6 @@ def slots(ctx, op, keys):
     return ctx.dyn.slots(ctx.resources, keys)
 
 
-def ref_int(read, values, vid: int, default: int | None = None) -> int | None:
-    """CPU reference: an Int argument, or a SymInt the reference computed (read(vid))."""
-    value = values[vid]
-    if isinstance(value, Scalar) and value.kind == "int":
-        return int(value.value)
-    if isinstance(value, Scalar) and value.kind == "symint":
-        return int(read(vid))
-    return default
-
-
 def follow_actual_size(ctx, out_id: int, per, alternative: bool = False) -> None:
     """Make the dispatch just recorded cover only the actual elements of ``out_id`` at
     execute, when ``out_id`` has a dynamic shape whose valid elements are the first ones of

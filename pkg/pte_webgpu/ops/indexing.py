@@ -18,8 +18,9 @@ from ..errors import FormatError, InputError, UnsupportedError
 from ..model.graph import Null
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, alias
 from . import sizes
+from .args import ref_int
 from .common import elementwise_workgroup, normalize_dim
-from .exec_ints import follow_actual_size, int_value, ref_int, slots
+from .exec_ints import follow_actual_size, int_value, slots
 from .registry import register
 
 

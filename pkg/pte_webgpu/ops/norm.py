@@ -18,7 +18,8 @@ from ..errors import FormatError, UnsupportedError
 from ..model.graph import ListValue, Null
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu_reference as cpu
-from .common import int_list_arg, pow2_workgroup
+from .args import int_list, int_list_arg, number
+from .common import pow2_workgroup
 from .exec_ints import follow_actual_size
 from .registry import define
 
@@ -96,14 +97,14 @@ async def build_layer_norm(ctx, op):
 
 def reference(read, values, args):
     """native_layer_norm: [out, mean, rstd] (its output is a ValueList)."""
-    x, k = read(args[0]), len(cpu.int_list(values[args[1]]) or [])
+    x, k = read(args[0]), len(int_list(values[args[1]]) or [])
     width = math.prod(x.shape[len(x.shape) - k:])
     if not width:
         raise UnsupportedError("native_layer_norm: normalizing over an empty shape")
     has_w, has_b = (not isinstance(values[a], Null) for a in (args[2], args[3]))
     w = read(args[2]).values if has_w else [1.0] * width
     b = read(args[3]).values if has_b else [0.0] * width
-    eps = cpu.number(values[args[4]], F32_EPS)
+    eps = number(values[args[4]], F32_EPS)
     out, means, rstds = [], [], []
     for start in range(0, len(x.values), width):
         row = x.values[start:start + width]

@@ -15,13 +15,11 @@ from ..errors import FormatError, UnsupportedError
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu_reference as cpu
 from . import sizes
+from .args import bool_arg, int_arg, int_list, int_list_arg, number
 from .common import (
-    bool_arg,
     check_rank,
     contiguous_strides,
     elementwise_workgroup,
-    int_arg,
-    int_list_arg,
     normalize_dim,
     normalize_dims,
     pow2_workgroup,
@@ -63,7 +61,7 @@ MEAN, SOFTMAX = 0, 1  # reduce.wgsl's op codes
 
 def mean_reference(read, values, args):
     x = read(args[0])
-    dims = cpu.int_list(values[args[1]])
+    dims = int_list(values[args[1]])
     dims = cpu.norm_dims(dims, len(x.shape)) if dims else list(range(len(x.shape)))
     return [math.fsum(x.values[p] for p in line) / len(line)
             for line in cpu.lines(x.shape, dims, len(x.values))]
@@ -71,7 +69,7 @@ def mean_reference(read, values, args):
 
 def softmax_reference(read, values, args):
     x = read(args[0])
-    dims = cpu.norm_dims([int(cpu.number(values[args[1]]))], len(x.shape)) if x.shape else []
+    dims = cpu.norm_dims([int(number(values[args[1]]))], len(x.shape)) if x.shape else []
     out = [0.0] * len(x.values)
     for line in cpu.lines(x.shape, dims, len(x.values)):
         top = max(x.values[p] for p in line)
@@ -83,7 +81,8 @@ def softmax_reference(read, values, args):
 # A workgroup per line with a halving tree on GPUs; one line per invocation on CPU
 # adapters, where barriers cost most.
 VARIANTS = declare("reduce", ("tree", "lines"), doc="tree: a workgroup per line; lines: a "
-                   "line per invocation")
+                   "line per invocation",
+                   choose=lambda traits: "lines" if traits.is_cpu else "tree")
 LINES_WG = 16  # lines per workgroup in the "lines" form: spread over the CPU's threads
 
 PARAMS = Uniform(("lines", "u32"), ("r", "u32"),  # r: elements per line
@@ -109,8 +108,7 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:
                          kept_shape=[s for s, _ in kept], kept_strides=[t for _, t in kept],
                          red_shape=[s for s, _ in reduced],
                          red_strides=[t for _, t in reduced])
-    traits = ctx.device.info.traits
-    form = VARIANTS.pick(ctx, op, lambda: "lines" if traits.is_cpu else "tree")
+    form = VARIANTS.pick(ctx, op)
     uniform = ctx.uniform(params, f"{op.name} params")
     if form == "lines":
         wg = min(LINES_WG, elementwise_workgroup(ctx))

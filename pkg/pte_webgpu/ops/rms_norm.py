@@ -26,14 +26,15 @@ import re
 from dataclasses import dataclass, replace
 
 from ..errors import FormatError, UnsupportedError
-from ..gpu.adapter import AdapterInfo
 from ..model.graph import TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu_reference as cpu
 from . import sizes
+from .args import number
+from .common import floor_pow2, is_pow2
 from .exec_ints import follow_actual_size
 from .registry import define
-from .variants import declare
+from .variants import declare, traits_of
 
 F32_EPS = 2.0 ** -23  # PyTorch's default eps for rms_norm (float32 machine epsilon)
 SEED = "tree-64"  # the original kernel: kept as a variant
@@ -50,10 +51,6 @@ PARAMS = Uniform(("num_rows", "u32"), ("width", "u32"), ("eps", "f32"))
 _BINDINGS = (Binding(0, "x"), Binding(1, "weight"), Binding(2, "y", "read_write"),
              Binding(0, "x4", type="elem4"), Binding(1, "weight4", type="elem4"),
              Binding(2, "y4", "read_write", "elem4"), Binding(4, "rescue_flags", "read_write", "u32"))
-VARIANTS = declare("rms_norm", (SEED, "tree4-256", "tile4-16x256", "row4-64", "sg4-4"),
-                   parse=lambda name: parse(name),
-                   doc="KINDn-LANES or tile-LANESxWG: tree, tile, row, sg; 4 = vec4 loads; "
-                       "-inline/-tail/-split: where rare rows are redone")
 KERNELS = {
     "rms_norm": Kernel("rms_norm", _BINDINGS, PARAMS, uniform_binding=3,
                        snippets=("bits", "nan_minmax", "flat_index", "tree", "rms_rescue"),
@@ -110,10 +107,6 @@ class Variant:
         return self if not self.vec4 or width % 4 == 0 else replace(self, vec4=False)
 
 
-def _pow2(n: int) -> bool:
-    return n >= 1 and n & (n - 1) == 0
-
-
 def parse(name: str) -> Variant:
     m = _NAME.match(name.strip())
     if not m:
@@ -131,16 +124,16 @@ def parse(name: str) -> Variant:
         raise UnsupportedError(f"rms_norm variant {name!r}: only tile takes LANESxWG")
     else:
         wg, lanes = a, (1 if kind == "row" else a)
-    if not (_pow2(wg) and _pow2(lanes) and lanes <= wg):
+    if not (is_pow2(wg) and is_pow2(lanes) and lanes <= wg):
         raise UnsupportedError(f"rms_norm variant {name!r}: sizes must be powers of two "
                                "with lanes <= workgroup size")
     return Variant(kind, vec, wg, lanes, rescue)
 
 
 # --- adapters -------------------------------------------------------------------------
-def supported(variant: Variant, adapter) -> str | None:
-    """Why ``variant`` cannot run on ``adapter`` (None when it can)."""
-    traits = adapter.traits
+def supported(variant: Variant, adapter, **_) -> str | None:
+    """Why ``variant`` cannot run on ``adapter`` (info or traits; None when it can)."""
+    traits = traits_of(adapter)
     if variant.wg_size > traits.max_invocations:
         return (f"{variant.wg_size} invocations per workgroup exceed the adapter's "
                 f"{traits.max_invocations}")
@@ -149,10 +142,6 @@ def supported(variant: Variant, adapter) -> str | None:
     if variant.kind != "sg" and variant.wg_size * 4 > traits.workgroup_storage:
         return "workgroup storage too small"
     return None
-
-
-def _floor_pow2(n: int) -> int:
-    return 1 << (max(1, n).bit_length() - 1)
 
 
 def choose(adapter, rows: int, width: int) -> Variant:
@@ -170,7 +159,7 @@ def choose(adapter, rows: int, width: int) -> Variant:
     """
     vec = 4 if width % 4 == 0 else 1
     items = width // vec
-    traits = adapter.traits
+    traits = traits_of(adapter)
     top = traits.max_invocations
     if traits.is_cpu:
         if rows < 16 and traits.subgroups:
@@ -181,41 +170,37 @@ def choose(adapter, rows: int, width: int) -> Variant:
         lanes = min(top, 512 if rows <= 64 else 256)
         pick = Variant("tree", True, lanes, lanes)
     else:
-        lanes = max(1, min(32, _floor_pow2(items // 2)))
+        lanes = max(1, min(32, floor_pow2(items // 2)))
         pick = Variant("tile", True, min(256, top), lanes)
     return pick.for_width(width)
 
 
-def candidates(adapter, width: int) -> list[Variant]:
-    """Variants worth measuring on this adapter (bench/): the seed, the chosen family's
-    neighbours, the other shapes and the other rare-row forms; all runnable here."""
+def _measure(traits, width: int, **_) -> list[Variant]:
+    """The seed, the chosen family's neighbours, the other shapes and the other rare-row
+    forms (bench/)."""
     names = ["tree-64", "tree4-64", "tree4-128", "tree4-256", "tree4-512", "tree4-1024",
              "tile4-4x256", "tile4-8x256", "tile4-16x256", "tile4-32x256", "tile4-16x128",
              "row4-64", "sg4-32", "sg4-256",
              # the rare-row forms of the rule's two GPU picks (issue 12)
              "tree4-256-inline", "tree4-256-split", "tile4-8x256-inline", "tile4-8x256-split"]
-    if adapter.traits.is_cpu:
+    if traits.is_cpu:
         names = ["tree-64", "tree4-64", "tile4-4x64", "row4-16", "row4-64", "row-64",
                  "sg4-4", "sg-4"]
-    out = []
-    for n in names:
-        v = parse(n).for_width(width)
-        if supported(v, adapter) is None and v not in out:
-            out.append(v)
-    return out
+    return [parse(n).for_width(width) for n in names]
 
 
-def fitted(adapter, width: int):
-    """A forced variant on this op: scalar loads on odd widths; UnsupportedError when
-    ``adapter`` cannot run it."""
-    def fit(variant: Variant) -> Variant:
-        variant = variant.for_width(width)
-        why = supported(variant, adapter)
-        if why:
-            raise UnsupportedError(f"rms_norm variant {variant.name!r} cannot run on "
-                                   f"{adapter.summary()}: {why}")
-        return variant
-    return fit
+VARIANTS = declare("rms_norm", (SEED, "tree4-256", "tile4-16x256", "row4-64", "sg4-4"),
+                   parse=parse,
+                   doc="KINDn-LANES or tile-LANESxWG: tree, tile, row, sg; 4 = vec4 loads; "
+                       "-inline/-tail/-split: where rare rows are redone",
+                   choose=choose,
+                   supported=supported, adapt=lambda v, width, **_: v.for_width(width),
+                   measure=_measure)
+
+
+def candidates(adapter, width: int) -> list[Variant]:
+    """Variants worth measuring on this adapter (bench/), all runnable there."""
+    return VARIANTS.candidates(adapter, width=width)
 
 
 async def record(ctx, op, variant: Variant, bindings, rows: int, width: int, eps: float,
@@ -260,26 +245,12 @@ async def build(ctx, op):
                           field=f"value {out_id}")
     eps = ctx.float_scalar(eps_id, F32_EPS)
     half = ctx.half(x_id)
-    adapter = ctx.device.info
+    traits = ctx.device.info.traits
     if half:  # the subgroup shader has no f16 form: choose among the others
-        adapter = replace(adapter, features=adapter.features - {"subgroups"})
-    variant = VARIANTS.pick(ctx, op, lambda: choose(adapter, rows, width),
-                            fitted(adapter, width))
+        traits = replace(traits, subgroups=False)
+    variant = VARIANTS.pick(ctx, op, traits=traits, rows=rows, width=width)
     await record(ctx, op, variant, [(0, x_id), (1, w_id), (2, out_id)], rows, width, eps,
                  half)
-
-
-# Two adapters ``inspect`` shows the choice for, without a GPU at hand.
-TYPICAL_ADAPTERS = {
-    "chromium-swiftshader": AdapterInfo(
-        "browser", "google", "swiftshader", "", True, frozenset({"subgroups"}),
-        {"maxComputeInvocationsPerWorkgroup": 256, "maxComputeWorkgroupSizeX": 256,
-         "maxComputeWorkgroupStorageSize": 32768}),
-    "discrete-gpu": AdapterInfo(
-        "browser", "", "", "discrete GPU", False, frozenset(),
-        {"maxComputeInvocationsPerWorkgroup": 1024, "maxComputeWorkgroupSizeX": 1024,
-         "maxComputeWorkgroupStorageSize": 32768}),
-}
 
 
 def choices(graph, op) -> dict[str, str]:
@@ -287,9 +258,7 @@ def choices(graph, op) -> dict[str, str]:
     x = graph.values[op.args[0]] if len(op.args) == 4 else None
     if not isinstance(x, TensorValue) or not x.shape or not x.shape[-1]:
         return {}  # malformed op: inspect shows it, the build refuses it
-    rows, width = x.numel // x.shape[-1], x.shape[-1]
-    return {name: choose(adapter, rows, width).name
-            for name, adapter in TYPICAL_ADAPTERS.items()}
+    return VARIANTS.typical(rows=x.numel // x.shape[-1], width=x.shape[-1])
 
 
 def rms_norm(x: cpu.Array, weight: cpu.Array, eps: float) -> list:
@@ -311,7 +280,7 @@ def rms_norm(x: cpu.Array, weight: cpu.Array, eps: float) -> list:
 
 
 def reference(read, values, args):
-    return rms_norm(read(args[0]), read(args[1]), cpu.number(values[args[2]], F32_EPS))
+    return rms_norm(read(args[0]), read(args[1]), number(values[args[2]], F32_EPS))
 
 
 define("et_vk.rms_norm.default", build, reference, 4, half=True, choices=choices,

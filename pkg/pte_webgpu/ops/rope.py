@@ -16,8 +16,9 @@ from __future__ import annotations
 from ..errors import FormatError
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import sizes
+from .args import ref_int
 from .common import elementwise_workgroup
-from .exec_ints import follow_actual_size, int_key, ref_int, slots
+from .exec_ints import follow_actual_size, int_key, slots
 from .registry import register
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..errors import FormatError, InputError, UnsupportedError
 from ..model.graph import Scalar
-from .exec_ints import ref_int
+from .args import int_or_symint, ref_int
 from .registry import register
 
 
@@ -42,17 +42,6 @@ def _symint_out(ctx, op, vid: int) -> tuple:
     return ("sym", ctx.graph_key, vid)
 
 
-def _int_arg(ctx, op, vid: int):
-    """A static Int value, or None for a SymInt (read at execute)."""
-    value = ctx.graph.values[vid]
-    if isinstance(value, Scalar) and value.kind == "int":
-        return int(value.value)
-    if isinstance(value, Scalar) and value.kind == "symint":
-        return None
-    raise FormatError(f"{op.name}: value {vid} should be an Int or SymInt, found {value.kind}",
-                      field=ctx.where(op))
-
-
 def _flat_offset(shape, dim: int, index: int) -> int:
     """Row-major offset of element ``index`` along ``dim`` (0 along the other dims)."""
     stride = 1
@@ -66,7 +55,7 @@ async def build_select_as_symint(ctx, op):
     x_id, dim_id, index_id, out_id = ctx.args(op, 4)
     key = _symint_out(ctx, op, out_id)
     x = ctx.int_tensor(x_id, op)
-    dim, index = _int_arg(ctx, op, dim_id), _int_arg(ctx, op, index_id)
+    dim, index = int_or_symint(ctx, dim_id, op), int_or_symint(ctx, index_id, op)
     if dim is None or index is None:
         raise UnsupportedError(f"{op.name}: dim and index must be Ints ({ctx.where(op)})")
     pid = ctx.plan_ids.get(x_id)
@@ -100,7 +89,7 @@ async def build_sym_size(ctx, op):
     t_id, dim_id, out_id = ctx.args(op, 3)
     key = _symint_out(ctx, op, out_id)
     t = ctx.tensor(t_id, op)
-    dim = _int_arg(ctx, op, dim_id)
+    dim = int_or_symint(ctx, dim_id, op)
     if dim is None or not -len(t.shape) <= dim < len(t.shape):
         raise FormatError(f"{op.name}: dim must be an Int within rank {len(t.shape)}",
                           field=ctx.where(op))
@@ -119,7 +108,7 @@ async def build_symint_add(ctx, op):
     key = _symint_out(ctx, op, out_id)
     parts = []
     for vid in (a_id, b_id):
-        static = _int_arg(ctx, op, vid)
+        static = int_or_symint(ctx, vid, op)
         parts.append((static, ("sym", ctx.graph_key, vid)))
     where = ctx.where(op)
 

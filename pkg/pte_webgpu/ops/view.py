@@ -20,16 +20,9 @@ from ..errors import FormatError, UnsupportedError
 from ..model.graph import ListValue, Scalar
 from . import cpu_reference as cpu
 from . import sizes
+from .args import int_arg, int_list, int_list_arg
 from .binary import gather
-from .common import (
-    check_rank,
-    contiguous_strides,
-    int_arg,
-    int_list_arg,
-    normalize_dim,
-    normalize_dims,
-    same_numel,
-)
+from .common import check_rank, contiguous_strides, normalize_dim, normalize_dims, same_numel
 from .exec_ints import same_places
 from .registry import define, register
 from .unary import round_buffer_to_half, round_to_half
@@ -43,7 +36,7 @@ def same_values(read, values, args):
 
 def permute_reference(read, values, args):
     x = read(args[0])
-    perm = [d % max(len(x.shape), 1) for d in cpu.int_list(values[args[1]])]
+    perm = [d % max(len(x.shape), 1) for d in int_list(values[args[1]])]
     if sorted(perm) != list(range(len(x.shape))):
         raise FormatError(f"permute: {perm} is not a permutation of {len(x.shape)} dims")
     strides = contiguous_strides(x.shape)

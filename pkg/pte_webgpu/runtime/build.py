@@ -16,8 +16,9 @@ from .. import formats
 from ..errors import FormatError, GpuLimitError, PteError, UnsupportedError, count
 from ..gpu.recording import Buffer, Copy, Dispatch, align4, fold_grid
 from ..model.dtypes import FLOAT16
-from ..model.graph import Graph, ListValue, Scalar, TensorValue
+from ..model.graph import Graph, ListValue, TensorValue
 from ..ops import registry
+from ..ops.args import number
 from . import fusion
 from .id_checks import FLAG_BYTES, IdCheck
 from .options import RuntimeOptions
@@ -123,10 +124,8 @@ class BuildContext:
         return self.storage.dtype(self.graph.values[vid].dtype).name == "float16"
 
     def float_scalar(self, vid: int, default: float) -> float:
-        value = self.graph.values[vid]
-        if isinstance(value, Scalar) and value.kind in ("int", "double"):
-            return float(value.value)
-        return default
+        """An Int or Double argument as a float; anything else gives ``default``."""
+        return number(self.graph.values[vid], default)
 
     def limit(self, name: str, default: int) -> int:
         return self.device.limit(name, default)

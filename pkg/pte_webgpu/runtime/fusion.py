@@ -14,13 +14,14 @@ bound by the number of dispatches, not by arithmetic (docs/performance.md), so:
    buffer instead of recording a copy (a copy ends the compute pass, and it copies the
    tensor's whole bound, e.g. 1024 rows for a decode step's one).
 
-The fused ops are defined in the op library beside their unfused forms (ops/matmul.py,
-ops/unary.py). Moving an op changes when tensors are written and last read; the exporter
-planned shared memory objects (mem_obj_id) for the original order, so a tensor whose
-lifetime changed and now overlaps another of its memory object moves to one where it
-overlaps nothing (``_repair``); a reshape's input and output move as one. A fused op
-never writes a buffer it reads: build.py gives an output that shares a memory object
-with an input of its op its own buffer, as for any op.
+The fused ops are defined in the op library beside their unfused forms
+(ops/fused_linear.py, ops/fused_elementwise.py). Moving an op changes when tensors are
+written and last read; the exporter planned shared memory objects (mem_obj_id) for the
+original order, so a tensor whose lifetime changed and now overlaps another of its
+memory object moves to one where it overlaps nothing (``_repair``); a reshape's input
+and output move as one. A fused op never writes a buffer it reads: build.py gives an
+output that shares a memory object with an input of its op its own buffer, as for any
+op.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from dataclasses import replace
 
 from ..model.graph import Graph, ListValue, Null, OpCall, Scalar, TensorValue
 from ..ops import registry
-from ..ops.matmul import FUSED as FUSED_LINEAR
-from ..ops.matmul import MAX_SPLIT
 from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
 from ..ops.fused_elementwise import MAX_INPUTS
+from ..ops.fused_linear import FUSED as FUSED_LINEAR
+from ..ops.fused_linear import MAX_SPLIT
 
 LINEAR, ADD = "aten.linear.default", "aten.add.Tensor"
 # reshapes: the same elements in the same order (ops/view.py shares or copies the buffer)

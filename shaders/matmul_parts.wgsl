@@ -1,0 +1,173 @@
+// Pieces of the matmul kernels (ops/matmul.py composes them with compose.fill and
+// compose.sections): the epilogues `put(row, col, v)` every form stores through, the
+// tile8 stage switch and the gemv sweeps, reductions and entry points appended to
+// shaders/matmul_gemv.wgsl. A section runs from its `// ==== name` line to the next;
+// $name / ${name} are the values Python fills in.
+// ==== put  one output: out[row, col] = v
+fn put(row: u32, col: u32, v: f32) {
+  out[row * params.n + col] = elem(v);
+}
+// ==== put_split2  linears sharing an input, weights stacked: [0, n0) to out, the rest to out1
+fn put(row: u32, col: u32, v: f32) {
+  if (col < params.n0) {
+    out[row * params.n0 + col] = elem(v);
+    return;
+  }
+  out1[row * (params.n - params.n0) + col - params.n0] = elem(v);
+}
+// ==== put_split3  the same for three: [0, n0) out, [n0, n1) out1, [n1, n) out2
+fn put(row: u32, col: u32, v: f32) {
+  if (col < params.n0) {
+    out[row * params.n0 + col] = elem(v);
+    return;
+  }
+  if (col < params.n1) {
+    out1[row * (params.n1 - params.n0) + col - params.n0] = elem(v);
+    return;
+  }
+  out2[row * (params.n - params.n1) + col - params.n1] = elem(v);
+}
+// ==== put_residual  out = resid + v, rounded as the unfused linear then add.Tensor round
+fn put(row: u32, col: u32, v: f32) {
+  let at = row * params.n + col;
+  out[at] = elem(f32(resid[at]) + f32(elem(v)));
+}
+// ==== stage  mm4 tiles: one K step's staging, stage_scalar or stage_vec4 (matmul_tile8.wgsl)
+fn stage(m0: u32, n0: u32, k0: u32, li: u32) { stage_$form(m0, n0, k0, li); }
+// ==== gemv_consts  gemv: a kernel per row count, depth, column groups (naga 29: no rows override)
+const rows: u32 = ${rows}u;  // input rows per workgroup
+const depth: u32 = ${depth}u;  // steps per iteration: loads in flight
+const col_groups: u32 = ${col_groups}u;  // column groups per workgroup
+// ==== step  gemv: one of the depth steps of a sweep's unrolled loop
+    s = step_$form(s, rb, cb, j + ${i}u * span);
+// ==== sweep  gemv: a sweep along K for one load width (step_scalar, step_vec4, step_packed)
+
+fn sweep_$form(b: Block, sub: u32) -> Sums {
+  var s: Sums;
+  let span = wg_size / col_groups;  // the group's lanes
+  let len = params.k / ${per_step}u;  // steps along K
+  let rb = row_bases(b, params.k / ${per_input}u);
+  let cb = col_bases(b, len);
+  var j = sub;
+  for (; j + (depth - 1u) * span < len; j += depth * span) {
+$steps  }
+  for (; j < len; j += span) {
+    s = step_$form(s, rb, cb, j);
+  }
+  return s;
+}
+// ==== tree_sum  gemv: lane sums meet in a halving tree in workgroup memory
+
+var<workgroup> part: array<vec4<f32>, wg_size * cols>;  // [column][lane]
+
+// Lane c (< cols) of each column group gets its column c's total over the group's
+// lanes: a halving tree in workgroup memory.
+fn tree_sum(s: Sums, me: u32) -> vec4<f32> {
+  part[me] = s.c0;
+  if (cols > 1u) { part[wg_size + me] = s.c1; }
+  if (cols > 2u) {
+    part[2u * wg_size + me] = s.c2;
+    part[3u * wg_size + me] = s.c3;
+  }
+  workgroupBarrier();
+  let sub = me % (wg_size / col_groups);
+  for (var stride = wg_size / col_groups / 2u; stride > 0u; stride /= 2u) {
+    if (sub < stride) {
+      for (var c = 0u; c < cols; c++) {
+        part[c * wg_size + me] += part[c * wg_size + me + stride];
+      }
+    }
+    workgroupBarrier();
+  }
+  return part[min(sub, cols - 1u) * wg_size + me - sub];
+}
+
+fn pick(t: Sums, c: u32) -> vec4<f32> {
+  return select(select(select(t.c0, t.c1, c == 1u), t.c2, c == 2u), t.c3, c == 3u);
+}
+// ==== tree_lanes  gemv without subgroups: lanes_sum is the tree
+
+fn lanes_sum(s: Sums, me: u32) -> vec4<f32> {
+  return tree_sum(s, me);
+}
+// ==== subgroup_sum  gemv with subgroups: lanes_sum by subgroupAdd / subgroupShuffleXor
+
+// Lane c (< cols) of each column group gets its column c's total. One column group:
+// subgroupAdd, and when the workgroup spans several subgroups their totals meet in
+// workgroup memory (which lanes share a subgroup is the implementation's choice: each
+// subgroup's first lane posts, the others zeros). Several groups in a workgroup that is
+// one subgroup: butterflies within each group's lanes (subgroupShuffleXor); in several
+// subgroups, the tree.
+fn lanes_sum(s: Sums, me: u32, sg_size: u32, sg_lane: u32) -> vec4<f32> {
+  if (col_groups > 1u) {
+    if (sg_size != wg_size) {
+      return tree_sum(s, me);
+    }
+    var t = s;
+    for (var m = wg_size / col_groups / 2u; m > 0u; m /= 2u) {
+      t.c0 += subgroupShuffleXor(t.c0, m);
+      if (cols > 1u) { t.c1 += subgroupShuffleXor(t.c1, m); }
+      if (cols > 2u) {
+        t.c2 += subgroupShuffleXor(t.c2, m);
+        t.c3 += subgroupShuffleXor(t.c3, m);
+      }
+    }
+    return pick(t, me % (wg_size / col_groups));
+  }
+  var t = Sums(subgroupAdd(s.c0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+  if (cols > 1u) { t.c1 = subgroupAdd(s.c1); }
+  if (cols > 2u) {
+    t.c2 = subgroupAdd(s.c2);
+    t.c3 = subgroupAdd(s.c3);
+  }
+  if (sg_size >= wg_size) {  // the whole workgroup is one subgroup: no barrier
+    return pick(t, me);
+  }
+  let lead = sg_lane == 0u;
+  let zero = vec4<f32>(0.0);
+  part[me] = select(zero, t.c0, lead);
+  if (cols > 1u) { part[wg_size + me] = select(zero, t.c1, lead); }
+  if (cols > 2u) {
+    part[2u * wg_size + me] = select(zero, t.c2, lead);
+    part[3u * wg_size + me] = select(zero, t.c3, lead);
+  }
+  workgroupBarrier();
+  var all = vec4<f32>(0.0);
+  if (me < cols) {
+    for (var i = 0u; i < wg_size; i++) {
+      all += part[me * wg_size + i];
+    }
+  }
+  return all;
+}
+// ==== gemv_entry  gemv: an entry point (main, main_vec4, main_packed)
+
+@compute @workgroup_size(wg_size)
+fn $name(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32) {
+  let g = group_index(wid, groups);
+  if (g >= params.tiles) {
+    return;  // uniform for the whole workgroup
+  }
+  let me = lane;
+  let span = wg_size / col_groups;
+  let sub = me % span;  // lane within its column group
+  let b = block_of(g, me / span);
+  write_column(b, sub, lanes_sum(sweep_$form(b, sub), me));
+}
+// ==== gemv_entry_subgroups  the same with the subgroup builtins (me: the subgroup lane)
+
+@compute @workgroup_size(wg_size)
+fn $name(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+    @builtin(subgroup_size) sg_size: u32, @builtin(subgroup_invocation_id) sg_lane: u32) {
+  let g = group_index(wid, groups);
+  if (g >= params.tiles) {
+    return;  // uniform for the whole workgroup
+  }
+  let me = select(lane, sg_lane, sg_size == wg_size);
+  let span = wg_size / col_groups;
+  let sub = me % span;  // lane within its column group
+  let b = block_of(g, me / span);
+  write_column(b, sub, lanes_sum(sweep_$form(b, sub), me, sg_size, sg_lane));
+}

@@ -35,7 +35,7 @@ _PAGE = r'''
 import array, js
 from pyodide.http import pyfetch
 import pte_webgpu
-from pte_webgpu.gpu.interface import Dispatch
+from pte_webgpu.gpu.recording import Dispatch
 from pte_webgpu.runtime.method import gpu_work
 from pte_webgpu.runtime.readout import LastArgmax
 

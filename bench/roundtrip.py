@@ -41,7 +41,7 @@ from pyodide.http import pyfetch
 import pte_webgpu
 from math import prod
 from pte_webgpu.formats import npy
-from pte_webgpu.gpu.interface import Dispatch, align4
+from pte_webgpu.gpu.recording import Dispatch, align4
 from pte_webgpu.model import dtypes
 from pte_webgpu.runtime.build import upload
 from pte_webgpu.runtime.inputs import read_input

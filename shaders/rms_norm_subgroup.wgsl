@@ -25,6 +25,28 @@ fn row_total(sum: f32, li: u32, sg_size: u32, sg_lane: u32) -> f32 {
   return all;
 }
 
+// The rare row after its sum (snippets.wgsl rms_rescue; rescue_mode is a pipeline
+// constant), as rms_norm.wgsl main takes it: RARE_NONE, a row stored as usual (under
+// RESCUE_SPLIT lane 0 has flagged a rare one for the second dispatch); RARE_INLINE, lane 0
+// redoes it and the lanes skip their stores; RARE_TAIL, lane 0 redoes it and every lane
+// leaves. The caller redoes it: scalar and vec4 rows bind x differently.
+const RARE_NONE: u32 = 0u;
+const RARE_INLINE: u32 = 1u;
+const RARE_TAIL: u32 = 2u;
+
+fn rare_row(row: u32, total: f32, li: u32) -> u32 {
+  if (!rms_needs_rescue(total)) {
+    return RARE_NONE;
+  }
+  if (rescue_mode == RESCUE_SPLIT) {
+    if (li == 0u) {
+      rescue_flags[row] = 1u;
+    }
+    return RARE_NONE;
+  }
+  return select(RARE_INLINE, RARE_TAIL, rescue_mode == RESCUE_TAIL);
+}
+
 // Entry points (generated): one workgroup per row; main loads scalars, main_vec4 vec4s.
 fn row_scalar(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
   let width = params.width;
@@ -35,24 +57,15 @@ fn row_scalar(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
     sum += v * v;
   }
   let total = row_total(sum, li, sg_size, sg_lane);
-  // The rare row is redone by lane 0 or flagged (snippets.wgsl rms_rescue; rescue_mode is
-  // a pipeline constant): as in rms_norm.wgsl main.
-  let rescue = rms_needs_rescue(total);
-  if (rescue_mode == RESCUE_TAIL && rescue) {
-    if (li == 0u) {
-      rms_rescue_row(base, total);
-    }
-    return;
-  }
-  if (rescue_mode == RESCUE_SPLIT && rescue && li == 0u) {
-    rescue_flags[row] = 1u;
-  }
-  let in_place = rescue_mode == RESCUE_INLINE && rescue;
-  if (in_place && li == 0u) {
+  let rare = rare_row(row, total, li);
+  if (rare != RARE_NONE && li == 0u) {
     rms_rescue_row(base, total);
   }
+  if (rare == RARE_TAIL) {
+    return;
+  }
   let rstd = inverseSqrt(total / f32(width) + params.eps);
-  for (var j = select(li, width, in_place); j < width; j += wg_size) {
+  for (var j = select(li, width, rare == RARE_INLINE); j < width; j += wg_size) {
     y[base + j] = x[base + j] * rstd * weight[j];
   }
 }
@@ -66,22 +79,19 @@ fn row_vec4(row: u32, li: u32, sg_size: u32, sg_lane: u32) {
     sum += dot(v, v);
   }
   let total = row_total(sum, li, sg_size, sg_lane);
-  let rescue = rms_needs_rescue(total);
-  if (rescue_mode == RESCUE_TAIL && rescue) {
-    if (li == 0u) {
-      rms_rescue_row4_lean(base, total);
-    }
+  let rare = rare_row(row, total, li);
+  if (li == 0u && rare == RARE_TAIL) {
+    rms_rescue_row4_lean(base, total);  // one float at a time: no vec4 temporaries kept
     return;
   }
-  if (rescue_mode == RESCUE_SPLIT && rescue && li == 0u) {
-    rescue_flags[row] = 1u;
-  }
-  let in_place = rescue_mode == RESCUE_INLINE && rescue;
-  if (in_place && li == 0u) {
+  if (li == 0u && rare == RARE_INLINE) {
     rms_rescue_row4(base, total);
   }
+  if (rare == RARE_TAIL) {
+    return;
+  }
   let rstd = inverseSqrt(total / f32(params.width) + params.eps);
-  for (var j = select(li, width4, in_place); j < width4; j += wg_size) {
+  for (var j = select(li, width4, rare == RARE_INLINE); j < width4; j += wg_size) {
     y4[base + j] = x4[base + j] * rstd * weight4[j];
   }
 }

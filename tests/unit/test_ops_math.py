@@ -1,12 +1,11 @@
 """Pure helpers of the op families: dim normalisation, reduction/permute index math,
 view shapes, matmul tiling and the pow exponent classes."""
 
-import struct
 
 import pytest
 from pte_webgpu.errors import FormatError, UnsupportedError
 from pte_webgpu.ops import registry
-from pte_webgpu.ops.common import contiguous_strides, normalize_dim, normalize_dims, pow2_size, vec8
+from pte_webgpu.ops.common import contiguous_strides, normalize_dim, normalize_dims, pow2_size
 from pte_webgpu.ops.matmul import linear_dims, threads_per_side, tile_counts
 from pte_webgpu.ops.reduce import reduced_shape, reduction_layout
 from pte_webgpu.ops.unary import POW, SQUARE, pow_params
@@ -32,12 +31,9 @@ def test_normalize_dims_sorts_and_refuses_repeats():
         normalize_dims([1, -2], 3, "op")
 
 
-def test_contiguous_strides_and_vec8():
+def test_contiguous_strides():
     assert contiguous_strides((2, 3, 4)) == [12, 4, 1]
     assert contiguous_strides(()) == []
-    assert struct.unpack("<8I", vec8([5, 6])) == (5, 6, 0, 0, 0, 0, 0, 0)
-    with pytest.raises(UnsupportedError):
-        vec8(range(9))
 
 
 @pytest.mark.parametrize("limit,want,size", [(256, 64, 64), (256, 65, 128), (128, 1000, 128),

@@ -1,23 +1,24 @@
 """Helpers the op families share: dim normalisation, index math, powers of two,
 workgroup sizes and the uniform layout of shapes/strides (``array<vec4<u32>, 2>`` in
-WGSL). Scalar arguments are read by ops/args.py."""
+WGSL), the float-and-word kernel pair. Scalar arguments are read by ops/args.py."""
 
 from __future__ import annotations
 
-import struct
 
 from ..errors import FormatError, UnsupportedError
+from ..shaders.compose import Kernel, alias
 
 MAX_RANK = 8
 ELEMENTWISE_WG = 256  # one invocation per element
 
 
-def vec8(values) -> bytes:
-    """Up to eight u32 values padded with zeros: one ``array<vec4<u32>, 2>``."""
-    values = list(values)
-    if len(values) > MAX_RANK:
-        raise UnsupportedError(f"rank {len(values)} exceeds {MAX_RANK}")
-    return struct.pack("<8I", *(values + [0] * (MAX_RANK - len(values))))
+def float_and_word_kernels(body: str, bindings, params, **kw) -> tuple[Kernel, Kernel]:
+    """Two kernels of one body that moves elements as ``word``: the float one (``elem``,
+    with its f16 form) and the 4-byte one (``u32``: int32, int64 held as int32, bool),
+    which moves bits and never passes them through a float."""
+    return (Kernel(body, bindings, params, generated=alias("word", "elem"), **kw),
+            Kernel(body, bindings, params, generated=alias("word", "u32"), half=False,
+                   name=f"{body}_u32", **kw))
 
 
 def contiguous_strides(shape) -> list[int]:

@@ -15,10 +15,12 @@ from math import prod
 
 from ..errors import FormatError, UnsupportedError
 from ..model.graph import ListValue
-from ..shaders.compose import Binding, Entry, Kernel, Uniform, alias
+from ..shaders.compose import Binding, Entry, Uniform
 from . import cpu_reference as cpu
 from .args import int_list, number
-from .common import check_rank, contiguous_strides, elementwise_workgroup, normalize_dim
+from .common import (
+    check_rank, contiguous_strides, elementwise_workgroup, float_and_word_kernels, normalize_dim,
+)
 from .exec_ints import follow_actual_size
 from .registry import define
 from .sizes import cat as cat_size
@@ -33,10 +35,8 @@ PARAMS = Uniform(("numel", "u32"), ("rank", "u32"), ("src_offset", "u32"),
 _BINDINGS = (Binding(0, "src", type="word"), Binding(1, "dst", "read_write", type="word"))
 _ENTRIES = (Entry("main", "copy_item", "params.numel"),)
 _SNIPPETS = ("shape_index", "strided_offset")
-FLOATS = Kernel("strided_copy", _BINDINGS, PARAMS, snippets=_SNIPPETS, entries=_ENTRIES,
-                generated=alias("word", "elem"))
-WORDS = Kernel("strided_copy", _BINDINGS, PARAMS, snippets=_SNIPPETS, entries=_ENTRIES,
-               half=False, generated=alias("word", "u32"), name="strided_copy_u32")
+FLOATS, WORDS = float_and_word_kernels("strided_copy", _BINDINGS, PARAMS, snippets=_SNIPPETS,
+                                       entries=_ENTRIES)
 
 
 def kind(ctx, op, *vids) -> str:

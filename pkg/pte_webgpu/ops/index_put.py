@@ -12,8 +12,8 @@ from math import prod
 
 from ..errors import FormatError, UnsupportedError
 from ..model.graph import ListValue, Null, Scalar, TensorValue
-from ..shaders.compose import Binding, Entry, Kernel, Uniform, alias
-from .common import check_rank, contiguous_strides, elementwise_workgroup
+from ..shaders.compose import Binding, Entry, Uniform
+from .common import check_rank, contiguous_strides, elementwise_workgroup, float_and_word_kernels
 from .copying import broadcast_strides, kind, strided_copy
 from .registry import define
 
@@ -24,10 +24,8 @@ _BINDINGS = (Binding(0, "vals", type="word"), Binding(1, "idx", type="i32"),
              Binding(2, "dst", "read_write", type="word"))
 _ENTRIES = (Entry("main", "put_item", "params.numel"),)
 _SNIPPETS = ("shape_index", "strided_offset")
-FLOATS = Kernel("index_put", _BINDINGS, PARAMS, snippets=_SNIPPETS, entries=_ENTRIES,
-                generated=alias("word", "elem"))
-WORDS = Kernel("index_put", _BINDINGS, PARAMS, snippets=_SNIPPETS, entries=_ENTRIES,
-               half=False, generated=alias("word", "u32"), name="index_put_u32")
+FLOATS, WORDS = float_and_word_kernels("index_put", _BINDINGS, PARAMS, snippets=_SNIPPETS,
+                                       entries=_ENTRIES)
 
 
 def _layout(values, args, where):

@@ -16,10 +16,10 @@ from math import prod
 
 from ..errors import FormatError, InputError, UnsupportedError
 from ..model.graph import Null
-from ..shaders.compose import Binding, Entry, Kernel, Uniform, alias
+from ..shaders.compose import Binding, Entry, Uniform
 from . import sizes
 from .args import ref_int
-from .common import elementwise_workgroup, normalize_dim
+from .common import elementwise_workgroup, float_and_word_kernels, normalize_dim
 from .exec_ints import follow_actual_size, int_value, slots
 from .registry import register
 
@@ -70,10 +70,8 @@ _BINDINGS = (Binding(0, "src", type="word"), Binding(1, "idx", type="i32"),
              Binding(5, "flag", "read_write", type="atomic<u32>"))
 _ENTRIES = (Entry("take", "take_item", "params.numel"),
             Entry("strided", "strided_item", "params.numel"))
-KERNEL = Kernel("indexing", _BINDINGS, PARAMS, uniform_binding=4, entries=_ENTRIES,
-                generated=alias("word", "elem"))
-WORDS = Kernel("indexing", _BINDINGS, PARAMS, uniform_binding=4, entries=_ENTRIES,
-               half=False, generated=alias("word", "u32"), name="indexing_u32")  # 4-byte words
+KERNEL, WORDS = float_and_word_kernels("indexing", _BINDINGS, PARAMS, uniform_binding=4,
+                                       entries=_ENTRIES)
 
 
 async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len, step,

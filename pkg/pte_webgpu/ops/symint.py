@@ -50,6 +50,12 @@ def _flat_offset(shape, dim: int, index: int) -> int:
     return index * stride
 
 
+def _on_host(ctx, op, step) -> None:
+    """``step(env)`` runs on the host before each submit; the op records no GPU work."""
+    ctx.dyn.steps.append(step)
+    ctx.note_kernel(op, runs_on="host")
+
+
 @register("et_vk.select_as_symint.default", reference=reference_select_as_symint, args=4)
 async def build_select_as_symint(ctx, op):
     x_id, dim_id, index_id, out_id = ctx.args(op, 4)
@@ -80,8 +86,7 @@ async def build_select_as_symint(ctx, op):
         item = host.dtype.itemsize
         raw = bytes(host.memoryview()[flat * item:(flat + 1) * item])
         env.values[key] = int.from_bytes(raw, "little", signed=True)
-    ctx.dyn.steps.append(step)
-    ctx.note_kernel(op, runs_on="host")
+    _on_host(ctx, op, step)
 
 
 @register("sym_size.int", reference=reference_sym_size, args=3)
@@ -98,8 +103,7 @@ async def build_sym_size(ctx, op):
 
     def step(env):
         env.values[key] = int(env.shape(graph, t_id, t.shape)[dim])
-    ctx.dyn.steps.append(step)
-    ctx.note_kernel(op, runs_on="host")
+    _on_host(ctx, op, step)
 
 
 @register("add", reference=reference_symint_add, args=3)
@@ -119,5 +123,4 @@ async def build_symint_add(ctx, op):
                 raise UnsupportedError(f"{where}: SymInt {k[2]} is read before it is set")
             total += static if static is not None else int(env.values[k])
         env.values[key] = total
-    ctx.dyn.steps.append(step)
-    ctx.note_kernel(op, runs_on="host")
+    _on_host(ctx, op, step)

@@ -56,6 +56,25 @@ def int_list_arg(ctx, vid: int, op, allow_null: bool = False) -> list[int] | Non
 
 
 # --- values (references; BuildContext.float_scalar) ----------------------------------
+_KIND_NAMES = {"bool": "Bool", "int": "Int", "double": "Double"}
+
+
+def scalar_value(values, vid: int, where: str, kinds=("int", "double"), optional: bool = False,
+                 default=None):
+    """``values[vid]``'s value as it is (int, float or bool) when it is a Scalar of one of
+    ``kinds``; Null gives ``default`` when ``optional``; else a FormatError naming what
+    was found (field: ``where``)."""
+    v = values[vid]
+    if optional and isinstance(v, Null):
+        return default
+    if isinstance(v, Scalar) and v.kind in kinds:
+        return v.value
+    names = [_KIND_NAMES[k] for k in kinds]
+    wanted = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+    article = "an" if wanted[0] in "AEIOU" else "a"
+    raise FormatError(f"value {vid} should be {article} {wanted}, found {v.kind}", field=where)
+
+
 def number(value, default: float | None = None) -> float:
     """An Int or Double as a float; anything else gives ``default`` (an error when None)."""
     if isinstance(value, Scalar) and value.kind in ("int", "double"):

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from ..errors import FormatError
-from ..model.graph import Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, sections
+from .args import scalar_value
 from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size
 from .mixed import type_of
@@ -28,12 +28,7 @@ KERNELS = {t: Kernel("fill", (Binding(0, "out", "read_write", type=w),), PARAMS,
            for t, w in _WORD.items()}
 
 
-def _scalar(values, vid: int, where: str):
-    v = values[vid]
-    if isinstance(v, Scalar) and v.kind in ("int", "double", "bool"):
-        return v.value
-    raise FormatError(f"value {vid} should be a Bool, Int or Double, found {v.kind}",
-                      field=where)
+FILL_KINDS = ("bool", "int", "double")  # what a fill value or an arange bound may be
 
 
 def _typed(value, kind: str):
@@ -66,18 +61,18 @@ async def _fill(ctx, op, out_id: int, start, step) -> None:
 
 def _fill_arg(op_name: str, fill_index: int):
     async def build(ctx, op):
-        await _fill(ctx, op, op.args[-1], _scalar(ctx.graph.values, op.args[fill_index],
-                                                  ctx.where(op)), 0)
+        await _fill(ctx, op, op.args[-1], scalar_value(ctx.graph.values, op.args[fill_index],
+                                                  ctx.where(op), FILL_KINDS), 0)
 
     def reference(read, values, args):
         out = values[args[-1]]
-        v = _typed(_scalar(values, args[fill_index], op_name), type_of(out.dtype))
+        v = _typed(scalar_value(values, args[fill_index], op_name, FILL_KINDS), type_of(out.dtype))
         return [v] * out.numel
     return build, reference
 
 
 def _arange_args(values, args, where):
-    start, end, step = (_scalar(values, v, where) for v in args[:3])
+    start, end, step = (scalar_value(values, v, where, FILL_KINDS) for v in args[:3])
     if step == 0:
         raise FormatError("aten.arange.start_step: step is 0", field=where)
     count = max(0, math.ceil((end - start) / step))

@@ -22,6 +22,7 @@ from ..model.graph import Null, Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, cases, fill
 from . import cpu_reference as cpu
 from . import sizes
+from .args import scalar_value
 from .common import elementwise_workgroup, same_numel
 from .exec_ints import follow_actual_size
 from .registry import define
@@ -40,16 +41,6 @@ class Unary:
 
 
 # --- scalar arguments (shared by the GPU build and the reference) ------------------------
-def _number(values, vid: int, where: str, optional: bool = False, default=None):
-    """An Int or Double argument; Null gives ``default`` when ``optional``."""
-    v = values[vid]
-    if optional and isinstance(v, Null):
-        return default
-    if isinstance(v, Scalar) and v.kind in ("int", "double"):
-        return v.value
-    raise FormatError(f"value {vid} should be an Int or Double, found {v.kind}", field=where)
-
-
 def pow_params(exponent) -> tuple[int, float, int, int]:
     """(table row, exponent, integer flag, odd flag) for ``pow(x, exponent)``."""
     e = float(exponent)
@@ -60,7 +51,7 @@ def pow_params(exponent) -> tuple[int, float, int, int]:
 
 
 def _pow_scalars(values, args, where):
-    row, e, is_int, odd = pow_params(_number(values, args[1], where))
+    row, e, is_int, odd = pow_params(scalar_value(values, args[1], where))
     return {"row": row, "a": e, "flag": is_int, "odd": odd}
 
 
@@ -72,7 +63,7 @@ def clamp_bounds(low, high, error=FormatError) -> tuple[float, float]:
 
 
 def _clamp_scalars(values, args, where):
-    a, b = clamp_bounds(*(_number(values, i, where, optional=True) for i in args[1:3]),
+    a, b = clamp_bounds(*(scalar_value(values, i, where, optional=True) for i in args[1:3]),
                         error=lambda m: FormatError(m, field=where))
     return {"a": a, "b": b}
 
@@ -80,14 +71,14 @@ def _clamp_scalars(values, args, where):
 def _add_scalars(values, args, where):
     # torch rounds both scalars to the tensor's float32 before multiplying: other as a
     # tensor cast (beyond the range: inf), alpha checked (beyond the range: refused).
-    other = f32.to_f32(_number(values, args[1], where))
-    alpha = f32.checked_f32(_number(values, args[2], where, optional=True, default=1.0),
+    other = f32.to_f32(scalar_value(values, args[1], where))
+    alpha = f32.checked_f32(scalar_value(values, args[2], where, optional=True, default=1.0),
                             "alpha", lambda m: FormatError(m, field=where))
     return {"a": f32.to_f32(alpha * other)}
 
 
 def _mul_scalars(values, args, where):
-    return {"a": cpu.to_f32(float(_number(values, args[1], where)))}
+    return {"a": cpu.to_f32(float(scalar_value(values, args[1], where)))}
 
 
 def _gelu_scalars(values, args, where):
@@ -105,7 +96,7 @@ def _gelu_scalars(values, args, where):
 
 
 def _slope_scalars(values, args, where):
-    return {"a": f32.checked_f32(_number(values, args[1], where, optional=True, default=0.01),
+    return {"a": f32.checked_f32(scalar_value(values, args[1], where, optional=True, default=0.01),
                                  "negative_slope", lambda m: FormatError(m, field=where))}
 
 

@@ -16,6 +16,7 @@ from math import prod
 from ..errors import InputError
 from ..gpu.recording import Copy, Dispatch, Recording
 from ..model.program_file import PlanTensor
+from ..ops.common import floor_pow2
 from ..shaders.compose import Binding, Kernel, Uniform
 
 PARAMS = Uniform(("offset", "u32"), ("width", "u32"), ("temperature", "f32"), ("seed", "u32"),
@@ -70,7 +71,7 @@ class LastRowArgmax:
     @classmethod
     async def create(cls, device, resources, recording: Recording, source, width: int,
                      half: bool, extra_readbacks: list) -> "LastRowArgmax":
-        lanes = 1 << (min(256, device.info.traits.max_invocations).bit_length() - 1)
+        lanes = floor_pow2(min(256, device.info.traits.max_invocations))
         pipeline = await device.create_pipeline(KERNEL.source(half), "main",
                                                 {"wg_size": lanes}, "argmax:main")
         params = resources.buffer(PARAMS_BYTES, "argmax params", ("uniform", "copy_dst"))

@@ -9,7 +9,7 @@ reduced with subgroupAdd (adapters with subgroups). A ``4`` after the kind means
 loads; on a width not divisible by 4 the same shape runs with scalar loads.
 
 A suffix names where the rare row whose float32 sum of squares under- or overflows is
-redone (issue 12; snippets.wgsl rms_rescue): ``-tail`` (the default, no suffix) by the
+redone (snippets.wgsl rms_rescue): ``-tail`` (the default, no suffix) by the
 row's first lane in a branch the row's other lanes leave by, so the common path is the
 kernel without a rescue; ``-inline`` the first design (the first lane redoes it while
 the others skip their stores); ``-split`` not in the kernel: it flags the row in a
@@ -181,7 +181,7 @@ def _measure(traits, width: int, **_) -> list[Variant]:
     names = ["tree-64", "tree4-64", "tree4-128", "tree4-256", "tree4-512", "tree4-1024",
              "tile4-4x256", "tile4-8x256", "tile4-16x256", "tile4-32x256", "tile4-16x128",
              "row4-64", "sg4-32", "sg4-256",
-             # the rare-row forms of the rule's two GPU picks (issue 12)
+             # the rare-row forms of the rule's two GPU picks
              "tree4-256-inline", "tree4-256-split", "tile4-8x256-inline", "tile4-8x256-split"]
     if traits.is_cpu:
         names = ["tree-64", "tree4-64", "tile4-4x64", "row4-16", "row4-64", "row-64",

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pte_webgpu.gpu.recording import Recording
 from pte_webgpu.model import dtypes
-from pte_webgpu.model.graph import Graph, ListValue, TensorValue
-from pte_webgpu.runtime.build import Resources, build_delegate, upload
+from pte_webgpu.model.graph import ListValue, TensorValue
 from pte_webgpu.runtime.dynamic import DynamicEnv
 
 from tests.support.gpu_thread import native_device, run_sync
@@ -35,38 +33,7 @@ class DG(G):
 
     def run(self, gpu, *outputs):
         self.outputs = list(outputs)
-        return run_sync(self._run_dyn(gpu))
-
-    async def _run_dyn(self, gpu):
-        from types import SimpleNamespace
-
-        from pte_webgpu.formats import NamedData
-
-        graph = Graph(self.values, self.ops, self.inputs, self.outputs, self.constants)
-        vk = SimpleNamespace(graph=graph, constant_bytes=memoryview(bytes(self.blob)))
-        resources, env = Resources(gpu), DynamicEnv()
-        try:
-            io = {vid: resources.buffer(self.storage.nbytes(self.values[vid]), f"io {vid}")
-                  for vid in self.inputs + self.outputs}
-            recording = Recording()
-
-            def setup(ctx):
-                ctx.dyn, ctx.graph_key = env, 1
-            await build_delegate(gpu, vk, NamedData(None), io, resources, recording, {},
-                                 "test", self.options, storage=self.storage, setup=setup)
-            for buf, data in env.run(recording):
-                upload(gpu, buf, data)
-            for vid, array in zip(self.inputs, self.feeds):
-                if array.size:
-                    upload(gpu, io[vid], array.tobytes())
-            outs = [(io[v], self.storage.nbytes(self.values[v])) for v in self.outputs]
-            staging = resources.buffer(sum(s for _, s in outs), "staging", ("map_read", "copy_dst"))
-            raw, _ = await gpu.run(recording, outs, staging)
-            return [np.frombuffer(data, self._np_storage(self.values[v].dtype))
-                    [:self.values[v].numel].reshape(self.values[v].shape)
-                    for data, v in zip(raw, self.outputs)]
-        finally:
-            resources.release()
+        return run_sync(self._run(gpu, env=DynamicEnv(), as_f32=False))
 
 
 def _rope_interleaved(x, cos, sin):

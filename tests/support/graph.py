@@ -94,7 +94,9 @@ class G:
         self.outputs = list(outputs)
         return run_sync(self._run(device))
 
-    async def _run(self, device):
+    async def _run(self, device, env=None, as_f32=True):
+        """``env``: a DynamicEnv for ops that read execute-time integers (its host steps
+        run before the submit); ``as_f32``: outputs widened to float32."""
         graph = Graph(self.values, self.ops, self.inputs, self.outputs, self.constants)
         vk = SimpleNamespace(graph=graph, constant_bytes=memoryview(bytes(self.blob)))
         resources = Resources(device)
@@ -102,8 +104,15 @@ class G:
             io = {vid: resources.buffer(self.storage.nbytes(self.values[vid]), f"io {vid}")
                   for vid in self.inputs + self.outputs}
             recording = Recording()
+
+            def setup(ctx):
+                if env is not None:
+                    ctx.dyn, ctx.graph_key = env, 1
             ctx = await build_delegate(device, vk, NamedData(None), io, resources, recording,
-                                       {}, "test", self.options, storage=self.storage)
+                                       {}, "test", self.options, storage=self.storage,
+                                       setup=setup)
+            for buf, data in env.run(recording) if env is not None else ():
+                upload(device, buf, data)
             for vid, array in zip(self.inputs, self.feeds):
                 if array.size:
                     upload(device, io[vid], array.tobytes())  # padded to 4 bytes
@@ -113,9 +122,10 @@ class G:
             raw, _ = await device.run(recording, outs, staging)
             self.id_flags = [struct.unpack("<IIIi", bytes(r[:FLAG_BYTES]))
                              for r in raw[len(self.outputs):]]
-            return [np.frombuffer(data, self._np_storage(self.values[v].dtype))
-                    [:self.values[v].numel].reshape(self.values[v].shape).astype(np.float32)
-                    for data, v in zip(raw, self.outputs)]
+            arrays = [np.frombuffer(data, self._np_storage(self.values[v].dtype))
+                      [:self.values[v].numel].reshape(self.values[v].shape)
+                      for data, v in zip(raw, self.outputs)]
+            return [a.astype(np.float32) for a in arrays] if as_f32 else arrays
         finally:
             resources.release()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+from importlib import resources
 import statistics
 import struct
 
@@ -79,22 +80,8 @@ async def measure(timer, steps, nbytes: int) -> dict:
 
 
 # --- building the work ------------------------------------------------------------------
-COPY_WGSL = """
-override wg_size: u32 = 256;
-override per: u32 = 1;   // vec4s per invocation, wg_size apart
-@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
-@compute @workgroup_size(wg_size)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
-        @builtin(local_invocation_index) li: u32) {
-  let first = (wid.x + wid.y * groups.x) * wg_size * per + li;
-  let n = arrayLength(&dst);
-  for (var k = 0u; k < per; k++) {
-    let i = first + k * wg_size;
-    if (i < n) { dst[i] = src[i]; }
-  }
-}
-"""
+# the copy kernel ours is measured against (shipped with the shaders, so the page has it)
+COPY_WGSL = resources.files("pte_webgpu.shaders").joinpath("bench_copy.wgsl").read_text()
 COPY_VARIANTS = {"copy4-256": (256, 1), "copy4-64x16": (64, 16)}
 
 

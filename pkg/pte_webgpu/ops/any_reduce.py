@@ -11,6 +11,7 @@ from ..errors import FormatError
 from ..model.graph import Null, Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, sections
 from . import cpu_reference as cpu
+from .args import int_list
 from .common import check_rank, contiguous_strides, elementwise_workgroup
 from .exec_ints import follow_actual_size
 from .mixed import type_of
@@ -36,7 +37,7 @@ def _dims(values, args, rank: int, where: str) -> list[int]:
     if isinstance(v, Scalar) and v.kind == "int":
         dims = [int(v.value)]
     else:
-        dims = cpu.int_list(v)
+        dims = int_list(v)
     try:
         return cpu.norm_dims(dims, rank) if dims else list(range(rank))
     except FormatError as e:

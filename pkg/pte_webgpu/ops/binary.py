@@ -20,6 +20,7 @@ from ..model import f32
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, cases, fill
 from . import cpu_reference as cpu
 from . import sizes
+from .args import number
 from .common import check_rank, elementwise_workgroup
 from .exec_ints import follow_actual_size
 from .registry import define
@@ -133,7 +134,7 @@ def add(a: cpu.Array, b: cpu.Array, alpha: float, out_shape: tuple) -> list:
 
 def _reference(row: Binary):
     def fn(read, values, args):
-        alpha = cpu.number(values[args[2]], 1.0) if row.alpha else 1.0
+        alpha = number(values[args[2]], 1.0) if row.alpha else 1.0
         return cpu.elementwise(read(args[0]), read(args[1]), values[args[-1]].shape,
                                lambda x, y: row.ref(x, y, alpha))
     return fn

@@ -9,7 +9,6 @@ import math
 
 from ..errors import FormatError
 from ..model import f32
-from .args import int_list, number  # noqa: F401 (the references read cpu.number, cpu.int_list)
 from .common import contiguous_strides
 
 

@@ -2,6 +2,7 @@
 its ops (ops/registry.py); this is the one place that names the families."""
 
 from . import (any_reduce, attention, binary, bmm, copying, embedding, fill,  # noqa: F401
-               fused_elementwise, fused_linear, index_put, indexing, matmul, mixed, norm, reduce,
+               fused_elementwise, fused_linear, index_put, indexing, linear_q4,
+               matmul, mixed, norm, reduce,
                rms_norm, rope, symint, unary, view)
 from . import registry  # noqa: F401

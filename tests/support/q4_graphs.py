@@ -54,15 +54,17 @@ def reference(x, w, s, bias=None) -> np.ndarray:
     return out if bias is None else out + bias.astype(np.float64)
 
 
-def q4gsw_graph(x, w, s, group, bias=None, storage=None, options=None, lead=None):
-    """A graph of one q4gsw linear: (G, out id). ``lead``: the input's leading shape."""
+def q4gsw_graph(x, w, s, group, bias=None, storage=None, options=None, lead=None,
+                scales_dtype=dtypes.FLOAT32):
+    """A graph of one q4gsw linear: (G, out id). ``lead``: the input's leading shape;
+    with a half ``storage`` the input, bias and output are float16."""
     g = G(**({"storage": storage} if storage else {}), options=options)
     half = storage is not None and storage.half
     act = dtypes.FLOAT16 if half else dtypes.FLOAT32
     xi = g.input(x.reshape(lead + (x.shape[-1],)) if lead else x, act)
     wi = g.const(pack_q4gsw(w), dtypes.UINT8)
-    si = g.const(scales_rows(s))
-    bi = g.null() if bias is None else g.const(bias)
+    si = g.const(scales_rows(s), scales_dtype)
+    bi = g.null() if bias is None else g.const(bias, act)
     out = g.tensor((lead or x.shape[:-1]) + (w.shape[0],), dtype=act)
     g.op(Q4GSW, xi, wi, si, g.int(group), bi, out)
     return g, out

@@ -168,6 +168,7 @@ async def build_q4gsw(ctx, op):
     shape = _checked(ctx, op, q4gsw_shape(values, op.args, int_arg(ctx, g_id, op), op.name))
     _check_out(values, x_id, out_id, shape.n, op.name)
     bias = _check_bias(values, b_id, shape.n, op.name)
+    _check_stored(ctx, op, b_id, bias, out_id)
     _check_scales(ctx, op, s_id)
     bindings = [(0, x_id), (1, w_id), (2, out_id), (4, b_id if bias else s_id), (5, s_id)]
     await product(ctx, op, bindings, shape, bias, out_id, shape.n, s_id)
@@ -209,6 +210,7 @@ async def build_fused(ctx, op):
         raise FormatError(str(e), field=ctx.where(op)) from None
     shape = _checked(ctx, op, shape)
     bias = _check_bias(values, b_id, shape.n, op.name)
+    _check_stored(ctx, op, b_id, bias, outs[0])
     _check_scales(ctx, op, s_id)
     n0 = widths[0]
     n1 = n0 + widths[1] if len(outs) > 2 else shape.n
@@ -279,6 +281,14 @@ def _checked(ctx, op, shape: Q4Shape) -> Q4Shape:
             raise UnsupportedError(f"{op.name}: {what} = {v} is beyond the kernels' range "
                                    f"({ctx.where(op)})")
     return shape
+
+
+def _check_stored(ctx, op, b_id: int, has_bias: bool, out_id: int) -> None:
+    """The kernels read the bias in the output's stored type."""
+    if has_bias and ctx.half(b_id) != ctx.half(out_id):
+        raise UnsupportedError(f"{op.name}: bias {ctx.graph.values[b_id].dtype.name} beside "
+                               f"{ctx.graph.values[out_id].dtype.name} activations "
+                               f"({ctx.where(op)})")
 
 
 def _check_scales(ctx, op, s_id: int) -> None:

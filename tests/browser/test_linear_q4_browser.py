@@ -151,3 +151,14 @@ def test_quantized_llama_steps_in_the_browser(page, name, entry):
     assert max(report["errors"]) <= tol, report["errors"]
     assert report["argmax"] == report["want_argmax"]
     assert report["reset_error"] <= tol
+
+
+@pytest.mark.parametrize("name", sorted(json.loads((HERE.parent / "fixtures" / "qcs4w" /
+                                                    "index.json").read_text())))
+def test_exported_qcs4w_in_the_browser(page, name):
+    """et_vk.linear_qcs4w as PT2E's VulkanQuantizer (4-bit weight-only) exports it, against
+    eager torch of the converted model."""
+    result = page.run_python(f"await run_fixture('qcs4w/{name}')")
+    assert result["shapes"] == result["want_shapes"]
+    (abs_err, _), = result["errors"]
+    assert abs_err <= 2e-5, result

@@ -210,3 +210,25 @@ def test_padding_past_k_reads_no_input(device, variant):
     assert np.isfinite(y[0]).all()
     np.testing.assert_allclose(y[0], want[0], rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
+
+
+QCS4W_FIXTURES = sorted(json.loads((Path(__file__).parents[1] / "fixtures" / "qcs4w" /
+                                    "index.json").read_text()))
+
+
+@pytest.mark.parametrize("name", QCS4W_FIXTURES)
+def test_exported_qcs4w_matches_eager_torch(runtime, name):
+    """et_vk.linear_qcs4w as ExecuTorch's PT2E VulkanQuantizer (weight-only, 4 bit) emits
+    it, K = 20 included (rows of 10 bytes, repacked at load), against eager torch of the
+    converted model."""
+    folder = Path(__file__).parents[1] / "fixtures" / "qcs4w"
+    arrays = np.load(folder / f"{name}.npz")
+    program = run_sync(runtime.load_program((folder / f"{name}.pte").read_bytes()))
+    try:
+        method = program.load_method("forward")
+        assert any(k["op"] == QCS4W for k in method.kernels)
+        (out,) = run_sync(method.execute([arrays["in0"]]))
+    finally:
+        program.close()
+    want = arrays["out0"]
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())

@@ -97,3 +97,12 @@ def test_reference_runs_a_quantized_llama_step():
     got, want = out.numpy(), arrays["step0_out0"].numpy()
     assert np.abs(got - want).max() <= 1e-4, np.abs(got - want).max()
     assert time.perf_counter() - start < 120
+
+
+def test_reference_runs_exported_qcs4w():
+    folder = Path(__file__).parents[1] / "fixtures" / "qcs4w"
+    for name in ("qcs4w_k48_n20_bias_m9", "qcs4w_k20_n12_m5"):
+        program = formats.open_program((folder / f"{name}.pte").read_bytes())
+        arrays = np.load(folder / f"{name}.npz")
+        (out,) = reference.run_program(program, [arrays["in0"]])
+        np.testing.assert_allclose(out.numpy(), arrays["out0"], rtol=1e-5, atol=1e-6)

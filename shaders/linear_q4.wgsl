@@ -21,37 +21,45 @@ struct W8 {
   b: vec4<f32>,  // elements 4..7
 }
 
-fn scale_index(g: u32, col: u32) -> u32 {
-  if (col < params.n0) {
-    return g * params.s_stride0 + col;
-  }
-  if (col < params.n1) {
-    return params.s_off1 + g * params.s_stride1 + col - params.n0;
-  }
-  return params.s_off2 + g * params.s_stride2 + col - params.n1;
-}
-
 fn scale_at(k: u32, col: u32) -> f32 {
-  return f32(scales[scale_index(min(k, params.k - 1u) / params.group, col)]);
+  let sc = scale_col(col);
+  return f32(scales[sc.x + (min(k, params.k - 1u) / params.group) * sc.y]);
 }
 
-// The 8 weights of word `wi` of column `col`, dequantized.
-fn weights8(col: u32, wi: u32) -> W8 {
+// The 8 int4 weights of word `wi` of column `col` (nibble - 8), not yet scaled.
+fn ints8(col: u32, wi: u32) -> W8 {
   let w = weight[col * params.words + wi];
   let a = vec4<f32>(f32(w & 15u), f32((w >> 4u) & 15u), f32((w >> 8u) & 15u),
                     f32((w >> 12u) & 15u)) - 8.0;
   let b = vec4<f32>(f32((w >> 16u) & 15u), f32((w >> 20u) & 15u), f32((w >> 24u) & 15u),
                     f32(w >> 28u)) - 8.0;
+  return W8(a, b);
+}
+
+// The 8 weights of word `wi` of column `col`, dequantized (any group size).
+fn weights8(col: u32, wi: u32) -> W8 {
+  let q = ints8(col, wi);
   let k0 = 8u * wi;
   if (params.group % 8u == 0u) {  // the whole word is in one group
     let s = scale_at(k0, col);
-    return W8(a * s, b * s);
+    return W8(q.a * s, q.b * s);
   }
   let sa = vec4<f32>(scale_at(k0, col), scale_at(k0 + 1u, col), scale_at(k0 + 2u, col),
                      scale_at(k0 + 3u, col));
   let sb = vec4<f32>(scale_at(k0 + 4u, col), scale_at(k0 + 5u, col), scale_at(k0 + 6u, col),
                      scale_at(k0 + 7u, col));
-  return W8(a * sa, b * sb);
+  return W8(q.a * sa, q.b * sb);
+}
+
+// Where column `col`'s scales are: (first, stride between groups).
+fn scale_col(col: u32) -> vec2<u32> {
+  if (col < params.n0) {
+    return vec2<u32>(col, params.s_stride0);
+  }
+  if (col < params.n1) {
+    return vec2<u32>(params.s_off1 + col - params.n0, params.s_stride1);
+  }
+  return vec2<u32>(params.s_off2 + col - params.n1, params.s_stride2);
 }
 
 fn x_at(base: u32, k: u32) -> f32 {
@@ -61,16 +69,19 @@ fn x_at(base: u32, k: u32) -> f32 {
   return 0.0;
 }
 
+// Row `row`'s input elements of word `wi`, which lies inside K.
+fn x8_inside(row: u32, wi: u32) -> W8 {
+  let i = row * params.k + 8u * wi;
+  return W8(vec4<f32>(f32(input[i]), f32(input[i + 1u]), f32(input[i + 2u]),
+                      f32(input[i + 3u])),
+            vec4<f32>(f32(input[i + 4u]), f32(input[i + 5u]), f32(input[i + 6u]),
+                      f32(input[i + 7u])));
+}
+
 // Row `row`'s input elements of word `wi` (0 past K).
 fn x8(row: u32, wi: u32) -> W8 {
   let base = row * params.k;
   let k0 = 8u * wi;
-  if (k0 + 8u <= params.k) {
-    return W8(vec4<f32>(f32(input[base + k0]), f32(input[base + k0 + 1u]),
-                        f32(input[base + k0 + 2u]), f32(input[base + k0 + 3u])),
-              vec4<f32>(f32(input[base + k0 + 4u]), f32(input[base + k0 + 5u]),
-                        f32(input[base + k0 + 6u]), f32(input[base + k0 + 7u])));
-  }
   return W8(vec4<f32>(x_at(base, k0), x_at(base, k0 + 1u), x_at(base, k0 + 2u),
                       x_at(base, k0 + 3u)),
             vec4<f32>(x_at(base, k0 + 4u), x_at(base, k0 + 5u), x_at(base, k0 + 6u),
@@ -88,25 +99,31 @@ fn bias_at(col: u32) -> f32 {
   return 0.0;
 }
 
-// --- dot: one output per invocation --------------------------------------------------
-fn dot_item(i: u32) {
-  let row = i / params.n;
-  let col = i % params.n;
-  var s = 0.0;
-  for (var wi = 0u; wi < params.words; wi++) {
-    s += dot8(x8(row, wi), weights8(col, wi));
-  }
-  put(row, col, s + bias_at(col));
-}
-
-// --- gemv: workgroup g is column g % n of rows 4 (g / n) .. + 3 -----------------------
-// This lane's share of the workgroup's sums (components: the rows).
-fn gemv_partial(g: u32, lane: u32) -> vec4<f32> {
-  let col = g % params.n;
-  let row0 = (g / params.n) * 4u;
-  let rows = min(4u, params.m - row0);
+// Rows row0 .. row0 + rows - 1 (components) times column `col`. `whole_groups` (the
+// group a multiple of 8, hence K too: the common case): the lanes take groups g0,
+// g0 + step, ..., each group's integer products summed, then scaled once, no load
+// needing a bound check. Else word by word (words g0, g0 + step, ...), each weight
+// scaled and the input past K masked.
+fn col_dots(row0: u32, col: u32, g0: u32, step: u32) -> vec4<f32> {
   var s = vec4<f32>(0.0);
-  for (var wi = lane; wi < params.words; wi += wg_size) {
+  if (whole_groups) {
+    let per = params.group / 8u;
+    let groups = params.k / params.group;
+    let sc = scale_col(col);
+    for (var g = g0; g < groups; g += step) {
+      var a = vec4<f32>(0.0);
+      for (var wi = g * per; wi < (g + 1u) * per; wi++) {
+        let w = ints8(col, wi);
+        a.x += dot8(x8_inside(row0, wi), w);
+        if (rows > 1u) { a.y += dot8(x8_inside(row0 + 1u, wi), w); }
+        if (rows > 2u) { a.z += dot8(x8_inside(row0 + 2u, wi), w); }
+        if (rows > 3u) { a.w += dot8(x8_inside(row0 + 3u, wi), w); }
+      }
+      s += a * f32(scales[sc.x + g * sc.y]);
+    }
+    return s;
+  }
+  for (var wi = g0; wi < params.words; wi += step) {
     let w = weights8(col, wi);
     s.x += dot8(x8(row0, wi), w);
     if (rows > 1u) { s.y += dot8(x8(row0 + 1u, wi), w); }
@@ -116,16 +133,31 @@ fn gemv_partial(g: u32, lane: u32) -> vec4<f32> {
   return s;
 }
 
+// --- dot: one output per invocation --------------------------------------------------
+fn dot_item(i: u32) {
+  let row = i / params.n;
+  let col = i % params.n;
+  put(row, col, col_dots(row, col, 0u, 1u).x + bias_at(col));
+}
+
+// --- gemv: workgroup g is column g % n of `rows` rows from rows (g / n) ---------------
+// This lane's share of the workgroup's sums (components: the rows; rows past M repeat
+// the last one, never written).
+fn gemv_partial(g: u32, lane: u32) -> vec4<f32> {
+  return col_dots(min((g / params.n) * rows, params.m - rows), g % params.n, lane, wg_size);
+}
+
 // The workgroup's total `t`, written by one lane.
 fn gemv_write(g: u32, t: vec4<f32>) {
   let col = g % params.n;
-  let row0 = (g / params.n) * 4u;
-  let rows = min(4u, params.m - row0);
+  let row0 = (g / params.n) * rows;
+  let shift = row0 - min(row0, params.m - rows);  // rows the clamp moved back
   let v = t + bias_at(col);
-  put(row0, col, v.x);
-  if (rows > 1u) { put(row0 + 1u, col, v.y); }
-  if (rows > 2u) { put(row0 + 2u, col, v.z); }
-  if (rows > 3u) { put(row0 + 3u, col, v.w); }
+  for (var r = shift; r < rows; r++) {
+    if (row0 + r - shift < params.m) {
+      put(row0 + r - shift, col, v[r]);
+    }
+  }
 }
 
 // --- tiled: workgroup g is tile (g / tiles_n, g % tiles_n) of 32 x 32 -----------------

@@ -41,3 +41,6 @@ fn gemv_item_sg(g: u32, lane: u32, sg_size: u32, sg_lane: u32) {
     gemv_write(g, part[0]);
   }
 }
+// ==== consts  per kernel: input rows per gemv workgroup (naga 29 panics on an override there); whether groups are whole words (group % 8 == 0: the other path compiled out, which lavapipe runs 3x faster)
+const rows: u32 = ${rows}u;
+const whole_groups: bool = ${whole};

@@ -30,8 +30,8 @@ def test_bad_names_are_refused(name):
 
 
 @pytest.mark.parametrize("t,m,want", [
-    (LAVAPIPE, 1, "gemvsg-8"), (LAVAPIPE, 8, "gemvsg-8"), (LAVAPIPE, 9, "tiled"),
-    (SWIFTSHADER_4, 1, "gemvsg-4"), (CPU_PLAIN, 1, "dot"), (CPU_PLAIN, 37, "tiled"),
+    (LAVAPIPE, 1, "dot"), (LAVAPIPE, 8, "dot"), (LAVAPIPE, 9, "tiled"),
+    (SWIFTSHADER_4, 1, "dot"), (CPU_PLAIN, 1, "dot"), (CPU_PLAIN, 37, "tiled"),
     (GPU_SG, 1, "gemvsg-32"), (GPU_SG, 32, "gemvsg-32"), (GPU_SG, 33, "tiled"),
     (GPU_PLAIN, 4, "gemv-64"), (GPU_PLAIN, 500, "tiled"),
     # too small for the forms' workgroups: the no-barrier form
@@ -57,4 +57,4 @@ def test_dynamic_rows_get_decode_twins():
     forms = row_forms(GPU_SG, 128, 64, 64, choose(GPU_SG, 128, 64, 64))
     assert [(top, v.name) for top, v in forms] == [(128, "tiled"), (32, "gemvsg-32")]
     forms = row_forms(LAVAPIPE, 27, 64, 64, choose(LAVAPIPE, 27, 64, 64))
-    assert [(top, v.name) for top, v in forms] == [(27, "tiled"), (8, "gemvsg-8")]
+    assert [(top, v.name) for top, v in forms] == [(27, "tiled"), (8, "dot")]

@@ -28,7 +28,7 @@ from math import prod
 
 from ..errors import FormatError, UnsupportedError
 from ..model.graph import Null, TensorValue
-from ..shaders.compose import Binding, Entry, Kernel, Uniform, sections
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill, sections
 from . import sizes
 from .args import int_arg
 from .exec_ints import follow_actual_size
@@ -55,20 +55,30 @@ _ENTRIES = {"dot": Entry("main", "dot_item", "params.m * params.n"),
             "tiled": Entry("main", "tiled_item", "params.tiles", per="group")}
 
 
-@cache
 def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
-           browser: bool = True) -> Kernel:
+           browser: bool = True, rows: int = 1, whole: bool = True) -> Kernel:
     """The shader of one form (``kind``: dot, gemv, gemvsg, tiled) and epilogue;
     ``scales_f32``: float32 scales beside f16 activations; ``browser``: gemvsg's
-    ``enable subgroups;`` (Chromium needs it, wgpu-native's naga rejects it)."""
+    ``enable subgroups;`` (Chromium needs it, wgpu-native's naga rejects it); ``rows``:
+    input rows per gemv workgroup (1 to 4); ``whole``: the group a multiple of 8."""
+    sg = kind == "gemvsg"
+    return _kernel(kind, epilogue, scales_f32, browser or not sg,
+                   rows if kind.startswith("gemv") else 1, whole)
+
+
+@cache
+def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int,
+            whole: bool) -> Kernel:
     sums = {"gemv": "sum_tree", "gemvsg": "sum_subgroups"}.get(kind)
-    generated = sections("matmul_parts")["put" + (f"_{epilogue}" if epilogue else "")]
+    generated = fill("linear_q4_parts", "consts", rows=rows, whole=str(whole).lower())
+    generated += sections("matmul_parts")["put" + (f"_{epilogue}" if epilogue else "")]
     if sums:
         generated += sections("linear_q4_parts")[sums]
     scales = Binding(5, "scales", type="f32" if scales_f32 else "elem")
     sg = kind == "gemvsg"
     name = "_".join(filter(None, ("linear_q4", kind, "native" if sg and not browser else "",
-                                  epilogue, "sf32" if scales_f32 else "")))
+                                  epilogue, "sf32" if scales_f32 else "",
+                                  f"r{rows}" if sums else "", "" if whole else "any")))
     return Kernel("linear_q4", _BINDINGS + (scales,) + EPILOGUES[epilogue], PARAMS,
                   uniform_binding=3, generated=generated, entries=(_ENTRIES[kind],),
                   enables=("subgroups",) if sg and browser else (), name=name)
@@ -238,7 +248,7 @@ async def build_qcs4w(ctx, op):
     buf = ctx.resources.buffer(len(packed), f"{ctx.label} value {w_id} repacked")
     ctx.device.write_buffer(buf, packed)
     words = len(packed) // 4 // max(n, 1)
-    shape = _checked(ctx, op, Q4Shape(prod(x.shape[:-1]), n, k, words, 8 * words, 0))
+    shape = _checked(ctx, op, Q4Shape(prod(x.shape[:-1]), n, k, words, k, 0))  # one group
     bindings = [(0, x_id), (1, buf), (2, out_id), (4, s_id), (5, s_id)]
     await product(ctx, op, bindings, shape, False, out_id, n, s_id)
 
@@ -302,26 +312,30 @@ def _check_scales(ctx, op, s_id: int) -> None:
 
 
 # --- recording ------------------------------------------------------------------------
-def _grid(v: Variant, m: int, n: int) -> tuple[int, int]:
-    """(tiles across N, workgroups) of variant ``v`` for an [m, n] output."""
+def _grid(v: Variant, m: int, n: int, rows: int = 4) -> tuple[int, int]:
+    """(tiles across N, workgroups) of variant ``v`` for the first ``m`` rows of an
+    [M, n] output; ``rows``: a gemv workgroup's."""
     if v.kind == "dot":
         return 0, -(-m * n // 64)
     if v.kind == "tiled":
         tiles_n = -(-n // TILE)
         return tiles_n, tiles_n * -(-m // TILE)
-    return n, n * -(-m // 4)
+    return n, n * -(-m // rows)
 
 
 async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, half: bool,
-                 scales_f32: bool, epilogue: str = "", split: dict | None = None) -> None:
+                 scales_f32: bool, epilogue: str = "", split: dict | None = None,
+                 rows: int = 4) -> None:
     """One product of variant ``v`` (bindings: 0 input, 1 packed weight, 2 out, 4 bias,
-    5 scales, 6-7 the split outputs). Also used by bench/."""
+    5 scales, 6-7 the split outputs; ``rows``: up to this many input rows per gemv
+    workgroup, M at most). Also used by bench/."""
     m, n = shape.m, shape.n
+    rows = max(1, min(rows, m, 4))
     browser = ctx.device.info.traits.subgroups
-    shader = kernel(v.kind, epilogue, scales_f32, browser)
+    shader = kernel(v.kind, epilogue, scales_f32, browser, rows, shape.group % 8 == 0)
     lanes = {"dot": 64, "tiled": 64}.get(v.kind, v.lanes)
     pipeline = await ctx.pipeline(shader, {"wg_size": lanes}, "main", half)
-    tiles_n, groups = _grid(v, m, n)
+    tiles_n, groups = _grid(v, m, n, rows)
     split = split or dict(n0=n, n1=n, s_stride0=shape.s_stride)
     params = PARAMS.pack(m=m, n=n, k=shape.k, words=shape.words, group=shape.group,
                          has_bias=int(has_bias), tiles_n=tiles_n, tiles=groups, **split)
@@ -344,15 +358,18 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
     if m > 1 and ctx.dyn is not None and ctx.dyn.is_dynamic(ctx.graph_key, out_id) \
             and VARIANTS.forced(ctx.options) is None:
         forms = row_forms(ctx.device.info.traits, m, n, k, v, half)
+        if forms[-1][0] > 1 and forms[-1][1].kind.startswith("gemv"):
+            forms.append((1, forms[-1][1]))  # decode: one row per workgroup
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0
+        rows = max(1, min(4, top, m))  # a gemv workgroup's rows: this form's at most
         await record(ctx, op, form, bindings, shape, has_bias, half, scales_f32, epilogue,
-                     split)
+                     split, rows)
         follow_actual_size(
-            ctx, out_id, lambda e, f=form, low=low, top=top:
-            _grid(f, -(-e // out_n), n)[1] if low < -(-e // out_n) <= top else 0,
+            ctx, out_id, lambda e, f=form, low=low, top=top, rows=rows:
+            _grid(f, -(-e // out_n), n, rows)[1] if low < -(-e // out_n) <= top else 0,
             alternative=i > 0)
 
 

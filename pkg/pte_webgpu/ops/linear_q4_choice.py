@@ -2,7 +2,7 @@
 records them; shaders/linear_q4.wgsl has the forms).
 
 - ``dot``: one output per invocation sweeping all of K: no workgroup memory, no barrier,
-  no subgroups (CPU adapters without subgroups: SwiftShader, lavapipe built without them).
+  no subgroups (CPU adapters: SwiftShader, lavapipe).
 - ``gemv-WG``: matrix-vector for decode, one column and up to 4 rows per workgroup of WG
   lanes that sweep K together, one u32 load per 8 weights; the lanes' sums meet in a
   halving tree in workgroup memory.
@@ -68,20 +68,14 @@ def supported(v: Variant, adapter, **_) -> str | None:
 
 
 def choose(adapter, m: int, n: int = 0, k: int = 0, half: bool = False) -> Variant:
-    """CPU adapters (their lanes run as SIMD vectors): up to CPU_GEMV_ROWS rows, gemvsg
-    in one subgroup-wide workgroup (8 lanes where subgroups of 8 or more may run, else 4)
-    where the adapter has subgroups, else ``dot``; more rows, the tiles. GPUs: up to
+    """CPU adapters: up to CPU_GEMV_ROWS rows ``dot`` (lavapipe, 576 x 1536: dot 1.8 ms,
+    gemvsg-8 7.9 ms, gemvsg-4 7.6 ms: a workgroup per column costs more there than the
+    sums save); more rows, the tiles. GPUs: up to
     GPU_GEMV_ROWS rows, gemvsg-32 (one subgroup on NVIDIA, no barrier) or gemv-64; more,
     the tiles."""
     traits = traits_of(adapter)
     if traits.is_cpu:
-        if m > CPU_GEMV_ROWS:
-            pick = Variant("tiled")
-        elif traits.subgroup_builtins:
-            sizes = traits.subgroup_sizes
-            pick = Variant("gemvsg", 8 if sizes and sizes[1] >= 8 else 4)
-        else:
-            pick = Variant("dot")
+        pick = Variant("tiled") if m > CPU_GEMV_ROWS else Variant("dot")
     elif m > GPU_GEMV_ROWS:
         pick = Variant("tiled")
     else:

@@ -232,3 +232,21 @@ def test_exported_qcs4w_matches_eager_torch(runtime, name):
         program.close()
     want = arrays["out0"]
     np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.skipif(not (QUANT / "llama_4w_g32_dynamic.pte").exists(),
+                    reason="tests/fixtures/quant not built")
+def test_stacked_q4_linears_in_an_exported_llama():
+    """Fusion on and off (runtime/fusion_q4.py): q/k/v and gate/up of each layer run as one
+    dispatch each, the logits as without fusion."""
+    from tests.support.fusion_check import fusion_report, native_runtime
+
+    name = "llama_4w_g32_dynamic"
+    args = json.loads((QUANT / "index.json").read_text())[name]["model_args"]
+    r = run_sync(fusion_report(native_runtime, (QUANT / f"{name}.pte").read_bytes(),
+                               args["vocab_size"], 5, 3))
+    layers = args["n_layers"]
+    fused = r["fused_ops"]["fused"]
+    assert fused["3 q4 linears"] == fused["2 q4 linears"] == layers, fused
+    assert r["dispatches"]["unfused"] - r["dispatches"]["fused"] >= 3 * layers, r["dispatches"]
+    assert max(r["diffs"]) <= 1e-6 * r["scale"], r["diffs"]

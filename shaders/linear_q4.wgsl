@@ -40,8 +40,9 @@ fn ints8(col: u32, wi: u32) -> W8 {
 fn weights8(col: u32, wi: u32) -> W8 {
   let q = ints8(col, wi);
   let k0 = 8u * wi;
-  if (params.group % 8u == 0u) {  // the whole word is in one group
-    let s = scale_at(k0, col);
+  if (whole_groups) {  // the whole word is in one group
+    let sc = scale_col(col);
+    let s = f32(scales[sc.x + (k0 / params.group) * sc.y]);
     return W8(q.a * s, q.b * s);
   }
   let sa = vec4<f32>(scale_at(k0, col), scale_at(k0 + 1u, col), scale_at(k0 + 2u, col),
@@ -163,8 +164,9 @@ fn gemv_write(g: u32, t: vec4<f32>) {
 // --- tiled: workgroup g is tile (g / tiles_n, g % tiles_n) of 32 x 32 -----------------
 const TILE: u32 = 32u;
 const TK: u32 = 32u;  // K per step: 4 words
-var<workgroup> x_tile: array<f32, 1024>;  // [row][k]
-var<workgroup> w_tile: array<f32, 1024>;  // [col][k]
+// [k][row / 4] and [k][col / 4]: a lane's 4 rows and 4 columns at one k are one vec4 each
+var<workgroup> x_tile: array<vec4<f32>, 256>;
+var<workgroup> w_tile: array<vec4<f32>, 256>;
 
 fn tiled_item(g: u32, lane: u32) {
   let r0 = (g / params.tiles_n) * TILE;
@@ -187,34 +189,35 @@ fn tiled_item(g: u32, lane: u32) {
       if (row < params.m && k0 + kk < params.k) {
         v = f32(input[row * params.k + k0 + kk]);
       }
-      x_tile[e] = v;
+      x_tile[kk * 8u + r / 4u][r % 4u] = v;
     }
     // 32 columns x 4 words: 2 words per lane
     for (var e = lane; e < TILE * 4u; e += 64u) {
       let c = e / 4u;
       let wi = st * 4u + e % 4u;
-      let at = c * TK + (e % 4u) * 8u;
+      let at = (e % 4u) * 64u + c / 4u;  // k = 8 (e % 4) + b: at + 8 b
       var w = W8(vec4<f32>(0.0), vec4<f32>(0.0));
       if (c0 + c < params.n && wi < params.words) {
         w = weights8(c0 + c, wi);
       }
-      w_tile[at] = w.a.x;
-      w_tile[at + 1u] = w.a.y;
-      w_tile[at + 2u] = w.a.z;
-      w_tile[at + 3u] = w.a.w;
-      w_tile[at + 4u] = w.b.x;
-      w_tile[at + 5u] = w.b.y;
-      w_tile[at + 6u] = w.b.z;
-      w_tile[at + 7u] = w.b.w;
+      let i = c % 4u;
+      w_tile[at][i] = w.a.x;
+      w_tile[at + 8u][i] = w.a.y;
+      w_tile[at + 16u][i] = w.a.z;
+      w_tile[at + 24u][i] = w.a.w;
+      w_tile[at + 32u][i] = w.b.x;
+      w_tile[at + 40u][i] = w.b.y;
+      w_tile[at + 48u][i] = w.b.z;
+      w_tile[at + 56u][i] = w.b.w;
     }
     workgroupBarrier();
     for (var kk = 0u; kk < TK; kk++) {
-      let wv = vec4<f32>(w_tile[(4u * tx) * TK + kk], w_tile[(4u * tx + 1u) * TK + kk],
-                         w_tile[(4u * tx + 2u) * TK + kk], w_tile[(4u * tx + 3u) * TK + kk]);
-      acc0 += x_tile[(4u * ty) * TK + kk] * wv;
-      acc1 += x_tile[(4u * ty + 1u) * TK + kk] * wv;
-      acc2 += x_tile[(4u * ty + 2u) * TK + kk] * wv;
-      acc3 += x_tile[(4u * ty + 3u) * TK + kk] * wv;
+      let wv = w_tile[kk * 8u + tx];
+      let xv = x_tile[kk * 8u + ty];
+      acc0 += xv.x * wv;
+      acc1 += xv.y * wv;
+      acc2 += xv.z * wv;
+      acc3 += xv.w * wv;
     }
     workgroupBarrier();
   }

@@ -7,6 +7,8 @@
 // runtime/fusion.py): part p's scales begin at `s_offp` with row stride `s_stridep`.
 // K may not fill the last word (ExecuTorch pads K to a multiple of 8 with zeros): the
 // input past K reads as 0, never out of its row.
+// The input is read through `x_in` (one element) and `x4_in` (elements 4i .. 4i + 3),
+// composed per kernel: vec4 loads where K % 8 == 0, else scalar ones.
 // Three forms, all entry points of this body (the prelude, `put` and the lane sums of
 // the gemv forms are composed: shaders/linear_q4_parts.wgsl, ops/linear_q4.py):
 // - dot: one output per invocation, no workgroup memory, no barrier (CPU adapters);
@@ -65,18 +67,15 @@ fn scale_col(col: u32) -> vec2<u32> {
 
 fn x_at(base: u32, k: u32) -> f32 {
   if (k < params.k) {
-    return f32(input[base + k]);
+    return x_in(base + k);
   }
   return 0.0;
 }
 
 // Row `row`'s input elements of word `wi`, which lies inside K.
 fn x8_inside(row: u32, wi: u32) -> W8 {
-  let i = row * params.k + 8u * wi;
-  return W8(vec4<f32>(f32(input[i]), f32(input[i + 1u]), f32(input[i + 2u]),
-                      f32(input[i + 3u])),
-            vec4<f32>(f32(input[i + 4u]), f32(input[i + 5u]), f32(input[i + 6u]),
-                      f32(input[i + 7u])));
+  let i4 = (row * params.k) / 4u + 2u * wi;
+  return W8(x4_in(i4), x4_in(i4 + 1u));
 }
 
 // Row `row`'s input elements of word `wi` (0 past K).
@@ -187,7 +186,7 @@ fn tiled_item(g: u32, lane: u32) {
       let row = r0 + r;
       var v = 0.0;
       if (row < params.m && k0 + kk < params.k) {
-        v = f32(input[row * params.k + k0 + kk]);
+        v = x_in(row * params.k + k0 + kk);
       }
       x_tile[kk * 8u + r / 4u][r % 4u] = v;
     }

@@ -44,3 +44,20 @@ fn gemv_item_sg(g: u32, lane: u32, sg_size: u32, sg_lane: u32) {
 // ==== consts  per kernel: input rows per gemv workgroup (naga 29 panics on an override there); whether groups are whole words (group % 8 == 0: the other path compiled out, which lavapipe runs 3x faster)
 const rows: u32 = ${rows}u;
 const whole_groups: bool = ${whole};
+// ==== x_vec4  the input bound as vec4s (K % 8 == 0: every row starts on a vec4)
+fn x_in(i: u32) -> f32 {
+  return f32(input4[i / 4u][i % 4u]);
+}
+
+fn x4_in(i4: u32) -> vec4<f32> {
+  return vec4<f32>(input4[i4]);
+}
+// ==== x_scalar  the input bound as elements (any K)
+fn x_in(i: u32) -> f32 {
+  return f32(input[i]);
+}
+
+fn x4_in(i4: u32) -> vec4<f32> {
+  let i = 4u * i4;
+  return vec4<f32>(f32(input[i]), f32(input[i + 1u]), f32(input[i + 2u]), f32(input[i + 3u]));
+}

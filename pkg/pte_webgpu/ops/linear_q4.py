@@ -45,8 +45,10 @@ PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("words", "u32"),
                  ("n0", "u32"), ("n1", "u32"),  # where the stacked parts 1, 2 begin
                  ("s_stride0", "u32"), ("s_stride1", "u32"), ("s_stride2", "u32"),
                  ("s_off1", "u32"), ("s_off2", "u32"))  # scales: each part's row, start
-_BINDINGS = (Binding(0, "input"), Binding(1, "weight", type="u32"),
-             Binding(2, "out", "read_write"), Binding(4, "bias"))
+_BINDINGS = (Binding(1, "weight", type="u32"), Binding(2, "out", "read_write"),
+             Binding(4, "bias"))
+# the input as vec4s where K % 8 == 0 (rows start on a vec4), else as elements
+_INPUT = {True: Binding(0, "input4", type="elem4"), False: Binding(0, "input")}
 EPILOGUES = {"": (), "split2": (Binding(6, "out1", "read_write"),),
              "split3": (Binding(6, "out1", "read_write"), Binding(7, "out2", "read_write"))}
 _ENTRIES = {"dot": Entry("main", "dot_item", "params.m * params.n"),
@@ -71,6 +73,7 @@ def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int
             whole: bool) -> Kernel:
     sums = {"gemv": "sum_tree", "gemvsg": "sum_subgroups"}.get(kind)
     generated = fill("linear_q4_parts", "consts", rows=rows, whole=str(whole).lower())
+    generated += sections("linear_q4_parts")["x_vec4" if whole else "x_scalar"]
     generated += sections("matmul_parts")["put" + (f"_{epilogue}" if epilogue else "")]
     if sums:
         generated += sections("linear_q4_parts")[sums]
@@ -79,9 +82,9 @@ def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int
     name = "_".join(filter(None, ("linear_q4", kind, "native" if sg and not browser else "",
                                   epilogue, "sf32" if scales_f32 else "",
                                   f"r{rows}" if sums else "", "" if whole else "any")))
-    return Kernel("linear_q4", _BINDINGS + (scales,) + EPILOGUES[epilogue], PARAMS,
-                  uniform_binding=3, generated=generated, entries=(_ENTRIES[kind],),
-                  enables=("subgroups",) if sg and browser else (), name=name)
+    bindings = (_INPUT[whole],) + _BINDINGS + (scales,) + EPILOGUES[epilogue]
+    return Kernel("linear_q4", bindings, PARAMS, uniform_binding=3, generated=generated,
+                  entries=(_ENTRIES[kind],), enables=("subgroups",) if sg and browser else (), name=name)
 
 
 # --- shapes ----------------------------------------------------------------------------

@@ -39,14 +39,20 @@ def test_linear_matches_eager_8da4w(device, rows, k, n, group, variant):
     assert np.abs(out - want).max() <= 1e-4 * max(1.0, np.abs(want).max())
 
 
-def test_zero_and_constant_rows_hit_eps(device):
-    case = Dq8Case(4, 48, 20, 16, seed=9)
+def test_zero_constant_and_tie_rows(device):
+    case = Dq8Case(5, 48, 20, 16, seed=9)
     case.x[0] = 0.0  # scale 0 -> eps, zero point -128
     case.x[1] = 1e-37  # (hi - lo) / 255 below the smallest normal -> eps
     case.x[2] = -3.0  # constant negative row
+    # scale 1/16 exactly (hi - lo = 255/16): x * 16 lands on halves, rounded to even
+    case.x[3] = (np.arange(48) - 24 + 0.5) / 16
+    case.x[3, :2] = (-8.0, 7.9375)
+    # lo / scale = -100.5: the zero point's own tie (-100, not -101)
+    case.x[4] = np.linspace(-6.28125, 9.65625, 48, dtype=np.float32)
     out, scale, zp = run(device, case)
     want, want_scale, want_zp = case.reference()
     assert scale[0] == scale[1] == np.float32(2.0 ** -126) and zp[0] == -128
+    assert scale[3] == scale[4] == np.float32(1 / 16) and zp[3] == 0 and zp[4] == -28
     assert np.array_equal(scale, want_scale) and np.array_equal(zp, want_zp)
     assert np.abs(out - want).max() <= 1e-5
 

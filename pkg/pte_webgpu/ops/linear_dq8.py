@@ -194,12 +194,22 @@ def _groups(form: str, rows: int, d: dict) -> int:
     return -(-rows * d["n"] // WG)
 
 
+def choices(graph, op) -> dict[str, str]:
+    """The variant each typical adapter would run for this op (shown by inspect)."""
+    try:
+        d = dims(graph.values, op.args, op.name)
+    except (FormatError, UnsupportedError, ValueError, TypeError, AttributeError):
+        return {}  # malformed op: inspect shows it, the build refuses it
+    return VARIANTS.typical(m=d["rows"], aligned=d["aligned"])
+
+
 def out_size(op, shape, integer, values):
     """x's leading dims (the dynamic tokens) and the weights' N."""
     return {op.args[-1]: tuple(shape(op.args[0])[:-1]) + (values[op.args[3]].shape[0],)}
 
 
-@register("et_vk.linear_dq8ca_q4gsw.default", reference=reference, args=9, sizes=out_size)
+@register("et_vk.linear_dq8ca_q4gsw.default", reference=reference, args=9, sizes=out_size,
+          choices=choices)
 async def build_linear_dq8(ctx, op):
     args = ctx.args(op, 9)
     x_id, s_id, z_id, w_id, sum_id, ws_id, _g, b_id, out_id = args

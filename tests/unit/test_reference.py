@@ -294,4 +294,4 @@ def test_integer_tensors_round_trip():
     assert reference.to_tensor(a, I64).numpy().tolist() == ids.tolist()
     assert reference.round_to([1.0, 2.0], I32) == [1, 2]
     with pytest.raises(UnsupportedError, match="float, int32 and int64"):
-        reference.from_tensor(np.zeros(2, np.uint8))
+        reference.from_tensor(np.zeros(2, np.int16))

@@ -26,7 +26,7 @@ __all__ = ["Array", "from_tensor", "round_to", "run_delegate", "run_op", "run_op
            "run_program", "supported_ops", "to_tensor"]
 
 FLOAT_DTYPES = ("float16", "float32", "float64")
-INT_DTYPES = ("int32", "int64")  # e.g. token ids (embedding indices)
+INT_DTYPES = ("int32", "int64", "int8", "uint8")  # token ids; quantized weights, zero points
 
 
 def round_to(values: list, dtype: dtypes.DType) -> list:
@@ -57,7 +57,8 @@ def to_tensor(a: Array, dtype: dtypes.DType) -> Tensor:
 def _dtype(name: str, what: str) -> dtypes.DType:
     if name not in FLOAT_DTYPES + INT_DTYPES + ("bool",):
         raise UnsupportedError(f"the CPU reference computes float, int32 and int64 tensors "
-                               f"(and bool masks) only; {what} is {name}")
+                               f"(int8 and uint8 for quantized weights, bool masks) only; "
+                               f"{what} is {name}")
     return dtypes.BY_NAME[name]
 
 

@@ -81,6 +81,7 @@ class BuildContext:
         self.graph_key = -1
         self.plan_ids: dict[int, int] = {}
         self.state = None
+        self._constants = None  # (vk, named): constant_bytes reads a constant's file bytes
 
     # --- arguments -----------------------------------------------------------------
     def where(self, op) -> str:
@@ -118,6 +119,16 @@ class BuildContext:
             raise UnsupportedError(f"{op.name}: value {vid} is {name}; expected an int32 or "
                                    f"int64 tensor ({self.where(op)})")
         return t
+
+    def constant_bytes(self, vid: int):
+        """The file bytes of constant tensor ``vid`` (e.g. scales a build checks), or None
+        when ``vid`` is no constant; lengths were checked at validation."""
+        t = self.graph.values[vid]
+        if self._constants is None or not isinstance(t, TensorValue) or t.constant_id < 0:
+            return None
+        vk, named = self._constants
+        return formats.resolve(self.graph.constants[t.constant_id], t.nbytes, named,
+                               vk.constant_bytes).data
 
     def half(self, vid: int) -> bool:
         """Whether tensor ``vid`` is stored as f16 (then the op runs its f16 kernel)."""
@@ -250,6 +261,7 @@ async def build_delegate(device, vk: formats.VulkanDelegate, named: formats.Name
     ctx = BuildContext(device, graph, resources, recording, pipelines, label, options, storage)
     ctx.buffers.update(io_buffers)
     ctx.io_ids = set(io_buffers)
+    ctx._constants = (vk, named)
     handlers = [registry.lookup(op.name, f"{label} op {i}") for i, op in enumerate(graph.ops)]
     if setup is not None:
         setup(ctx)

@@ -20,17 +20,9 @@ INDEX = json.loads((QUANT / "index.json").read_text())
 NAMES = sorted(INDEX)
 
 PENDING_OPS = {
-    "et_vk.linear_q4gsw.default",
-    "et_vk.linear_dq8ca_q4gsw.default",
-    "torchao.choose_qparams_affine.default",
-    "et_vk.embedding_q4gsw.default",
-    "quantized_decomposed.embedding_byte.dtype",
-    "torchao.dequantize_affine.default",
-    "et_vk.linear_qcs4w.default",
-    "aten._weight_int8pack_mm.default",
-    "quantized_decomposed.choose_qparams.tensor",
+    "torchao.dequantize_affine.default",  # torchao 8-bit weight-only (IntxWeightOnlyConfig int8)
+    "quantized_decomposed.choose_qparams.tensor",  # PT2E dynamic 8da8w
     "quantized_decomposed.dequantize_per_channel.default",
-    "quantized_decomposed.dequantize_per_tensor.tensor",
     "quantized_decomposed.quantize_per_tensor.Tensor",
 }
 

@@ -45,6 +45,35 @@ def test_q4gsw_every_variant(device, m, n, k, group, bias, variant):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5 * np.abs(want).max())
 
 
+# the wide decode form (K a multiple of 32): per-chunk and per-word scales, N not a multiple
+# of its columns per workgroup, 1-4 rows; lavapipe's subgroups of 8 take its tree sums,
+# a GPU's subgroup of 32 its butterflies
+WIDE = ("wide-4-1", "wide-8-2", "wide-16-4", "wide-32-3")
+WIDE_SHAPES = [(1, 20, 64, 32, True), (3, 33, 96, 8, True), (4, 96, 128, 16, False),
+               (1, 7, 32, 32, False), (2, 50, 256, 64, True)]
+
+
+@pytest.mark.parametrize("m,n,k,group,bias", WIDE_SHAPES)
+@pytest.mark.parametrize("variant", WIDE)
+def test_q4gsw_wide_forms(device, m, n, k, group, bias, variant):
+    w, s = quantize(n, k, group, seed=m + 5)
+    x = rand(m, k)
+    b = rand(n) if bias else None
+    g, out = q4gsw_graph(x, w, s, group, b, options=_forced(variant))
+    (y,) = g.run(device, out)
+    want = reference(x, w, s, b)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("k,group", [(48, 16), (64, 4)])
+def test_q4gsw_wide_refuses_what_it_cannot_read(device, k, group):
+    """K not a multiple of 32, or groups smaller than a word: forcing it is a typed error."""
+    w, s = quantize(20, k, group)
+    g, out = q4gsw_graph(rand(1, k), w, s, group, options=_forced("wide-8-2"))
+    with pytest.raises(UnsupportedError, match="wide-8-2.*multiple of 32"):
+        g.run(device, out)
+
+
 @pytest.mark.parametrize("m", [1, 37])
 @pytest.mark.parametrize("scales", [dtypes.FLOAT32, dtypes.FLOAT16])
 def test_q4gsw_float16_activations(device, m, scales):

@@ -32,7 +32,8 @@ def test_bad_names_are_refused(name):
 @pytest.mark.parametrize("t,m,want", [
     (LAVAPIPE, 1, "gemvsg-8"), (LAVAPIPE, 8, "gemvsg-8"), (LAVAPIPE, 9, "tiled"),
     (SWIFTSHADER_4, 1, "gemvsg-4"), (CPU_PLAIN, 1, "dot"), (CPU_PLAIN, 37, "tiled"),
-    (GPU_SG, 1, "gemvsg-32"), (GPU_SG, 32, "gemvsg-32"), (GPU_SG, 33, "tiled"),
+    (GPU_SG, 1, "wide-8-2"), (GPU_SG, 4, "wide-8-2"), (GPU_SG, 5, "gemvsg-32"),
+    (GPU_SG, 32, "gemvsg-32"), (GPU_SG, 33, "tiled"),
     (GPU_PLAIN, 4, "gemv-64"), (GPU_PLAIN, 500, "tiled"),
     # too small for the forms' workgroups: the no-barrier form
     (traits(cpu=False, builtins=False, invocations=32), 1, "dot"),
@@ -55,6 +56,7 @@ def test_forcing_checks_names_and_adapters():
 def test_dynamic_rows_get_decode_twins():
     """A program for prefill and decode (dynamic M): the bound's form, then decode's."""
     forms = row_forms(GPU_SG, 128, 64, 64, choose(GPU_SG, 128, 64, 64))
-    assert [(top, v.name) for top, v in forms] == [(128, "tiled"), (32, "gemvsg-32")]
+    assert [(top, v.name) for top, v in forms] == [(128, "tiled"), (32, "gemvsg-32"),
+                                                   (1, "wide-8-2")]
     forms = row_forms(LAVAPIPE, 27, 64, 64, choose(LAVAPIPE, 27, 64, 64))
     assert [(top, v.name) for top, v in forms] == [(27, "tiled"), (8, "gemvsg-8")]

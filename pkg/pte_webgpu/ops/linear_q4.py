@@ -33,7 +33,7 @@ from . import sizes
 from .args import int_arg
 from .exec_ints import follow_actual_size
 from .fused_linear import MAX_SPLIT, fused_outputs
-from .linear_q4_choice import VARIANTS, Variant, row_forms
+from .linear_q4_choice import VARIANTS, WIDE_LANES, Variant, row_forms
 from .registry import define
 
 Q4GSW, QCS4W = "et_vk.linear_q4gsw.default", "et_vk.linear_qcs4w.default"
@@ -52,7 +52,10 @@ EPILOGUES = {"": (), "split2": (Binding(6, "out1", "read_write"),),
 _ENTRIES = {"dot": Entry("main", "dot_item", "params.m * params.n"),
             "gemv": Entry("main", "gemv_item", "params.tiles", per="group"),
             "gemvsg": Entry("main", "gemv_item_sg", "params.tiles", per="group", subgroups=True),
+            "wide": Entry("main", "wide_item", "params.tiles", per="group", subgroups=True),
             "tiled": Entry("main", "tiled_item", "params.tiles", per="group")}
+# the wide form's 16-byte views of the input and the packed weight
+_WIDE_BINDINGS = (Binding(0, "input4", type="elem4"), Binding(1, "weight16", type="vec4<u32>"))
 
 
 @cache
@@ -61,15 +64,16 @@ def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
     """The shader of one form (``kind``: dot, gemv, gemvsg, tiled) and epilogue;
     ``scales_f32``: float32 scales beside f16 activations; ``browser``: gemvsg's
     ``enable subgroups;`` (Chromium needs it, wgpu-native's naga rejects it)."""
-    sums = {"gemv": "sum_tree", "gemvsg": "sum_subgroups"}.get(kind)
+    sums = {"gemv": "sum_tree", "gemvsg": "sum_subgroups", "wide": "wide"}.get(kind)
     generated = sections("matmul_parts")["put" + (f"_{epilogue}" if epilogue else "")]
     if sums:
         generated += sections("linear_q4_parts")[sums]
     scales = Binding(5, "scales", type="f32" if scales_f32 else "elem")
-    sg = kind == "gemvsg"
+    sg = kind in ("gemvsg", "wide")
+    extra = _WIDE_BINDINGS if kind == "wide" else ()
     name = "_".join(filter(None, ("linear_q4", kind, "native" if sg and not browser else "",
                                   epilogue, "sf32" if scales_f32 else "")))
-    return Kernel("linear_q4", _BINDINGS + (scales,) + EPILOGUES[epilogue], PARAMS,
+    return Kernel("linear_q4", _BINDINGS + extra + (scales,) + EPILOGUES[epilogue], PARAMS,
                   uniform_binding=3, generated=generated, entries=(_ENTRIES[kind],),
                   enables=("subgroups",) if sg and browser else (), name=name)
 
@@ -309,6 +313,9 @@ def _grid(v: Variant, m: int, n: int) -> tuple[int, int]:
     if v.kind == "tiled":
         tiles_n = -(-n // TILE)
         return tiles_n, tiles_n * -(-m // TILE)
+    if v.kind == "wide":
+        tiles_n = -(-n // (v.cols * (WIDE_LANES // v.lanes)))
+        return tiles_n, tiles_n * -(-m // 4)
     return n, n * -(-m // 4)
 
 
@@ -319,8 +326,11 @@ async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, 
     m, n = shape.m, shape.n
     browser = ctx.device.info.traits.subgroups
     shader = kernel(v.kind, epilogue, scales_f32, browser)
-    lanes = {"dot": 64, "tiled": 64}.get(v.kind, v.lanes)
-    pipeline = await ctx.pipeline(shader, {"wg_size": lanes}, "main", half)
+    lanes = {"dot": 64, "tiled": 64, "wide": WIDE_LANES}.get(v.kind, v.lanes)
+    constants = {"wg_size": lanes}
+    if v.kind == "wide":
+        constants.update(span=v.lanes, cols=v.cols)
+    pipeline = await ctx.pipeline(shader, constants, "main", half)
     tiles_n, groups = _grid(v, m, n)
     split = split or dict(n0=n, n1=n, s_stride0=shape.s_stride)
     params = PARAMS.pack(m=m, n=n, k=shape.k, words=shape.words, group=shape.group,
@@ -339,11 +349,11 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
         return
     half = ctx.half(out_id)
     scales_f32 = half and not ctx.half(s_id)
-    v = VARIANTS.pick(ctx, op, m=m, n=n, k=k, half=half)
+    v = VARIANTS.pick(ctx, op, m=m, n=n, k=k, half=half, group=shape.group)
     forms = [(m, v)]
     if m > 1 and ctx.dyn is not None and ctx.dyn.is_dynamic(ctx.graph_key, out_id) \
             and VARIANTS.forced(ctx.options) is None:
-        forms = row_forms(ctx.device.info.traits, m, n, k, v, half)
+        forms = row_forms(ctx.device.info.traits, m, n, k, v, half, shape.group)
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
     for i, (top, form) in enumerate(forms):
@@ -361,13 +371,14 @@ def choices(graph, op) -> dict[str, str]:
     try:
         if op.name == QCS4W:
             n, k = qcs4w_dims(graph.values, op.args)
+            group = k  # one group spans K
         else:
-            n, k = q4gsw_shape(graph.values, op.args, graph.values[op.args[3]].value).n, \
-                graph.values[op.args[0]].shape[-1]
+            group = graph.values[op.args[3]].value
+            n, k = q4gsw_shape(graph.values, op.args, group).n, graph.values[op.args[0]].shape[-1]
         m = prod(graph.values[op.args[0]].shape[:-1])
     except (FormatError, UnsupportedError, AttributeError, IndexError, TypeError):
         return {}  # malformed op: inspect shows it, the build refuses it
-    return VARIANTS.typical(m=m, n=n, k=k) if m * n * k else {}
+    return VARIANTS.typical(m=m, n=n, k=k, group=group) if m * n * k else {}
 
 
 # --- CPU references -------------------------------------------------------------------

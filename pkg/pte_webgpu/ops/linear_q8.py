@@ -25,6 +25,7 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform, sections
 from .common import elementwise_workgroup
 from .quantize_tensor import (check_float_constant, int_arg, quant_tensor, quantize_value,
                               scale_arg)
+from . import sizes
 from .registry import define
 from .variants import declare
 
@@ -208,7 +209,13 @@ def choices(graph, op) -> dict[str, str]:
     return VARIANTS.typical(m=0, n=0, k=x.shape[-1])
 
 
+def q8ta_sizes(op, shape, integer, values):
+    """Dynamic rows: x [..., K] -> out [..., N], N from the weights (argument 3)."""
+    return {op.args[-1]: tuple(shape(op.args[0])[:-1]) + (values[op.args[3]].shape[0],)}
+
+
 for _name in ("et_vk.linear_q8ta_q8csw.default", "et_vk.q8ta_linear.default",
               "et_vk.q8ta_linear_gemv.default"):
-    define(_name, build_q8ta, q8ta_reference, choices=choices)
-define("aten._weight_int8pack_mm.default", build_int8pack, int8pack_reference, 4)
+    define(_name, build_q8ta, q8ta_reference, choices=choices, sizes=q8ta_sizes)
+define("aten._weight_int8pack_mm.default", build_int8pack, int8pack_reference, 4,
+       sizes=sizes.linear)

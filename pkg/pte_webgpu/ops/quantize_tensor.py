@@ -24,6 +24,7 @@ from ..model.f32 import to_f32
 from ..model.graph import Scalar, TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
+from . import sizes
 from .registry import register
 
 QUANT_DTYPES = ("int8", "uint8")
@@ -170,7 +171,8 @@ def dequantize_reference(read, values, args):
 
 
 @register("quantized_decomposed.quantize_per_tensor.default",
-          "quantized_decomposed.quantize_per_tensor.tensor", reference=quantize_reference)
+          "quantized_decomposed.quantize_per_tensor.tensor", reference=quantize_reference,
+          sizes=sizes.same_as_first)
 async def build_quantize(ctx, op):
     if len(op.args) not in (6, 7):
         raise FormatError(f"{op.name} takes 7 arguments, found {len(op.args)}",
@@ -196,7 +198,8 @@ async def build_quantize(ctx, op):
 
 
 @register("quantized_decomposed.dequantize_per_tensor.default",
-          "quantized_decomposed.dequantize_per_tensor.tensor", reference=dequantize_reference)
+          "quantized_decomposed.dequantize_per_tensor.tensor", reference=dequantize_reference,
+          sizes=sizes.same_as_first)
 async def build_dequantize(ctx, op):
     if len(op.args) not in (7, 8):
         raise FormatError(f"{op.name} takes 8 arguments, found {len(op.args)}",

@@ -10,7 +10,7 @@ from pte_webgpu.model import dtypes
 
 from tests.support.gpu_thread import run_sync
 from tests.support.graph import G
-from tests.support.quant8 import NAMES, QUANT8, check_quant8
+from tests.support.quant8 import INDEX, NAMES, QUANT8, check_quant8
 from tests.support.quant8_check import quant8_report
 
 LINEAR = [n for n in NAMES if n.startswith(("q8csw", "q8ta"))]
@@ -20,7 +20,8 @@ F32 = np.float32
 @pytest.mark.parametrize("name", NAMES)
 def test_fixture_matches_torch(runtime, name):
     report = run_sync(quant8_report(runtime, (QUANT8 / f"{name}.pte").read_bytes(),
-                                    (QUANT8 / f"{name}.npz").read_bytes()))
+                                    (QUANT8 / f"{name}.npz").read_bytes(),
+                                    INDEX[name]["tolerance"]))
     check_quant8(name, report)
     assert runtime.device.live_buffer_count == 0
 
@@ -30,7 +31,8 @@ def test_fixture_matches_torch(runtime, name):
 def test_fixture_with_each_variant(runtime, name, variant, monkeypatch):
     monkeypatch.setenv("PTE_WEBGPU_LINEAR_Q8", variant)
     report = run_sync(quant8_report(runtime, (QUANT8 / f"{name}.pte").read_bytes(),
-                                    (QUANT8 / f"{name}.npz").read_bytes()))
+                                    (QUANT8 / f"{name}.npz").read_bytes(),
+                                    INDEX[name]["tolerance"]))
     check_quant8(name, report)
     if "kernels" in report:
         picked = {k["variant"] for k in report["kernels"] if "q8" in k["op"] and "linear" in k["op"]}

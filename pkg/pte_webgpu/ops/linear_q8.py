@@ -120,8 +120,10 @@ async def build_q8ta(ctx, op):
                       out_zp=int_arg(ctx, args[7], op, "output zero point", -128, 127))
         bias_id, relu = _bias(ctx, op, args[8], n), _activation(ctx, op, args[9])
     else:
-        if ctx.float_tensor(out_id, op) is not None and ctx.half(out_id):
-            raise UnsupportedError(f"{op.name}: float16 output held as f16 is not supported")
+        ctx.float_tensor(out_id, op)
+        if ctx.half(out_id):
+            raise UnsupportedError(f"{op.name}: float16 output held as f16 is not supported "
+                                   f"({ctx.where(op)})")
         bias_id, relu = _bias(ctx, op, args[6], n), False
     if m * n == 0:
         return

@@ -86,20 +86,21 @@ def host_bytes(ctx, vid: int):
 
 
 def check_float_constant(ctx, vid: int, op, what: str, need: int, positive: bool = False):
-    """A float32 tensor of at least ``need`` elements; when it is a constant, its first
-    ``need`` values finite (and > 0 when ``positive``). FormatError naming op and shape."""
+    """A float tensor the f32 kernels read (float32, or float16 held as f32: force_fp16
+    programs) of at least ``need`` elements; when it is a constant, its first ``need``
+    values finite (and > 0 when ``positive``). FormatError naming op and shape."""
     t = ctx.tensor(vid, op)
-    if t.dtype is None or t.dtype.name != "float32":
+    if t.dtype is None or t.dtype.name not in ("float32", "float16") or ctx.half(vid):
         raise UnsupportedError(f"{op.name}: {what} (value {vid}) is "
                                f"{t.dtype.name if t.dtype else 'of no dtype'}; expected float32 "
-                               f"({ctx.where(op)})")
+                               f"or float16 held as f32 ({ctx.where(op)})")
     if t.numel < need:
         raise FormatError(f"{op.name}: {what} {list(t.shape)} (value {vid}) holds {t.numel} "
                           f"values; the op needs {need}", field=ctx.where(op))
     data = host_bytes(ctx, vid)
     if data is None:
         return t
-    values = struct.unpack_from(f"<{need}f", data)
+    values = struct.unpack_from(f"<{need}{t.dtype.struct_code}", data)
     for i, v in enumerate(values):
         if not math.isfinite(v) or (positive and v <= 0):
             raise FormatError(f"{op.name}: {what} {list(t.shape)} (value {vid}) has {v!r} at "

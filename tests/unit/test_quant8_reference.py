@@ -43,3 +43,20 @@ def test_dynamic_rows_size_rules():
     quantize = registry.find("quantized_decomposed.quantize_per_tensor.default")
     assert quantize.sizes(OpCall(quantize.name, (0, 1, 2, 3, 4, 5, 6)), lambda v: actual[v],
                           None, values) == {6: (5, 48)}
+
+
+def test_linear_q8_rule_follows_packed_dot():
+    """dot4 where the adapter's WGSL has packed_4x8_integer_dot_product, else unpack;
+    forcing dot4 without it names why; inspect's typical adapters (current Chromium) dot4."""
+    import dataclasses
+
+    from pte_webgpu.ops.linear_q8 import VARIANTS
+    from pte_webgpu.ops.variants import TYPICAL_ADAPTERS
+
+    traits = TYPICAL_ADAPTERS["discrete-gpu"].traits
+    without = dataclasses.replace(traits, packed_dot=False)
+    assert VARIANTS.choose(traits, m=1, n=8, k=16) == "dot4"
+    assert VARIANTS.choose(without, m=1, n=8, k=16) == "unpack"
+    assert "packed_4x8_integer_dot_product" in VARIANTS.why_not("dot4", without)
+    assert VARIANTS.why_not("unpack", without) is None
+    assert VARIANTS.typical(m=1, n=8, k=16) == {name: "dot4" for name in TYPICAL_ADAPTERS}

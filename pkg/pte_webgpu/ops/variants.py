@@ -30,16 +30,18 @@ from typing import Callable
 from ..errors import UnsupportedError
 from ..gpu.adapter import AdapterInfo
 
-# Two adapters ``inspect`` shows the choice for, without a GPU at hand.
+# Two adapters ``inspect`` shows the choice for, without a GPU at hand. Current Chromium
+# lists packed_4x8_integer_dot_product in wgslLanguageFeatures (SwiftShader included).
+_PACKED_DOT = frozenset({"packed_4x8_integer_dot_product"})
 TYPICAL_ADAPTERS = {
     "chromium-swiftshader": AdapterInfo(
         "browser", "google", "swiftshader", "", True, frozenset({"subgroups"}),
         {"maxComputeInvocationsPerWorkgroup": 256, "maxComputeWorkgroupSizeX": 256,
-         "maxComputeWorkgroupStorageSize": 32768}),
+         "maxComputeWorkgroupStorageSize": 32768}, wgsl_features=_PACKED_DOT),
     "discrete-gpu": AdapterInfo(
         "browser", "", "", "discrete GPU", False, frozenset(),
         {"maxComputeInvocationsPerWorkgroup": 1024, "maxComputeWorkgroupSizeX": 1024,
-         "maxComputeWorkgroupStorageSize": 32768}),
+         "maxComputeWorkgroupStorageSize": 32768}, wgsl_features=_PACKED_DOT),
 }
 
 

@@ -144,7 +144,7 @@ def expect_load_error(device, error, words, build):
         assert word in str(e.value), str(e.value)
 
 
-@pytest.mark.parametrize("case", ["nan_scale", "short_scales", "zero_out_scale",
+@pytest.mark.parametrize("case", ["nan_scale", "short_scales", "zero_out_scale", "tiny_out_scale",
                                   "negative_in_scale", "k_not_4", "weight_shape", "short_sums",
                                   "inf_bias_len"])
 def test_bad_arguments_fail_at_load(device, case):
@@ -165,6 +165,9 @@ def test_bad_arguments_fail_at_load(device, case):
     elif case == "zero_out_scale":
         kw["out_q"] = (0.0, 0)
         words += ["output scale"]
+    elif case == "tiny_out_scale":  # 1 / 1e-39 overflows float32
+        kw["out_q"] = (1e-39, 0)
+        words += ["inverse"]
     elif case == "negative_in_scale":  # the quantize before the linear names it first
         kw["in_scale"] = -0.5
         words = ["quantize_per_tensor", "scale -0.5"]

@@ -18,6 +18,8 @@ themselves, so a file's w_sums only have to be long enough.
 
 from __future__ import annotations
 
+import math
+
 from ..errors import FormatError, UnsupportedError
 from ..model.f32 import to_f32
 from ..model.graph import Null, Scalar, TensorValue
@@ -116,6 +118,9 @@ async def build_q8ta(ctx, op):
         if out.dtype.name != "int8":
             raise UnsupportedError(f"{op.name}: output {out.dtype.name}; expected int8")
         out_scale = scale_arg(ctx, args[6], op, "output scale")
+        if not math.isfinite(to_f32(1.0 / out_scale)):
+            raise FormatError(f"{op.name}: output scale {out_scale!r} has no finite float32 "
+                              "inverse", field=ctx.where(op))
         fields.update(out_inv=to_f32(1.0 / out_scale),
                       out_zp=int_arg(ctx, args[7], op, "output zero point", -128, 127))
         bias_id, relu = _bias(ctx, op, args[8], n), _activation(ctx, op, args[9])

@@ -122,6 +122,9 @@ def _qparams(ctx, op, scale_id: int, zp_id: int, invert: bool):
     scale = scale_arg(ctx, scale_id, op, "scale")
     zp = int_arg(ctx, zp_id, op, "zero point", -(1 << 24), 1 << 24)
     value = to_f32(1.0 / scale) if invert else to_f32(scale)
+    if not math.isfinite(value):  # a scale so small that 1 / scale overflows float32
+        raise FormatError(f"{op.name}: scale {scale!r} (value {scale_id}) has no finite "
+                          "float32 inverse", field=ctx.where(op))
     bufs = []
     for what, data in (("scale", struct.pack("<f", value)), ("zero point", struct.pack("<i", zp))):
         bufs.append(ctx.resources.buffer(4, f"{ctx.where(op)} {what}"))

@@ -28,20 +28,20 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import UnsupportedError
-from ..gpu.adapter import AdapterInfo
+from ..gpu.adapter import PACKED_DOT, AdapterInfo
 
-# Two adapters ``inspect`` shows the choice for, without a GPU at hand. Current Chromium
-# lists packed_4x8_integer_dot_product in wgslLanguageFeatures (SwiftShader included).
-_PACKED_DOT = frozenset({"packed_4x8_integer_dot_product"})
+# Two adapters ``inspect`` shows the choice for, without a GPU at hand.
 TYPICAL_ADAPTERS = {
     "chromium-swiftshader": AdapterInfo(
         "browser", "google", "swiftshader", "", True, frozenset({"subgroups"}),
         {"maxComputeInvocationsPerWorkgroup": 256, "maxComputeWorkgroupSizeX": 256,
-         "maxComputeWorkgroupStorageSize": 32768}, wgsl_features=_PACKED_DOT),
+         "maxComputeWorkgroupStorageSize": 32768},
+        wgsl_features=frozenset({PACKED_DOT})),  # measured: Chromium's SwiftShader has it
     "discrete-gpu": AdapterInfo(
         "browser", "", "", "discrete GPU", False, frozenset(),
         {"maxComputeInvocationsPerWorkgroup": 1024, "maxComputeWorkgroupSizeX": 1024,
-         "maxComputeWorkgroupStorageSize": 32768}, wgsl_features=_PACKED_DOT),
+         "maxComputeWorkgroupStorageSize": 32768},
+        wgsl_features=frozenset({PACKED_DOT})),
 }
 
 

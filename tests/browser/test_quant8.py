@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.quant8 import NAMES, check_quant8
+from tests.support.quant8 import INDEX, NAMES, check_quant8
 
 pytestmark = pytest.mark.browser
 
@@ -29,7 +29,8 @@ def report(page, name, variant=None):
 _rt = await runtime() if not {options!r} else await pte_webgpu.Runtime.create(options={options!r})
 try:
     _r = await quant8_report(_rt, await fetch_bytes('/fixtures/quant8/{name}.pte'),
-                             await fetch_bytes('/fixtures/quant8/{name}.npz'))
+                             await fetch_bytes('/fixtures/quant8/{name}.npz'),
+                             {INDEX[name]["tolerance"]!r})
 finally:
     if {options!r}:
         _rt.close()

@@ -10,7 +10,7 @@ from pte_webgpu.model import dtypes
 
 from tests.support.gpu_thread import run_sync
 from tests.support.graph import G
-from tests.support.quant8 import NAMES, QUANT8, check_quant8
+from tests.support.quant8 import INDEX, NAMES, QUANT8, check_quant8
 from tests.support.quant8_check import quant8_report
 
 LINEAR = [n for n in NAMES if n.startswith(("q8csw", "q8ta"))]
@@ -20,7 +20,8 @@ F32 = np.float32
 @pytest.mark.parametrize("name", NAMES)
 def test_fixture_matches_torch(runtime, name):
     report = run_sync(quant8_report(runtime, (QUANT8 / f"{name}.pte").read_bytes(),
-                                    (QUANT8 / f"{name}.npz").read_bytes()))
+                                    (QUANT8 / f"{name}.npz").read_bytes(),
+                                    INDEX[name]["tolerance"]))
     check_quant8(name, report)
     assert runtime.device.live_buffer_count == 0
 
@@ -30,7 +31,8 @@ def test_fixture_matches_torch(runtime, name):
 def test_fixture_with_each_variant(runtime, name, variant, monkeypatch):
     monkeypatch.setenv("PTE_WEBGPU_LINEAR_Q8", variant)
     report = run_sync(quant8_report(runtime, (QUANT8 / f"{name}.pte").read_bytes(),
-                                    (QUANT8 / f"{name}.npz").read_bytes()))
+                                    (QUANT8 / f"{name}.npz").read_bytes(),
+                                    INDEX[name]["tolerance"]))
     check_quant8(name, report)
     if "kernels" in report:
         picked = {k["variant"] for k in report["kernels"] if "q8" in k["op"] and "linear" in k["op"]}
@@ -142,7 +144,7 @@ def expect_load_error(device, error, words, build):
         assert word in str(e.value), str(e.value)
 
 
-@pytest.mark.parametrize("case", ["nan_scale", "short_scales", "zero_out_scale",
+@pytest.mark.parametrize("case", ["nan_scale", "short_scales", "zero_out_scale", "tiny_out_scale",
                                   "negative_in_scale", "k_not_4", "weight_shape", "short_sums",
                                   "inf_bias_len"])
 def test_bad_arguments_fail_at_load(device, case):
@@ -163,6 +165,9 @@ def test_bad_arguments_fail_at_load(device, case):
     elif case == "zero_out_scale":
         kw["out_q"] = (0.0, 0)
         words += ["output scale"]
+    elif case == "tiny_out_scale":  # 1 / 1e-39 overflows float32
+        kw["out_q"] = (1e-39, 0)
+        words += ["inverse"]
     elif case == "negative_in_scale":  # the quantize before the linear names it first
         kw["in_scale"] = -0.5
         words = ["quantize_per_tensor", "scale -0.5"]
@@ -221,3 +226,50 @@ def test_embedding_byte_groups_zero_points_and_bad_ids(device):
                g.int(6), g.tensor((1, 4, d)))
     with pytest.raises(FormatError, match="embedding_byte.*scales"):
         g.run(device, out)
+
+
+@pytest.mark.parametrize("form", ["affine_groups_uint8", "affine_float_zp", "channel_axis1",
+                                  "channel_no_zp"])
+def test_weight_dequantize_blocks_and_zero_points(device, form):
+    """torchao.dequantize_affine over [1, 4] groups (uint8 with int32 zero points; int8
+    with float ones) and dequantize_per_channel along either axis: (q - zp) * scale in
+    f32, as torch."""
+    rng = np.random.default_rng(4)
+    r, c = 6, 12
+    g = G()
+    if form.startswith("affine"):
+        unsigned = form.endswith("uint8")
+        q = rng.integers(0 if unsigned else -128, 256 if unsigned else 128, (r, c))
+        q = q.astype(np.uint8 if unsigned else np.int8)
+        s = (np.abs(rng.standard_normal((r, 3))) * 0.02).astype(F32)
+        zp = rng.integers(-9, 10, (r, 3)).astype(np.int32 if unsigned else F32)
+        zp_id = g.const(zp, dtypes.INT32 if unsigned else dtypes.FLOAT32)
+        out = g.op("torchao.dequantize_affine.default",
+                   g.const(q, dtypes.UINT8 if unsigned else dtypes.INT8), g.ints([1, 4]),
+                   g.const(s), zp_id, g.null(), g.int(0 if unsigned else -128),
+                   g.int(255 if unsigned else 127), g.int(6), g.tensor((r, c)))
+        want = (q.astype(F32) - np.repeat(zp.astype(F32), 4, 1)) * np.repeat(s, 4, 1)
+    else:
+        axis = 1 if form == "channel_axis1" else 0
+        q = rng.integers(-128, 128, (r, c)).astype(np.int8)
+        s = (np.abs(rng.standard_normal(q.shape[axis])) * 0.02).astype(F32)
+        zp = rng.integers(-5, 6, q.shape[axis]).astype(np.int32)
+        zp_id = g.const(zp, dtypes.INT32) if axis else g.null()
+        out = g.op("quantized_decomposed.dequantize_per_channel.default",
+                   g.const(q, dtypes.INT8), g.const(s), zp_id, g.int(axis), g.int(-128),
+                   g.int(127), g.null(), g.null(), g.tensor((r, c)))
+        shape = (1, c) if axis else (r, 1)
+        want = (q.astype(F32) - (zp.reshape(shape) if axis else 0)).astype(F32) * s.reshape(shape)
+    got = g.run(device, out)[0]
+    np.testing.assert_array_equal(got, want.astype(F32))
+
+
+def test_weight_dequantize_bad_blocks_fail_at_load(device):
+    q = np.zeros((4, 6), np.int8)
+    for block, scales, words in (([1, 4], 8, "does not tile"), ([1, 3], 7, "7 scales for 8")):
+        g = G()
+        out = g.op("torchao.dequantize_affine.default", g.const(q, dtypes.INT8), g.ints(block),
+                   g.const(np.full(scales, 0.1, F32)), g.null(), g.null(), g.int(-128),
+                   g.int(127), g.int(6), g.tensor((4, 6)))
+        with pytest.raises(FormatError, match=words):
+            g.run(device, out)

@@ -84,8 +84,7 @@ async def build(ctx, op):
                           field=ctx.where(op))
     vocab, dim = weight.shape
     groups = _groups(weight.shape, scales.shape, op.name, field=ctx.where(op))
-    if scales.dtype.name == "float32":
-        check_float_constant(ctx, s_id, op, "scales", vocab * groups)
+    check_float_constant(ctx, s_id, op, "scales", vocab * groups)
     has_zp = not isinstance(ctx.graph.values[zp_id], Null)
     if has_zp:
         zp = ctx.float_tensor(zp_id, op)

@@ -18,6 +18,8 @@ themselves, so a file's w_sums only have to be long enough.
 
 from __future__ import annotations
 
+import math
+
 from ..errors import FormatError, UnsupportedError
 from ..model.f32 import to_f32
 from ..model.graph import Null, Scalar, TensorValue
@@ -25,6 +27,7 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform, sections
 from .common import elementwise_workgroup
 from .quantize_tensor import (check_float_constant, int_arg, quant_tensor, quantize_value,
                               scale_arg)
+from . import sizes
 from .registry import define
 from .variants import declare
 
@@ -115,12 +118,17 @@ async def build_q8ta(ctx, op):
         if out.dtype.name != "int8":
             raise UnsupportedError(f"{op.name}: output {out.dtype.name}; expected int8")
         out_scale = scale_arg(ctx, args[6], op, "output scale")
+        if not math.isfinite(to_f32(1.0 / out_scale)):
+            raise FormatError(f"{op.name}: output scale {out_scale!r} has no finite float32 "
+                              "inverse", field=ctx.where(op))
         fields.update(out_inv=to_f32(1.0 / out_scale),
                       out_zp=int_arg(ctx, args[7], op, "output zero point", -128, 127))
         bias_id, relu = _bias(ctx, op, args[8], n), _activation(ctx, op, args[9])
     else:
-        if ctx.float_tensor(out_id, op) is not None and ctx.half(out_id):
-            raise UnsupportedError(f"{op.name}: float16 output held as f16 is not supported")
+        ctx.float_tensor(out_id, op)
+        if ctx.half(out_id):
+            raise UnsupportedError(f"{op.name}: float16 output held as f16 is not supported "
+                                   f"({ctx.where(op)})")
         bias_id, relu = _bias(ctx, op, args[6], n), False
     if m * n == 0:
         return
@@ -208,7 +216,13 @@ def choices(graph, op) -> dict[str, str]:
     return VARIANTS.typical(m=0, n=0, k=x.shape[-1])
 
 
+def q8ta_sizes(op, shape, integer, values):
+    """Dynamic rows: x [..., K] -> out [..., N], N from the weights (argument 3)."""
+    return {op.args[-1]: tuple(shape(op.args[0])[:-1]) + (values[op.args[3]].shape[0],)}
+
+
 for _name in ("et_vk.linear_q8ta_q8csw.default", "et_vk.q8ta_linear.default",
               "et_vk.q8ta_linear_gemv.default"):
-    define(_name, build_q8ta, q8ta_reference, choices=choices)
-define("aten._weight_int8pack_mm.default", build_int8pack, int8pack_reference, 4)
+    define(_name, build_q8ta, q8ta_reference, choices=choices, sizes=q8ta_sizes)
+define("aten._weight_int8pack_mm.default", build_int8pack, int8pack_reference, 4,
+       sizes=sizes.linear)

@@ -24,6 +24,7 @@ from ..model.f32 import to_f32
 from ..model.graph import Scalar, TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .common import elementwise_workgroup
+from . import sizes
 from .registry import register
 
 QUANT_DTYPES = ("int8", "uint8")
@@ -85,20 +86,21 @@ def host_bytes(ctx, vid: int):
 
 
 def check_float_constant(ctx, vid: int, op, what: str, need: int, positive: bool = False):
-    """A float32 tensor of at least ``need`` elements; when it is a constant, its first
-    ``need`` values finite (and > 0 when ``positive``). FormatError naming op and shape."""
+    """A float tensor the f32 kernels read (float32, or float16 held as f32: force_fp16
+    programs) of at least ``need`` elements; when it is a constant, its first ``need``
+    values finite (and > 0 when ``positive``). FormatError naming op and shape."""
     t = ctx.tensor(vid, op)
-    if t.dtype is None or t.dtype.name != "float32":
+    if t.dtype is None or t.dtype.name not in ("float32", "float16") or ctx.half(vid):
         raise UnsupportedError(f"{op.name}: {what} (value {vid}) is "
                                f"{t.dtype.name if t.dtype else 'of no dtype'}; expected float32 "
-                               f"({ctx.where(op)})")
+                               f"or float16 held as f32 ({ctx.where(op)})")
     if t.numel < need:
         raise FormatError(f"{op.name}: {what} {list(t.shape)} (value {vid}) holds {t.numel} "
                           f"values; the op needs {need}", field=ctx.where(op))
     data = host_bytes(ctx, vid)
     if data is None:
         return t
-    values = struct.unpack_from(f"<{need}f", data)
+    values = struct.unpack_from(f"<{need}{t.dtype.struct_code}", data)
     for i, v in enumerate(values):
         if not math.isfinite(v) or (positive and v <= 0):
             raise FormatError(f"{op.name}: {what} {list(t.shape)} (value {vid}) has {v!r} at "
@@ -120,6 +122,9 @@ def _qparams(ctx, op, scale_id: int, zp_id: int, invert: bool):
     scale = scale_arg(ctx, scale_id, op, "scale")
     zp = int_arg(ctx, zp_id, op, "zero point", -(1 << 24), 1 << 24)
     value = to_f32(1.0 / scale) if invert else to_f32(scale)
+    if not math.isfinite(value):  # a scale so small that 1 / scale overflows float32
+        raise FormatError(f"{op.name}: scale {scale!r} (value {scale_id}) has no finite "
+                          "float32 inverse", field=ctx.where(op))
     bufs = []
     for what, data in (("scale", struct.pack("<f", value)), ("zero point", struct.pack("<i", zp))):
         bufs.append(ctx.resources.buffer(4, f"{ctx.where(op)} {what}"))
@@ -170,7 +175,8 @@ def dequantize_reference(read, values, args):
 
 
 @register("quantized_decomposed.quantize_per_tensor.default",
-          "quantized_decomposed.quantize_per_tensor.tensor", reference=quantize_reference)
+          "quantized_decomposed.quantize_per_tensor.tensor", reference=quantize_reference,
+          sizes=sizes.same_as_first)
 async def build_quantize(ctx, op):
     if len(op.args) not in (6, 7):
         raise FormatError(f"{op.name} takes 7 arguments, found {len(op.args)}",
@@ -196,7 +202,8 @@ async def build_quantize(ctx, op):
 
 
 @register("quantized_decomposed.dequantize_per_tensor.default",
-          "quantized_decomposed.dequantize_per_tensor.tensor", reference=dequantize_reference)
+          "quantized_decomposed.dequantize_per_tensor.tensor", reference=dequantize_reference,
+          sizes=sizes.same_as_first)
 async def build_dequantize(ctx, op):
     if len(op.args) not in (7, 8):
         raise FormatError(f"{op.name} takes 8 arguments, found {len(op.args)}",

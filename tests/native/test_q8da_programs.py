@@ -31,3 +31,14 @@ def test_8da4w_steps_match_with_each_variant_forced(variant):
         assert picks == {(variant, "forced")}
     finally:
         rt.close()
+
+
+@pytest.mark.parametrize("bad", [96, -1])
+def test_token_ids_outside_the_4bit_table_raise(runtime, bad):
+    import numpy as np
+    import pte_webgpu
+    program = run_sync(runtime.load_program((DIR / "llama_emb4g32_dynamic.pte").read_bytes()))
+    method = program.load_method("forward")
+    with pytest.raises(pte_webgpu.InputError, match=rf"id {bad} at position \[0, 1\] is outside "
+                                                    r"\[0, 96\).*embedding_q4gsw"):
+        run_sync(method.execute([np.array([[5, bad, 3]]), np.array([0])]))

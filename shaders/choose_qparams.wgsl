@@ -1,6 +1,7 @@
 // torchao.choose_qparams_affine: one invocation per block (a row of `width` values):
 // lo = min(min(x), 0), hi = max(max(x), 0), then torchao's f32 formulas (ops/choose_qparams.py);
-// WGSL's round() is half to even, as torch.round. The int8 zero point goes into its byte of
+// WGSL's round() is half to even, as torch.round; div_rn (linear_dq8_parts.wgsl) divides
+// rounded to nearest. The int8 zero point goes into its byte of
 // a word the row shares with three others: cleared and set with atomics, so rows need no
 // order. No barriers: a CPU adapter runs it as it is.
 
@@ -30,11 +31,11 @@ fn item(row: u32) {
   var s: f32;
   var z: f32;
   if (params.symmetric != 0u) {
-    s = as_stored(max(max(-lo, hi) / ((qmax - qmin) / 2.0), params.eps));
+    s = as_stored(max(div_rn(max(-lo, hi), (qmax - qmin) / 2.0), params.eps));
     z = f32((params.qmax + params.qmin + 1) / 2);
   } else {
-    s = as_stored(max((hi - lo) / (qmax - qmin), params.eps));
-    z = clamp(qmin - round(lo / s), qmin, qmax);
+    s = as_stored(max(div_rn(hi - lo, qmax - qmin), params.eps));
+    z = clamp(qmin - round(div_rn(lo, s)), qmin, qmax);
   }
   scale[row] = elem(s);
   let shift = (row & 3u) * 8u;

@@ -23,7 +23,7 @@ fn quantize_one(v: f32, inv: f32, zp: i32) -> u32 {
 fn quantize_word(i: u32) {
   let row = i / params.xwords;
   let k0 = (i - row * params.xwords) * 4u;
-  let inv = 1.0 / f32(in_scale[row]);
+  let inv = div_rn(1.0, f32(in_scale[row]));  // torch's 1.0 / scale, rounded to nearest
   let zp = zero_point(row);
   var word = 0u;
   for (var j = 0u; j < 4u; j++) {

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..errors import FormatError, UnsupportedError
 from ..model.graph import ListValue, Null, Scalar
-from ..shaders.compose import Binding, Entry, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, sections
 from .cpu_reference import round_one, to_f32
 from .exec_ints import follow_actual_size
 from .registry import register
@@ -34,7 +34,8 @@ PARAMS = Uniform(("rows", "u32"), ("width", "u32"), ("qmin", "i32"), ("qmax", "i
 KERNEL = Kernel("choose_qparams", (Binding(0, "x"), Binding(1, "scale", "read_write"),
                                    # int8 zero points: 4 to a word, each set by its row
                                    Binding(2, "zp", "read_write", "atomic<u32>")),
-                PARAMS, entries=(Entry("main", "item", "params.rows"),))
+                PARAMS, entries=(Entry("main", "item", "params.rows"),),
+                generated=sections("linear_dq8_parts")["div_rn"])  # torch's rounded division
 
 
 def _fail(op_name: str, msg: str, where: str | None = None):

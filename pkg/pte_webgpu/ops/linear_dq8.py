@@ -79,7 +79,8 @@ _ENTRIES = (Entry("quantize", "quantize_word", "params.qwords"),
             Entry("tile", "tile_item", "((params.rows + 3u) / 4u) * params.col_tiles"),
             Entry("scalar", "scalar_item", "params.rows * params.n"))
 KERNELS = {dot: Kernel("linear_dq8", _BINDINGS, PARAMS, entries=_ENTRIES,
-                       generated=sections("linear_dq8_parts")[f"dot_{dot}"],
+                       generated=sections("linear_dq8_parts")[f"dot_{dot}"]
+                       + sections("linear_dq8_parts")["div_rn"],
                        name=f"linear_dq8_{dot}")
            for dot in ("dp4", "i32")}
 WG = 64

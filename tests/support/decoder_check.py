@@ -16,7 +16,8 @@ from pte_webgpu.app import steps
 from pte_webgpu.formats import npy
 
 # the linears of a run: on their own, or fused (runtime/fusion.py)
-LINEARS = ("aten.linear.default", "pte_webgpu.fused_linear")
+LINEARS = ("aten.linear.default", "pte_webgpu.fused_linear", "et_vk.linear_q4gsw.default",
+           "et_vk.linear_qcs4w.default", "pte_webgpu.fused_linear_q4gsw")
 
 
 def _floats(t):

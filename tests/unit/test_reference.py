@@ -295,3 +295,5 @@ def test_integer_tensors_round_trip():
     assert reference.round_to([1.0, 2.0], I32) == [1, 2]
     with pytest.raises(UnsupportedError, match="float, int32 and int64"):
         reference.from_tensor(np.zeros(2, np.int16))
+    # packed 4-bit weights (ops/linear_q4.py) are read as the bytes they are
+    assert reference.from_tensor(np.array([0, 255], np.uint8)).values == [0, 255]

@@ -26,14 +26,15 @@ __all__ = ["Array", "from_tensor", "round_to", "run_delegate", "run_op", "run_op
            "run_program", "supported_ops", "to_tensor"]
 
 FLOAT_DTYPES = ("float16", "float32", "float64")
-INT_DTYPES = ("int32", "int64", "int8", "uint8")  # token ids; quantized weights, zero points
+INT_DTYPES = ("int32", "int64")  # e.g. token ids (embedding indices)
+PACKED_DTYPES = ("uint8", "int8")  # quantized weights (read as they are stored)
 
 
 def round_to(values: list, dtype: dtypes.DType) -> list:
     """``values`` rounded to ``dtype`` (out-of-range values become +-inf, as on a GPU)."""
     if dtype.name == "float64":
         return list(values)
-    if dtype.name in INT_DTYPES:
+    if dtype.name in INT_DTYPES + PACKED_DTYPES:
         return [int(v) for v in values]
     if dtype.name == "bool":  # masks (ops/mixed.py): held as 0 / 1
         return [int(bool(v)) for v in values]
@@ -55,10 +56,9 @@ def to_tensor(a: Array, dtype: dtypes.DType) -> Tensor:
 
 
 def _dtype(name: str, what: str) -> dtypes.DType:
-    if name not in FLOAT_DTYPES + INT_DTYPES + ("bool",):
+    if name not in FLOAT_DTYPES + INT_DTYPES + PACKED_DTYPES + ("bool",):
         raise UnsupportedError(f"the CPU reference computes float, int32 and int64 tensors "
-                               f"(int8 and uint8 for quantized weights, bool masks) only; "
-                               f"{what} is {name}")
+                               f"(and bool masks, uint8/int8 packed weights) only; {what} is {name}")
     return dtypes.BY_NAME[name]
 
 

@@ -81,7 +81,8 @@ class BuildContext:
         self.graph_key = -1
         self.plan_ids: dict[int, int] = {}
         self.state = None
-        self._constants = None  # (vk, named): constant_bytes reads a constant's file bytes
+        self.sources = None  # (delegate, named data): where constants' bytes are
+
 
     # --- arguments -----------------------------------------------------------------
     def where(self, op) -> str:
@@ -120,16 +121,6 @@ class BuildContext:
                                    f"int64 tensor ({self.where(op)})")
         return t
 
-    def constant_bytes(self, vid: int):
-        """The file bytes of constant tensor ``vid`` (e.g. scales a build checks), or None
-        when ``vid`` is no constant; lengths were checked at validation."""
-        t = self.graph.values[vid]
-        if self._constants is None or not isinstance(t, TensorValue) or t.constant_id < 0:
-            return None
-        vk, named = self._constants
-        return formats.resolve(self.graph.constants[t.constant_id], t.nbytes, named,
-                               vk.constant_bytes).data
-
     def half(self, vid: int) -> bool:
         """Whether tensor ``vid`` is stored as f16 (then the op runs its f16 kernel)."""
         return self.storage.dtype(self.graph.values[vid].dtype).name == "float16"
@@ -137,6 +128,22 @@ class BuildContext:
     def float_scalar(self, vid: int, default: float) -> float:
         """An Int or Double argument as a float; anything else gives ``default``."""
         return number(self.graph.values[vid], default)
+
+    def constant_bytes(self, vid: int):
+        """Constant tensor ``vid``'s bytes as the program stores them (a stacked
+        constant's parts joined, runtime/fusion.py); None when it is not a constant. For
+        ops that check or repack constants at load (e.g. scales that must be finite)."""
+        parts = self.graph.meta.get("concat", {}).get(vid, (vid,))
+        out = []
+        for part in parts:
+            t = self.graph.values[part]
+            if self.sources is None or not isinstance(t, TensorValue) or t.constant_id < 0:
+                return None
+            vk, named = self.sources
+            data = formats.resolve(self.graph.constants[t.constant_id], t.nbytes, named,
+                                   vk.constant_bytes).data
+            out.append(bytes(data[:t.nbytes]))
+        return b"".join(out)
 
     def limit(self, name: str, default: int) -> int:
         return self.device.limit(name, default)
@@ -261,7 +268,7 @@ async def build_delegate(device, vk: formats.VulkanDelegate, named: formats.Name
     ctx = BuildContext(device, graph, resources, recording, pipelines, label, options, storage)
     ctx.buffers.update(io_buffers)
     ctx.io_ids = set(io_buffers)
-    ctx._constants = (vk, named)
+    ctx.sources = (vk, named)
     handlers = [registry.lookup(op.name, f"{label} op {i}") for i, op in enumerate(graph.ops)]
     if setup is not None:
         setup(ctx)

@@ -5,6 +5,7 @@ bound by the number of dispatches, not by arithmetic (docs/performance.md), so:
 1. linears reading one input (through views) with constant weights, e.g. q/k/v or
    gate/up, become one ``pte_webgpu.fused_linear`` whose weight is theirs stacked at load
    (graph.meta["concat"]; the parts are not uploaded on their own), writing each output;
+   4-bit q4gsw linears likewise into ``pte_webgpu.fused_linear_q4gsw`` (fusion_q4.py);
 2. a linear whose output only feeds (through views) ``add.Tensor(residual, it)`` with
    alpha 1 writes ``residual + linear`` itself (the residual form of the same op);
 3. chains of same-shape unary/binary ops (registry ``pointwise``), each output read only
@@ -34,6 +35,7 @@ from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
 from ..ops.fused_elementwise import MAX_INPUTS
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
 from ..ops.fused_linear import MAX_SPLIT
+from . import fusion_q4
 
 LINEAR, ADD = "aten.linear.default", "aten.add.Tensor"
 # reshapes: the same elements in the same order (ops/view.py shares or copies the buffer)
@@ -45,6 +47,7 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     bytes as stored; ``max_binding``: the largest buffer the adapter binds."""
     f = _Fusion(graph)
     f.group_linears(nbytes, max_binding)
+    fusion_q4.group_q4(f, nbytes, max_binding)
     f.fold_residuals()
     f.chain_pointwise()
     f.drop_dead_views()

@@ -1,0 +1,444 @@
+"""4-bit weight linears (layouts: docs/quantized-formats.md, "linear_q4gsw / linear_qcs4w"):
+
+- ``et_vk.linear_q4gsw.default [x, weights, scales, group_size, bias|Null, out]``:
+  weights uint8 [N, ceil8(K) / 2], byte j of a row = (w[2j + 1] + 8) << 4 | (w[2j] + 8);
+  scales [K / group, N'] (N' >= N, ExecuTorch pads it to a multiple of 4); value
+  w[n, k] * scales[k / group, n]; bias [N] (or padded).
+- ``et_vk.linear_qcs4w.default [x, weights, scales, out]``: weights uint8 [N, K / 2] with
+  the HIGH nibble first (byte j = (w[2j] + 8) << 4 | (w[2j + 1] + 8)), scales [N]: value
+  w[n, k] * scales[n]. Repacked at load into q4gsw's layout (nibbles swapped, rows padded
+  to whole u32 words) with one group spanning K, so both run the same kernels.
+
+``pte_webgpu.fused_linear_q4gsw [x, weights, scales, group_size, bias|Null, layout,
+outs]``: q4gsw linears sharing an input (runtime/fusion_q4.py), their packed weights
+stacked along N at load and their scales one after another (``layout``: each part's
+scale row stride, then where its scales begin), each column range written to its own
+output.
+
+Kernels: ops/linear_q4_choice.py (the variants and the rule), shaders/linear_q4.wgsl.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, replace
+from functools import cache
+from math import prod
+
+from ..errors import FormatError, UnsupportedError
+from ..model.graph import Null, TensorValue
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, sections
+from . import sizes
+from .args import int_arg
+from .exec_ints import follow_actual_size
+from .fused_linear import MAX_SPLIT, fused_outputs
+from .linear_q4_choice import VARIANTS, Variant, row_forms
+from .registry import define
+
+Q4GSW, QCS4W = "et_vk.linear_q4gsw.default", "et_vk.linear_qcs4w.default"
+FUSED = "pte_webgpu.fused_linear_q4gsw"
+TILE = 32  # the tiled form's outputs per side
+
+PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("words", "u32"),
+                 ("group", "u32"), ("has_bias", "u32"), ("tiles_n", "u32"), ("tiles", "u32"),
+                 ("n0", "u32"), ("n1", "u32"),  # where the stacked parts 1, 2 begin
+                 ("s_stride0", "u32"), ("s_stride1", "u32"), ("s_stride2", "u32"),
+                 ("s_off1", "u32"), ("s_off2", "u32"))  # scales: each part's row, start
+_BINDINGS = (Binding(0, "input"), Binding(1, "weight", type="u32"),
+             Binding(2, "out", "read_write"), Binding(4, "bias"))
+EPILOGUES = {"": (), "split2": (Binding(6, "out1", "read_write"),),
+             "split3": (Binding(6, "out1", "read_write"), Binding(7, "out2", "read_write"))}
+_ENTRIES = {"dot": Entry("main", "dot_item", "params.m * params.n"),
+            "gemv": Entry("main", "gemv_item", "params.tiles", per="group"),
+            "gemvsg": Entry("main", "gemv_item_sg", "params.tiles", per="group", subgroups=True),
+            "tiled": Entry("main", "tiled_item", "params.tiles", per="group")}
+
+
+@cache
+def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
+           browser: bool = True) -> Kernel:
+    """The shader of one form (``kind``: dot, gemv, gemvsg, tiled) and epilogue;
+    ``scales_f32``: float32 scales beside f16 activations; ``browser``: gemvsg's
+    ``enable subgroups;`` (Chromium needs it, wgpu-native's naga rejects it)."""
+    sums = {"gemv": "sum_tree", "gemvsg": "sum_subgroups"}.get(kind)
+    generated = sections("matmul_parts")["put" + (f"_{epilogue}" if epilogue else "")]
+    if sums:
+        generated += sections("linear_q4_parts")[sums]
+    scales = Binding(5, "scales", type="f32" if scales_f32 else "elem")
+    sg = kind == "gemvsg"
+    name = "_".join(filter(None, ("linear_q4", kind, "native" if sg and not browser else "",
+                                  epilogue, "sf32" if scales_f32 else "")))
+    return Kernel("linear_q4", _BINDINGS + (scales,) + EPILOGUES[epilogue], PARAMS,
+                  uniform_binding=3, generated=generated, entries=(_ENTRIES[kind],),
+                  enables=("subgroups",) if sg and browser else (), name=name)
+
+
+# --- shapes ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Q4Shape:
+    m: int
+    n: int
+    k: int
+    words: int  # u32 words per packed weight row
+    group: int
+    s_stride: int  # scales per group row
+
+
+def _tensor(values, vid: int, name: str, what: str) -> TensorValue:
+    t = values[vid]
+    if not isinstance(t, TensorValue):
+        raise FormatError(f"{name}: {what} (value {vid}) should be a tensor, found {t.kind}")
+    return t
+
+
+def _float(t: TensorValue, name: str, what: str) -> None:
+    if t.dtype is None or t.dtype.name not in ("float32", "float16"):
+        raise UnsupportedError(f"{name}: {what} is {getattr(t.dtype, 'name', '?')}; float32 "
+                               "or float16 expected")
+
+
+def q4gsw_shape(values, args, group: int, name: str = Q4GSW, stacked: bool = False) -> Q4Shape:
+    """The shape of a q4gsw product ``args`` = (x, weights, scales, ..., out); the
+    output's width is the weights' rows unless ``out`` is a list (fused). FormatError
+    naming op and shape when the tensors cannot hold it."""
+    x, w, s = (_tensor(values, a, name, what)
+               for a, what in zip(args[:3], ("input", "weights", "scales")))
+    _float(x, name, "the input")
+    _float(s, name, "the scales")
+    if not x.shape or len(w.shape) != 2 or len(s.shape) != (1 if stacked else 2):
+        raise FormatError(f"{name}: input {list(x.shape)}, weights {list(w.shape)} and scales "
+                          f"{list(s.shape)} must be [..., K], [N, K/2] and [groups, N]")
+    if w.dtype is None or w.dtype.name not in ("uint8", "int8"):
+        raise FormatError(f"{name}: packed weights {list(w.shape)} are "
+                          f"{getattr(w.dtype, 'name', '?')}, uint8 expected")
+    k, (n, width) = x.shape[-1], w.shape
+    if group <= 0 or k % group:
+        raise FormatError(f"{name}: group size {group} must be positive and divide K = {k} "
+                          f"(input {list(x.shape)})")
+    if 2 * width < k:
+        raise FormatError(f"{name}: packed weights {list(w.shape)} are shorter than K = {k} "
+                          f"needs ([N, {-(-k // 8) * 4}])")
+    if width % 4:
+        raise UnsupportedError(f"{name}: packed weight rows of {width} bytes (weights "
+                               f"{list(w.shape)}); rows are read in 4-byte words (ExecuTorch "
+                               "pads K to a multiple of 8)")
+    groups, s_stride = (k // group, n) if stacked else s.shape  # stacked: fused_layout's
+    if groups < k // group or s_stride < n:
+        raise FormatError(f"{name}: scales {list(s.shape)} are shorter than K = {k} in groups "
+                          f"of {group} by N = {n} need ([{k // group}, {n}])")
+    return Q4Shape(prod(x.shape[:-1]), n, k, width // 4, group, s_stride)
+
+
+def _check_out(values, x_id: int, out_id: int, n: int, name: str) -> None:
+    x, out = _tensor(values, x_id, name, "input"), _tensor(values, out_id, name, "output")
+    _float(out, name, "the output")
+    if tuple(out.shape) != tuple(x.shape[:-1]) + (n,):
+        raise FormatError(f"{name}: input {list(x.shape)} and output {list(out.shape)} do "
+                          f"not match the weights' N = {n} (out = [..., N])")
+
+
+def _check_bias(values, b_id: int, n: int, name: str) -> bool:
+    if isinstance(values[b_id], Null):
+        return False
+    b = _tensor(values, b_id, name, "bias")
+    _float(b, name, "the bias")
+    if len(b.shape) != 1 or b.numel < n:
+        raise FormatError(f"{name}: bias {list(b.shape)} should hold N = {n} values")
+    return True
+
+
+def check_finite(data, dtype_name: str, name: str, where: str) -> None:
+    """FormatError when constant scales ``data`` (their file bytes) hold NaN or inf."""
+    code = "e" if dtype_name == "float16" else "f"
+    count = len(data) // struct.calcsize(code)
+    vals = struct.unpack(f"<{count}{code}", bytes(data[:count * struct.calcsize(code)]))
+    if math.isfinite(math.fsum(vals)) if count < 4096 else math.isfinite(sum(vals)):
+        return  # (a sum of finite values may overflow: then the scan below finds none)
+    bad = next((i for i, v in enumerate(vals) if not math.isfinite(v)), None)
+    if bad is not None:
+        raise FormatError(f"{name}: scale {bad} is {vals[bad]} (scales must be finite)",
+                          field=where)
+
+
+# --- builds ---------------------------------------------------------------------------
+async def build_q4gsw(ctx, op):
+    x_id, w_id, s_id, g_id, b_id, out_id = ctx.args(op, 6)
+    values = ctx.graph.values
+    shape = _checked(ctx, op, q4gsw_shape(values, op.args, int_arg(ctx, g_id, op), op.name))
+    _check_out(values, x_id, out_id, shape.n, op.name)
+    bias = _check_bias(values, b_id, shape.n, op.name)
+    _check_stored(ctx, op, b_id, bias, out_id)
+    _check_scales(ctx, op, s_id)
+    bindings = [(0, x_id), (1, w_id), (2, out_id), (4, b_id if bias else s_id), (5, s_id)]
+    await product(ctx, op, bindings, shape, bias, out_id, shape.n, s_id)
+
+
+def fused_layout(values, args, name: str = FUSED):
+    """(shape, output widths, scales strides, scales offsets) of a fused q4gsw op ``args``
+    = (x, weights, scales, group, bias, layout, outs); layout = the parts' scale row
+    strides, then where each part's scales begin."""
+    outs, layout = fused_outputs(values, args[6]), values[args[5]]
+    items = tuple(getattr(layout, "items", ()))
+    if not 2 <= len(outs) <= MAX_SPLIT or len(items) != 2 * len(outs):
+        raise FormatError(f"{name}: 2 to {MAX_SPLIT} outputs and a layout of 2 per output, "
+                          f"found {len(outs)} and {len(items)}")
+    shape = q4gsw_shape(values, args, values[args[3]].value, name, stacked=True)
+    widths = [_tensor(values, o, name, "output").shape[-1] if values[o].shape else 0
+              for o in outs]
+    strides, offsets = list(items[:len(outs)]), list(items[len(outs):])
+    total = _tensor(values, args[2], name, "scales").numel
+    groups = shape.k // shape.group
+    ends = offsets[1:] + [total]
+    if sum(widths) != shape.n or any(
+            st < w or off + groups * st > end
+            for st, w, off, end in zip(strides, widths, offsets, ends)):
+        raise FormatError(f"{name}: outputs {widths} wide, weights N = {shape.n}, scales "
+                          f"strides {strides} at {offsets} of {total} do not fit")
+    for o, width in zip(outs, widths):
+        _check_out(values, args[0], o, width, name)
+    return replace(shape, s_stride=strides[0]), widths, strides, offsets
+
+
+async def build_fused(ctx, op):
+    x_id, w_id, s_id, g_id, b_id, layout_id, outs_id = ctx.args(op, 7)
+    values, outs = ctx.graph.values, fused_outputs(ctx.graph.values, outs_id)
+    int_arg(ctx, g_id, op)
+    try:
+        shape, widths, strides, offsets = fused_layout(values, op.args, op.name)
+    except FormatError as e:
+        raise FormatError(str(e), field=ctx.where(op)) from None
+    shape = _checked(ctx, op, shape)
+    bias = _check_bias(values, b_id, shape.n, op.name)
+    _check_stored(ctx, op, b_id, bias, outs[0])
+    _check_scales(ctx, op, s_id)
+    n0 = widths[0]
+    n1 = n0 + widths[1] if len(outs) > 2 else shape.n
+    split = dict(n0=n0, n1=n1, s_stride0=strides[0], s_stride1=strides[1],
+                 s_stride2=strides[-1], s_off1=offsets[1], s_off2=offsets[-1])
+    bindings = [(0, x_id), (1, w_id), (2, outs[0]), (4, b_id if bias else s_id), (5, s_id)]
+    bindings += [(6 + i, o) for i, o in enumerate(outs[1:])]
+    ctx.note_kernel(op, fused=f"{len(outs)} q4 linears")
+    await product(ctx, op, bindings, shape, bias, outs[0], widths[0], s_id,
+                  ("", "", "split2", "split3")[len(outs)], split)
+
+
+async def build_qcs4w(ctx, op):
+    x_id, w_id, s_id, out_id = ctx.args(op, 4)
+    values = ctx.graph.values
+    x, w = _tensor(values, x_id, op.name, "input"), _tensor(values, w_id, op.name, "weights")
+    n, k = qcs4w_dims(values, op.args, op.name)
+    _check_out(values, x_id, out_id, n, op.name)
+    _check_scales(ctx, op, s_id)
+    data = ctx.constant_bytes(w_id)
+    if data is None:
+        raise UnsupportedError(f"{op.name}: weights {list(w.shape)} must be a constant "
+                               f"({ctx.where(op)})")
+    packed = repack_qcs4w(data, n, w.shape[1])
+    buf = ctx.resources.buffer(len(packed), f"{ctx.label} value {w_id} repacked")
+    ctx.device.write_buffer(buf, packed)
+    words = len(packed) // 4 // max(n, 1)
+    shape = _checked(ctx, op, Q4Shape(prod(x.shape[:-1]), n, k, words, 8 * words, 0))
+    bindings = [(0, x_id), (1, buf), (2, out_id), (4, s_id), (5, s_id)]
+    await product(ctx, op, bindings, shape, False, out_id, n, s_id)
+
+
+def qcs4w_dims(values, args, name: str = QCS4W) -> tuple[int, int]:
+    x, w, s = (_tensor(values, a, name, what)
+               for a, what in zip(args[:3], ("input", "weights", "scales")))
+    _float(x, name, "the input")
+    _float(s, name, "the scales")
+    if not x.shape or len(w.shape) != 2 or w.dtype is None or w.dtype.name not in (
+            "uint8", "int8"):
+        raise FormatError(f"{name}: input {list(x.shape)} and weights {list(w.shape)} must be "
+                          "[..., K] and uint8 [N, K/2]")
+    (n, width), k = w.shape, x.shape[-1]
+    if 2 * width != k:
+        raise FormatError(f"{name}: packed weights {list(w.shape)} hold K = {2 * width}, the "
+                          f"input {list(x.shape)} K = {k}")
+    if len(s.shape) != 1 or s.numel < n:
+        raise FormatError(f"{name}: scales {list(s.shape)} should hold N = {n} values")
+    return n, k
+
+
+_SWAP = bytes(((b & 15) << 4) | (b >> 4) for b in range(256))
+
+
+def repack_qcs4w(data, n: int, width: int) -> bytes:
+    """qcs4w's [N, width] bytes (high nibble first) as q4gsw's rows: nibbles swapped, each
+    row padded with zero weights (nibble 8) to whole u32 words."""
+    swapped = bytes(data[:n * width]).translate(_SWAP)
+    pad = -width % 4
+    if not pad:
+        return swapped
+    fill = b"\x88" * pad
+    return b"".join(swapped[i * width:(i + 1) * width] + fill for i in range(n))
+
+
+def _checked(ctx, op, shape: Q4Shape) -> Q4Shape:
+    for what, v in (("N", shape.n), ("K", shape.k), ("M", shape.m)):
+        if v >= 1 << 31:
+            raise UnsupportedError(f"{op.name}: {what} = {v} is beyond the kernels' range "
+                                   f"({ctx.where(op)})")
+    return shape
+
+
+def _check_stored(ctx, op, b_id: int, has_bias: bool, out_id: int) -> None:
+    """The kernels read the bias in the output's stored type."""
+    if has_bias and ctx.half(b_id) != ctx.half(out_id):
+        raise UnsupportedError(f"{op.name}: bias {ctx.graph.values[b_id].dtype.name} beside "
+                               f"{ctx.graph.values[out_id].dtype.name} activations "
+                               f"({ctx.where(op)})")
+
+
+def _check_scales(ctx, op, s_id: int) -> None:
+    t = ctx.graph.values[s_id]
+    if t.dtype.name == "float16" and ctx.half(s_id) and not ctx.half(op.args[0]):
+        raise UnsupportedError(f"{op.name}: float16 scales beside float32 activations "
+                               f"({ctx.where(op)})")
+    data = ctx.constant_bytes(s_id)
+    if data is not None:
+        check_finite(data, t.dtype.name, f"{op.name} scales {list(t.shape)}", ctx.where(op))
+
+
+# --- recording ------------------------------------------------------------------------
+def _grid(v: Variant, m: int, n: int) -> tuple[int, int]:
+    """(tiles across N, workgroups) of variant ``v`` for an [m, n] output."""
+    if v.kind == "dot":
+        return 0, -(-m * n // 64)
+    if v.kind == "tiled":
+        tiles_n = -(-n // TILE)
+        return tiles_n, tiles_n * -(-m // TILE)
+    return n, n * -(-m // 4)
+
+
+async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, half: bool,
+                 scales_f32: bool, epilogue: str = "", split: dict | None = None) -> None:
+    """One product of variant ``v`` (bindings: 0 input, 1 packed weight, 2 out, 4 bias,
+    5 scales, 6-7 the split outputs). Also used by bench/."""
+    m, n = shape.m, shape.n
+    browser = ctx.device.info.traits.subgroups
+    shader = kernel(v.kind, epilogue, scales_f32, browser)
+    lanes = {"dot": 64, "tiled": 64}.get(v.kind, v.lanes)
+    pipeline = await ctx.pipeline(shader, {"wg_size": lanes}, "main", half)
+    tiles_n, groups = _grid(v, m, n)
+    split = split or dict(n0=n, n1=n, s_stride0=shape.s_stride)
+    params = PARAMS.pack(m=m, n=n, k=shape.k, words=shape.words, group=shape.group,
+                         has_bias=int(has_bias), tiles_n=tiles_n, tiles=groups, **split)
+    uniform = ctx.uniform(params, f"{op.name} params")
+    ctx.dispatch(op, pipeline, list(bindings) + [(3, uniform)], ctx.grid(groups))
+
+
+async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int,
+                  out_n: int, s_id: int, epilogue: str = "", split: dict | None = None):
+    """The chosen form (and, for a dynamic row count, decode's twin: ops/matmul.py's
+    ``product`` does the same) of one q4 product; ``out_id``, ``out_n`` columns wide, is
+    the output whose actual size the dispatches follow."""
+    m, n, k = shape.m, shape.n, shape.k
+    if m * n == 0:
+        return
+    half = ctx.half(out_id)
+    scales_f32 = half and not ctx.half(s_id)
+    v = VARIANTS.pick(ctx, op, m=m, n=n, k=k, half=half)
+    forms = [(m, v)]
+    if m > 1 and ctx.dyn is not None and ctx.dyn.is_dynamic(ctx.graph_key, out_id) \
+            and VARIANTS.forced(ctx.options) is None:
+        forms = row_forms(ctx.device.info.traits, m, n, k, v, half)
+    if len(forms) > 1:
+        ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
+    for i, (top, form) in enumerate(forms):
+        low = forms[i + 1][0] if i + 1 < len(forms) else 0
+        await record(ctx, op, form, bindings, shape, has_bias, half, scales_f32, epilogue,
+                     split)
+        follow_actual_size(
+            ctx, out_id, lambda e, f=form, low=low, top=top:
+            _grid(f, -(-e // out_n), n)[1] if low < -(-e // out_n) <= top else 0,
+            alternative=i > 0)
+
+
+def choices(graph, op) -> dict[str, str]:
+    """The variant each typical adapter would run for this op (shown by inspect)."""
+    try:
+        if op.name == QCS4W:
+            n, k = qcs4w_dims(graph.values, op.args)
+        else:
+            n, k = q4gsw_shape(graph.values, op.args, graph.values[op.args[3]].value).n, \
+                graph.values[op.args[0]].shape[-1]
+        m = prod(graph.values[op.args[0]].shape[:-1])
+    except (FormatError, UnsupportedError, AttributeError, IndexError, TypeError):
+        return {}  # malformed op: inspect shows it, the build refuses it
+    return VARIANTS.typical(m=m, n=n, k=k) if m * n * k else {}
+
+
+# --- CPU references -------------------------------------------------------------------
+def _dot_rows(x, k: int, n: int, weight_at, bias) -> list:
+    """out[r, j] = sum_k x[r, k] * weight_at(j, k) (+ bias[j]), in float64."""
+    rows = [[weight_at(j, kk) for kk in range(k)] for j in range(n)]
+    out = []
+    for start in range(0, len(x.values), k):
+        xs = x.values[start:start + k]
+        out += [math.fsum(a * b for a, b in zip(xs, row)) + (bias[j] if bias else 0.0)
+                for j, row in enumerate(rows)]
+    return out
+
+
+def reference_q4gsw(read, values, args):
+    group = values[args[3]].value
+    shape = q4gsw_shape(values, args, group)
+    _check_out(values, args[0], args[-1], shape.n, Q4GSW)
+    x, w, s = read(args[0]), read(args[1]).values, read(args[2]).values
+    bias = read(args[4]).values if _check_bias(values, args[4], shape.n, Q4GSW) else None
+    _reference_finite(s, Q4GSW)
+    width = 4 * shape.words
+
+    def weight_at(j, kk):
+        byte = w[j * width + kk // 2] & 255
+        q = ((byte >> 4) if kk % 2 else (byte & 15)) - 8
+        return q * s[(kk // group) * shape.s_stride + j]
+    return _dot_rows(x, shape.k, shape.n, weight_at, bias)
+
+
+def reference_qcs4w(read, values, args):
+    n, k = qcs4w_dims(values, args)
+    _check_out(values, args[0], args[-1], n, QCS4W)
+    x, w, s = read(args[0]), read(args[1]).values, read(args[2]).values
+    _reference_finite(s, QCS4W)
+    width = k // 2
+
+    def weight_at(j, kk):
+        byte = w[j * width + kk // 2] & 255
+        return (((byte & 15) if kk % 2 else (byte >> 4)) - 8) * s[j]
+    return _dot_rows(x, k, n, weight_at, None)
+
+
+def reference_fused(read, values, args):
+    shape, widths, strides, offsets = fused_layout(values, args)
+    x, w, s = read(args[0]), read(args[1]).values, read(args[2]).values
+    bias = read(args[4]).values if _check_bias(values, args[4], shape.n, FUSED) else None
+    _reference_finite(s, FUSED)
+    width, group, parts, start = 4 * shape.words, shape.group, [], 0
+    for n, stride, off in zip(widths, strides, offsets):
+        def weight_at(j, kk, start=start, stride=stride, off=off):
+            byte = w[(start + j) * width + kk // 2] & 255
+            q = ((byte >> 4) if kk % 2 else (byte & 15)) - 8
+            return q * s[off + (kk // group) * stride + j]
+        part_bias = bias[start:start + n] if bias else None
+        parts.append(_dot_rows(x, shape.k, n, weight_at, part_bias))
+        start += n
+    return parts
+
+
+def _reference_finite(scales, name: str) -> None:
+    bad = next((v for v in scales if not math.isfinite(v)), None)
+    if bad is not None:
+        raise FormatError(f"{name}: a scale is {bad} (scales must be finite)")
+
+
+def sizes_fused(op, shape, integer, values):
+    lead = tuple(shape(op.args[0])[:-1])
+    return {o: lead + (values[o].shape[-1],) for o in fused_outputs(values, op.args[6])}
+
+
+define(Q4GSW, build_q4gsw, reference_q4gsw, 6, half=True, choices=choices, sizes=sizes.linear)
+define(QCS4W, build_qcs4w, reference_qcs4w, 4, half=True, choices=choices, sizes=sizes.linear)
+define(FUSED, build_fused, reference_fused, 7, half=True, sizes=sizes_fused)

@@ -1,0 +1,115 @@
+"""The 4-bit linears' kernel variants and the rule that picks one per op (ops/linear_q4.py
+records them; shaders/linear_q4.wgsl has the forms).
+
+- ``dot``: one output per invocation sweeping all of K: no workgroup memory, no barrier,
+  no subgroups (CPU adapters without subgroups: SwiftShader, lavapipe built without them).
+- ``gemv-WG``: matrix-vector for decode, one column and up to 4 rows per workgroup of WG
+  lanes that sweep K together, one u32 load per 8 weights; the lanes' sums meet in a
+  halving tree in workgroup memory.
+- ``gemvsg-WG``: the same summed with subgroupAdd (adapters with subgroups; no barrier
+  when one subgroup spans the workgroup).
+- ``tiled``: 32 x 32 outputs per workgroup of 64 lanes, 4 x 4 each, K in steps of 32
+  through workgroup memory (prefill).
+
+Forcing one: ``variants={"linear_q4": NAME}`` in the Runtime options, else the
+environment variable ``PTE_WEBGPU_LINEAR_Q4`` (ops/variants.py). The family's shape:
+m, n, k (the [M, K] x [N, K] product) and half (float16 activations).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import UnsupportedError
+from .common import is_pow2
+from .variants import declare, traits_of
+
+TILE_LANES = 64  # the tiled form's 8 x 8 lanes
+TILE_STORAGE = 8192  # its two 32 x 32 f32 tiles
+CPU_GEMV_ROWS = 8  # up to this many rows CPU adapters take a matrix-vector form
+GPU_GEMV_ROWS = 32  # GPUs: each gemv workgroup reads its column's weights once per 4 rows
+_NAME = re.compile(r"^(gemv|gemvsg)-(\d+)$")
+
+
+@dataclass(frozen=True)
+class Variant:
+    kind: str  # "dot" | "gemv" | "gemvsg" | "tiled"
+    lanes: int = 0  # gemv: lanes per workgroup
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}-{self.lanes}" if self.kind.startswith("gemv") else self.kind
+
+
+def parse(name: str) -> Variant:
+    name = name.strip()
+    if name in ("dot", "tiled"):
+        return Variant(name)
+    m = _NAME.match(name)
+    if not m or not is_pow2(int(m.group(2))) or not 1 <= int(m.group(2)) <= 1024:
+        raise UnsupportedError(f"linear_q4 variant {name!r}: names look like dot, gemv-64, "
+                               "gemvsg-32, tiled (gemv lanes: a power of two up to 1024)")
+    return Variant(m.group(1), int(m.group(2)))
+
+
+def supported(v: Variant, adapter, **_) -> str | None:
+    """Why ``v`` cannot run on ``adapter`` (info or traits; None when it can)."""
+    traits = traits_of(adapter)
+    lanes = TILE_LANES if v.kind == "tiled" else v.lanes
+    if lanes > traits.max_invocations:
+        return f"{lanes} invocations per workgroup exceed the adapter's {traits.max_invocations}"
+    storage = TILE_STORAGE if v.kind == "tiled" else 16 * v.lanes
+    if storage > traits.workgroup_storage:
+        return "workgroup storage too small"
+    if v.kind == "gemvsg" and not traits.subgroup_builtins:
+        return "needs subgroups"
+    return None
+
+
+def choose(adapter, m: int, n: int = 0, k: int = 0, half: bool = False) -> Variant:
+    """CPU adapters (their lanes run as SIMD vectors): up to CPU_GEMV_ROWS rows, gemvsg
+    in one subgroup-wide workgroup (8 lanes where subgroups of 8 or more may run, else 4)
+    where the adapter has subgroups, else ``dot``; more rows, the tiles. GPUs: up to
+    GPU_GEMV_ROWS rows, gemvsg-32 (one subgroup on NVIDIA, no barrier) or gemv-64; more,
+    the tiles."""
+    traits = traits_of(adapter)
+    if traits.is_cpu:
+        if m > CPU_GEMV_ROWS:
+            pick = Variant("tiled")
+        elif traits.subgroup_builtins:
+            sizes = traits.subgroup_sizes
+            pick = Variant("gemvsg", 8 if sizes and sizes[1] >= 8 else 4)
+        else:
+            pick = Variant("dot")
+    elif m > GPU_GEMV_ROWS:
+        pick = Variant("tiled")
+    else:
+        pick = Variant("gemvsg", 32) if traits.subgroup_builtins else Variant("gemv", 64)
+    return pick if supported(pick, traits) is None else Variant("dot")
+
+
+def _measure(traits, m: int, **_) -> list[Variant]:
+    names = ["dot", "tiled"] + [f"gemv{sg}-{wg}" for sg in ("", "sg")
+                                for wg in (4, 8, 32, 64, 128, 256)]
+    return [parse(n) for n in names]
+
+
+VARIANTS = declare("linear_q4", ("dot", "gemv-64", "gemvsg-32", "tiled"), parse=parse,
+                   doc="4-bit weight linears: dot (one output per invocation), "
+                   "gemv[sg]-LANES (matrix-vector, decode), tiled (32x32 tiles, prefill)",
+                   choose=choose, supported=supported, measure=_measure)
+
+
+def row_forms(adapter, m: int, n: int, k: int, v: Variant, half: bool = False):
+    """(up to how many rows, variant) for a dynamic M: ``v`` (the bound's pick) for any
+    count, then the pick of each smaller row limit that differs (decode's)."""
+    forms = [(m, v)]
+    for limit in (GPU_GEMV_ROWS, CPU_GEMV_ROWS, 1):
+        if limit < m:
+            pick = choose(adapter, limit, n, k, half)
+            if pick == forms[-1][1]:
+                forms[-1] = (forms[-1][0], pick)
+            else:
+                forms.append((limit, pick))
+    return forms

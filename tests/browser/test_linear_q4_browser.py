@@ -1,0 +1,164 @@
+"""The 4-bit weight linears in headless Chromium (SwiftShader): hand-built q4gsw graphs of
+odd shapes with every variant forced (the subgroup form with the page's `enable
+subgroups;`), qcs4w, and the quantized tiny llamas exported by ExecuTorch
+(tests/fixtures/quant) step by step against eager torch, as tests/native/test_linear_q4.py
+does natively."""
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support.q4_graphs import pack_q4gsw, pack_qcs4w, quantize, reference, scales_rows
+
+pytestmark = pytest.mark.browser
+
+HERE = Path(__file__).parent
+SUPPORT = (HERE / "page_support.py").read_text()
+CHECK = (HERE.parent / "support" / "decoder_check.py").read_text()
+QUANT = HERE.parent / "fixtures" / "quant"
+VARIANTS = ("dot", "gemv-64", "gemvsg-8", "gemvsg-32", "tiled", None)
+
+PAGE_CODE = r'''
+import base64
+from types import SimpleNamespace
+from pte_webgpu.formats import NamedData
+from pte_webgpu.gpu.recording import Recording
+from pte_webgpu.model import dtypes
+from pte_webgpu.model.graph import ConstantRef, Graph, Null, OpCall, Scalar, TensorValue
+from pte_webgpu.runtime.build import Resources, build_delegate
+
+
+async def q4_linear(op, m, n, k, blobs, s_shape, group, variant):
+    """One 4-bit linear built through build_delegate with `variant` forced (None: the
+    rule's pick): blobs = base64 of x [m, k] f32, packed weights, scales (of s_shape),
+    bias or None."""
+    device = (await runtime()).device
+    x, w, s, b = (base64.b64decode(v) if v else None for v in blobs)
+    blob, consts, values = bytearray(), [], [TensorValue(dtypes.FLOAT32, (m, k))]
+
+    def const(data, dtype, shape):
+        consts.append(ConstantRef(len(consts), len(blob), len(data), None))
+        blob.extend(data + bytes(-len(data) % 16))
+        values.append(TensorValue(dtype, shape, constant_id=len(consts) - 1))
+        return len(values) - 1
+
+    wi = const(w, dtypes.UINT8, (n, len(w) // n))
+    si = const(s, dtypes.FLOAT32, tuple(s_shape))
+    args = [0, wi, si]
+    if group:
+        values.append(Scalar("int", group))
+        args.append(len(values) - 1)
+        if b:
+            args.append(const(b, dtypes.FLOAT32, (n,)))
+        else:
+            values.append(Null())
+            args.append(len(values) - 1)
+    values.append(TensorValue(dtypes.FLOAT32, (m, n)))
+    out = len(values) - 1
+    graph = Graph(values, [OpCall(op, tuple(args) + (out,))], [0], [out], consts)
+    vk = SimpleNamespace(graph=graph, constant_bytes=memoryview(bytes(blob)))
+    resources = Resources(device)
+    try:
+        io = {0: resources.buffer(len(x), "x"), out: resources.buffer(4 * m * n, "y")}
+        opts = {"variants": {"linear_q4": variant}} if variant else {}
+        recording = Recording()
+        ctx = await build_delegate(device, vk, NamedData(None), io, resources, recording, {},
+                                   "test", opts)
+        device.write_buffer(io[0], x)
+        staging = resources.buffer(4 * m * n, "staging", ("map_read", "copy_dst"))
+        (raw,), _ = await device.run(recording, [(io[out], 4 * m * n)], staging)
+        return {"y": base64.b64encode(bytes(raw[:4 * m * n])).decode(),
+                "kernel": ctx.kernels[-1]}
+    finally:
+        resources.release()
+'''
+
+
+@pytest.fixture(scope="module")
+def page(browser_session):
+    browser_session.run_python(SUPPORT)
+    browser_session.run_python(CHECK)
+    browser_session.run_python(PAGE_CODE)
+    browser_session.run_python("await runtime(); None")
+    return browser_session
+
+
+def _b64(a):
+    return base64.b64encode(np.ascontiguousarray(a).tobytes()).decode()
+
+
+def _run(page, op, m, n, k, x, w, s, b, group, variant):
+    got = page.run_python(
+        f"await q4_linear({op!r}, {m}, {n}, {k}, "
+        f"{[_b64(x), _b64(w), _b64(s), _b64(b) if b is not None else None]!r}, "
+        f"{list(s.shape)}, {group}, {variant!r})")
+    y = np.frombuffer(base64.b64decode(got["y"]), np.float32).reshape(m, n)
+    return y, got["kernel"]
+
+
+@pytest.mark.parametrize("m,n,k,group,bias", [(1, 20, 48, 16, True), (37, 20, 48, 16, True),
+                                              (3, 10, 36, 4, False)])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_q4gsw_variants_in_the_browser(page, m, n, k, group, bias, variant):
+    w, s = quantize(n, k, group, seed=m)
+    rng = np.random.default_rng(m + k)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32) if bias else None
+    y, kernel = _run(page, "et_vk.linear_q4gsw.default", m, n, k, x, pack_q4gsw(w),
+                     scales_rows(s), b, group, variant)
+    want = reference(x, w, s, b)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5 * np.abs(want).max())
+    assert kernel["picked"] == ("forced" if variant else "auto")
+    if variant:
+        assert kernel["variant"] == variant
+
+
+@pytest.mark.parametrize("m", [1, 9])
+def test_qcs4w_in_the_browser(page, m):
+    n, k = 12, 20
+    rng = np.random.default_rng(m)
+    w = rng.integers(-8, 8, (n, k)).astype(np.int8)
+    s = rng.uniform(0.01, 0.2, (n, 1)).astype(np.float32)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    y, _ = _run(page, "et_vk.linear_qcs4w.default", m, n, k, x, pack_qcs4w(w), s[:, 0], None,
+                0, None)
+    want = reference(x, w, s)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5 * np.abs(want).max())
+
+
+def _fixtures():
+    index = QUANT / "index.json"
+    if not index.exists():
+        return []
+    return [(name, e) for name, e in sorted(json.loads(index.read_text()).items())
+            # 4-bit linears only: quantized embeddings are other ops' tests
+            if e.get("qmode") == "4w" and not e.get("embedding_quantize")
+            and (QUANT / f"{name}.pte").exists()]
+
+
+@pytest.mark.parametrize("name,entry", _fixtures(), ids=[n for n, _ in _fixtures()])
+def test_quantized_llama_steps_in_the_browser(page, name, entry):
+    report = page.run_python(
+        f"await decoder_report(await runtime(), "
+        f"await fetch_bytes('/fixtures/quant/{name}.pte'), "
+        f"await fetch_bytes('/fixtures/quant/{name}.npz'))")
+    assert "unsupported" not in report, report.get("unsupported")
+    tol = entry["tolerance"]
+    assert len(report["errors"]) >= 6
+    assert max(report["errors"]) <= tol, report["errors"]
+    assert report["argmax"] == report["want_argmax"]
+    assert report["reset_error"] <= tol
+
+
+@pytest.mark.parametrize("name", sorted(json.loads((HERE.parent / "fixtures" / "qcs4w" /
+                                                    "index.json").read_text())))
+def test_exported_qcs4w_in_the_browser(page, name):
+    """et_vk.linear_qcs4w as PT2E's VulkanQuantizer (4-bit weight-only) exports it, against
+    eager torch of the converted model."""
+    result = page.run_python(f"await run_fixture('qcs4w/{name}')")
+    assert result["shapes"] == result["want_shapes"]
+    (abs_err, _), = result["errors"]
+    assert abs_err <= 2e-5, result

@@ -1,0 +1,60 @@
+"""The 4-bit linears' variant names, selection rule and forcing (no GPU needed)."""
+
+import pytest
+from pte_webgpu.errors import UnsupportedError
+from pte_webgpu.gpu.adapter import AdapterTraits
+from pte_webgpu.ops.linear_q4_choice import VARIANTS, Variant, choose, parse, row_forms
+from pte_webgpu.ops.variants import check_forced
+
+
+def traits(cpu=True, builtins=True, sizes=(4, 128), invocations=1024, storage=32768):
+    return AdapterTraits(cpu, False, builtins, sizes, invocations, storage, True, True)
+
+
+LAVAPIPE = traits()  # llvmpipe with wgpu-native's "subgroup" feature: 4..128 lanes
+SWIFTSHADER_4 = traits(sizes=(4, 4))
+CPU_PLAIN = traits(builtins=False, sizes=None)
+GPU_SG = traits(cpu=False, sizes=(32, 32))
+GPU_PLAIN = traits(cpu=False, builtins=False, sizes=None)
+
+
+@pytest.mark.parametrize("name", ["dot", "tiled", "gemv-64", "gemvsg-8", "gemv-1"])
+def test_names_round_trip(name):
+    assert parse(name).name == name
+
+
+@pytest.mark.parametrize("name", ["gemv-3", "gemv", "mm4-16x8", "gemvsg-2048", "tiled-8"])
+def test_bad_names_are_refused(name):
+    with pytest.raises(UnsupportedError, match="linear_q4 variant"):
+        parse(name)
+
+
+@pytest.mark.parametrize("t,m,want", [
+    (LAVAPIPE, 1, "gemvsg-8"), (LAVAPIPE, 8, "gemvsg-8"), (LAVAPIPE, 9, "tiled"),
+    (SWIFTSHADER_4, 1, "gemvsg-4"), (CPU_PLAIN, 1, "dot"), (CPU_PLAIN, 37, "tiled"),
+    (GPU_SG, 1, "gemvsg-32"), (GPU_SG, 32, "gemvsg-32"), (GPU_SG, 33, "tiled"),
+    (GPU_PLAIN, 4, "gemv-64"), (GPU_PLAIN, 500, "tiled"),
+    # too small for the forms' workgroups: the no-barrier form
+    (traits(cpu=False, builtins=False, invocations=32), 1, "dot"),
+    (traits(storage=4096), 100, "dot"),
+])
+def test_the_rule(t, m, want):
+    assert choose(t, m, 64, 64).name == want
+
+
+def test_forcing_checks_names_and_adapters():
+    check_forced({"linear_q4": "gemvsg-32"})
+    with pytest.raises(UnsupportedError, match="linear_q4 variant"):
+        check_forced({"linear_q4": "gemv-5"})
+    assert VARIANTS.why_not(Variant("gemvsg", 32), CPU_PLAIN) == "needs subgroups"
+    assert "exceed" in VARIANTS.why_not(Variant("gemv", 1024), traits(invocations=256))
+    assert VARIANTS.why_not(Variant("tiled"), traits(storage=4096)) == \
+        "workgroup storage too small"
+
+
+def test_dynamic_rows_get_decode_twins():
+    """A program for prefill and decode (dynamic M): the bound's form, then decode's."""
+    forms = row_forms(GPU_SG, 128, 64, 64, choose(GPU_SG, 128, 64, 64))
+    assert [(top, v.name) for top, v in forms] == [(128, "tiled"), (32, "gemvsg-32")]
+    forms = row_forms(LAVAPIPE, 27, 64, 64, choose(LAVAPIPE, 27, 64, 64))
+    assert [(top, v.name) for top, v in forms] == [(27, "tiled"), (8, "gemvsg-8")]

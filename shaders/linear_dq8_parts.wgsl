@@ -76,7 +76,7 @@ fn quotient_side(a: f32, b: f32, q: f32) -> i32 {
     return select(1, -1, (hi & 0x80000000u) != 0u);
   }
   let d = bitcast<i32>(lo);
-  if (hi == 0u && d < 0 || hi == 0xffffffffu && d >= 0) {
+  if ((hi == 0u && d < 0) || (hi == 0xffffffffu && d >= 0)) {
     return select(-1, 1, hi == 0u);  // beyond i32 but of hi's sign
   }
   if (d > i32(bm)) {

@@ -18,7 +18,7 @@ fn item(i: u32) {
     let byte = (weights[b >> 2u] >> ((b & 3u) * 8u)) & 0xffu;
     let high = ((col & 1u) == 1u) == (params.low_first != 0u);
     let q = i32(select(byte & 0xfu, byte >> 4u, high)) - 8;
-    value = f32(q) * scales[v * params.scale_stride + col / params.gsize];
+    value = f32(q) * f32(scales[v * params.scale_stride + col / params.gsize]);
   } else if (col == 0u) {
     atomicAdd(&flag[0], 1u);
     if (atomicExchange(&flag[1], 1u) == 0u) {

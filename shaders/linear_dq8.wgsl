@@ -23,7 +23,7 @@ fn quantize_one(v: f32, inv: f32, zp: i32) -> u32 {
 fn quantize_word(i: u32) {
   let row = i / params.xwords;
   let k0 = (i - row * params.xwords) * 4u;
-  let inv = 1.0 / in_scale[row];
+  let inv = div_rn(1.0, f32(in_scale[row]));  // torch's 1.0 / scale, rounded to nearest
   let zp = zero_point(row);
   var word = 0u;
   for (var j = 0u; j < 4u; j++) {
@@ -37,13 +37,13 @@ fn quantize_word(i: u32) {
 // Group g's integer sum of row `row` and column `col` less the zero point's share, scaled.
 fn group_term(isum: i32, zp: i32, g: u32, col: u32) -> f32 {
   let s = isum - zp * sums[g * params.sum_stride + col];
-  return f32(s) * wscales[g * params.scale_stride + col];
+  return f32(s) * f32(wscales[g * params.scale_stride + col]);
 }
 
 fn finish(acc: f32, row: u32, col: u32) -> f32 {
-  var v = acc * in_scale[row];
+  var v = acc * f32(in_scale[row]);
   if (params.has_bias != 0u) {
-    v += bias[col];
+    v += f32(bias[col]);
   }
   return v;
 }

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from pte_webgpu.errors import FormatError, UnsupportedError
 from pte_webgpu.ops.linear_dq8 import FORMS
+from pte_webgpu.runtime.storage import Storage
 
 from tests.support.quant_dq8 import Dq8Case
 
@@ -55,6 +56,24 @@ def test_zero_constant_and_tie_rows(device):
     assert scale[3] == scale[4] == np.float32(1 / 16) and zp[3] == 0 and zp[4] == -28
     assert np.array_equal(scale, want_scale) and np.array_equal(zp, want_zp)
     assert np.abs(out - want).max() <= 1e-5
+
+
+@pytest.mark.parametrize("variant", ["mv-i32", "tile4-dp4", "scalar"])
+@pytest.mark.parametrize("shape", [(1, 64, 64, 32), (37, 48, 20, 16)])
+def test_float16_programs(device, variant, shape):
+    """force_fp16: float16 x, scales and output, stored as f16 (lavapipe has shader-f16)
+    or as f32; f32 math, the f16 scale rounded before its zero point."""
+    if not device.info.traits.shader_f16:
+        pytest.skip("no shader-f16 here")
+    case = Dq8Case(*shape, seed=11, storage=Storage(half=True))
+    if shape[0] > 1:
+        case.x[1] = 0.0  # eps: float16's smallest normal
+    out, scale, zp = run(device, case, variant)
+    want, want_scale, want_zp = case.reference()
+    if shape[0] > 1:
+        assert scale[1] == 2.0 ** -14 and zp[1] == -128
+    assert np.array_equal(scale, want_scale) and np.array_equal(zp, want_zp)
+    assert np.abs(out - want).max() <= 2e-3 * max(1.0, np.abs(want).max())  # f16 output
 
 
 def test_auto_choice_is_noted(device):

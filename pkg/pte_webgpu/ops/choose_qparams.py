@@ -9,8 +9,10 @@ ASYMMETRIC: ``lo = min(min(x), 0)``, ``hi = max(max(x), 0)``, ``scale = max((hi 
 (qmax - qmin), eps)``, ``zero_point = clamp(qmin - round(lo / scale), qmin, qmax)``;
 SYMMETRIC: ``scale = max(max(-lo, hi) / ((qmax - qmin) / 2), eps)``, zero point
 ``(qmax + qmin + 1) // 2``. All in f32, ``round`` half to even; ``eps`` null means
-float32's smallest normal. A block here is a run of trailing dims (``block_size`` 1 on
-the leading dims, the whole dim on the rest): the forms torchao's per-token and
+the input dtype's smallest normal. float16 programs (force_fp16) compute in f32 too; the
+scale is rounded to its stored type before the zero point is taken from it. A block
+here is a run of trailing dims (``block_size`` 1 on the leading dims, the whole dim on
+the rest): the forms torchao's per-token and
 per-tensor activations use; another is refused naming the op and block.
 """
 
@@ -18,20 +20,22 @@ from __future__ import annotations
 
 from ..errors import FormatError, UnsupportedError
 from ..model.graph import ListValue, Null, Scalar
-from ..shaders.compose import Binding, Entry, Kernel, Uniform
-from .cpu_reference import to_f32
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, sections
+from .cpu_reference import round_one, to_f32
 from .exec_ints import follow_actual_size
 from .registry import register
 
-F32_SMALLEST_NORMAL = 2.0 ** -126
+# torchao's eps when none is given: the input dtype's smallest normal
+SMALLEST_NORMAL = {"float32": 2.0 ** -126, "float16": 2.0 ** -14}
 MAPPINGS = ("ASYMMETRIC", "SYMMETRIC")
 
 PARAMS = Uniform(("rows", "u32"), ("width", "u32"), ("qmin", "i32"), ("qmax", "i32"),
-                 ("eps", "f32"), ("symmetric", "u32"))
-KERNEL = Kernel("choose_qparams", (Binding(0, "x"), Binding(1, "scale", "read_write", "f32"),
+                 ("eps", "f32"), ("symmetric", "u32"), ("f16_scale", "u32"))
+KERNEL = Kernel("choose_qparams", (Binding(0, "x"), Binding(1, "scale", "read_write"),
                                    # int8 zero points: 4 to a word, each set by its row
                                    Binding(2, "zp", "read_write", "atomic<u32>")),
-                PARAMS, half=False, entries=(Entry("main", "item", "params.rows"),))
+                PARAMS, entries=(Entry("main", "item", "params.rows"),),
+                generated=sections("linear_dq8_parts")["div_rn"])  # torch's rounded division
 
 
 def _fail(op_name: str, msg: str, where: str | None = None):
@@ -70,14 +74,18 @@ def parse(values, args, op_name: str, where: str | None = None) -> dict:
     if not -128 <= qmin < qmax <= 255:
         raise UnsupportedError(f"{op_name}: quant range [{qmin}, {qmax}] is not an 8-bit one")
     eps_value = values[eps_id]
-    eps = F32_SMALLEST_NORMAL if isinstance(eps_value, Null) else to_f32(float(
+    x_dtype = getattr(getattr(x, "dtype", None), "name", "")
+    if x_dtype not in SMALLEST_NORMAL:
+        raise UnsupportedError(f"{op_name}: input (value {x_id}) is {x_dtype or x.kind}; "
+                               "expected float32 or float16")
+    eps = SMALLEST_NORMAL[x_dtype] if isinstance(eps_value, Null) else to_f32(float(
         _number(eps_value, eps_id, op_name, where)))
     outs = values[args[-1]]
     if not (isinstance(outs, ListValue) and outs.kind == "value_list" and len(outs.items) == 2):
         raise _fail(op_name, f"value {args[-1]} should list the scale and zero point", where)
     scale_id, zp_id = outs.items
     rows = x.numel // width if width else 0
-    for vid, want in ((scale_id, ("float32",)), (zp_id, ("int8", "uint8", "int32"))):
+    for vid, want in ((scale_id, ("float32", "float16")), (zp_id, ("int8", "uint8", "int32"))):
         t = values[vid]
         if getattr(t, "dtype", None) is None or t.dtype.name not in want:
             raise UnsupportedError(f"{op_name}: output value {vid} is "
@@ -91,7 +99,8 @@ def parse(values, args, op_name: str, where: str | None = None) -> dict:
                                f"[{qmin}, {qmax}]: only int8 zero points run")
     return {"rows": rows, "width": width, "reduced": reduced, "qmin": qmin, "qmax": qmax,
             "eps": eps, "symmetric": mapping.value == "SYMMETRIC", "scale": scale_id,
-            "zp": zp_id, "block": block}
+            "zp": zp_id, "block": block,
+            "f16_scale": values[scale_id].dtype.name == "float16"}
 
 
 def _int(values, vid, op_name, where) -> int:
@@ -108,14 +117,16 @@ def _number(v, vid, op_name, where) -> float:
 
 
 def qparams_of(row, p: dict) -> tuple[float, int]:
-    """(scale, zero point) of one block's f32 values, in f32 as torchao computes them."""
+    """(scale, zero point) of one block's f32 values, in f32 as torchao computes them
+    (a float16 scale rounded first, as the kernel does)."""
+    stored = (lambda v: round_one(v, "e")) if p["f16_scale"] else (lambda v: v)
     lo = min(min(row), 0.0) if row else 0.0
     hi = max(max(row), 0.0) if row else 0.0
     qmin, qmax = p["qmin"], p["qmax"]
     if p["symmetric"]:
-        scale = max(to_f32(max(-lo, hi) / to_f32((qmax - qmin) / 2)), p["eps"])
+        scale = stored(max(to_f32(max(-lo, hi) / to_f32((qmax - qmin) / 2)), p["eps"]))
         return scale, (qmax + qmin + 1) // 2
-    scale = max(to_f32(to_f32(hi - lo) / float(qmax - qmin)), p["eps"])
+    scale = stored(max(to_f32(to_f32(hi - lo) / float(qmax - qmin)), p["eps"]))
     zp = qmin - round(to_f32(lo / scale))
     return scale, min(max(zp, qmin), qmax)
 
@@ -142,21 +153,24 @@ def sizes(op, shape, integer, values):
     return {scale_id: tuple(out), zp_id: tuple(out)}
 
 
-@register("torchao.choose_qparams_affine.default", reference=reference, args=11, sizes=sizes)
+@register("torchao.choose_qparams_affine.default", reference=reference, args=11, sizes=sizes,
+          half=True)
 async def build_choose_qparams(ctx, op):
     args = ctx.args(op, 11)
     ctx.float_tensor(args[0], op)
-    if ctx.half(args[0]):
-        raise UnsupportedError(f"{op.name}: float16 activations are not supported yet "
-                               f"({ctx.where(op)})")
     p = parse(ctx.graph.values, args, op.name, ctx.where(op))
+    half = ctx.half(args[0])
+    if ctx.half(p["scale"]) != half:
+        raise UnsupportedError(f"{op.name}: input and scale are stored as different float "
+                               f"types ({ctx.where(op)})")
     if p["rows"] == 0:
         return
     wg = 64
-    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg})
+    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg}, half=half)
     uniform = ctx.uniform(PARAMS.pack(rows=p["rows"], width=p["width"], qmin=p["qmin"],
                                       qmax=p["qmax"], eps=p["eps"],
-                                      symmetric=int(p["symmetric"])), f"{op.name} params")
+                                      symmetric=int(p["symmetric"]),
+                                      f16_scale=int(p["f16_scale"])), f"{op.name} params")
     ctx.dispatch(op, pipeline, [(0, args[0]), (1, p["scale"]), (2, p["zp"]), (3, uniform)],
                  ctx.grid(-(-p["rows"] // wg)))
     follow_actual_size(ctx, p["scale"], wg)

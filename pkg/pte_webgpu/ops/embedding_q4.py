@@ -24,7 +24,7 @@ NAME = "et_vk.embedding_q4gsw.default"
 PARAMS = Uniform(("numel", "u32"), ("dim", "u32"), ("vocab", "u32"), ("row_bytes", "u32"),
                  ("gsize", "u32"), ("scale_stride", "u32"), ("low_first", "u32"))
 KERNEL = Kernel("embedding_q4", (Binding(0, "weights", type="u32"),
-                                 Binding(1, "scales", type="f32"),
+                                 Binding(1, "scales"),
                                  Binding(2, "indices", type="i32"),
                                  Binding(3, "out", "read_write"),
                                  # count, claimed, position, value (runtime/id_checks.py)
@@ -38,7 +38,8 @@ def dims(values, args, where: str | None = None) -> dict:
     def fail(msg):
         return FormatError(f"{NAME}: {msg}", field=where)
 
-    for vid, what, want in ((w_id, "weights", ("uint8",)), (s_id, "scales", ("float32",)),
+    for vid, what, want in ((w_id, "weights", ("uint8",)),
+                            (s_id, "scales", ("float32", "float16")),
                             (idx_id, "indices", ("int32", "int64")),
                             (out_id, "out", ("float32", "float16"))):
         t = values[vid]
@@ -99,6 +100,9 @@ async def build_embedding_q4(ctx, op):
     args = ctx.args(op, 6)
     w_id, s_id, _g, idx_id, _lin, out_id = args
     d = dims(ctx.graph.values, args, ctx.where(op))
+    if ctx.half(s_id) != ctx.half(out_id):
+        raise UnsupportedError(f"{op.name}: scales and out are stored as different float "
+                               f"types ({ctx.where(op)})")
     check_finite(ctx, op, s_id, "scales")
     numel = ctx.graph.values[out_id].numel
     if numel == 0:

@@ -24,6 +24,7 @@ None uses workgroup memory or barriers, so CPU adapters run them as they are.
 from __future__ import annotations
 
 import math
+import struct
 from array import array
 
 from ..errors import FormatError, UnsupportedError
@@ -68,17 +69,18 @@ PARAMS = Uniform(("rows", "u32"), ("n", "u32"), ("k", "u32"), ("xwords", "u32"),
                  ("row_bytes", "u32"), ("groups", "u32"), ("gsize", "u32"),
                  ("sum_stride", "u32"), ("scale_stride", "u32"), ("has_bias", "u32"),
                  ("col_tiles", "u32"), ("qwords", "u32"))
-_BINDINGS = (Binding(0, "x"), Binding(1, "in_scale", type="f32"),
+_BINDINGS = (Binding(0, "x"), Binding(1, "in_scale"),
              Binding(2, "in_zp", type="u32"), Binding(3, "weights", type="u32"),
-             Binding(4, "sums", type="i32"), Binding(5, "wscales", type="f32"),
-             Binding(6, "bias", type="f32"), Binding(7, "xq", "read_write", "u32"),
+             Binding(4, "sums", type="i32"), Binding(5, "wscales"),
+             Binding(6, "bias"), Binding(7, "xq", "read_write", "u32"),
              Binding(8, "out", "read_write"))
 _ENTRIES = (Entry("quantize", "quantize_word", "params.qwords"),
             Entry("mv", "mv_item", "params.rows * params.n"),
             Entry("tile", "tile_item", "((params.rows + 3u) / 4u) * params.col_tiles"),
             Entry("scalar", "scalar_item", "params.rows * params.n"))
-KERNELS = {dot: Kernel("linear_dq8", _BINDINGS, PARAMS, half=False, entries=_ENTRIES,
-                       generated=sections("linear_dq8_parts")[f"dot_{dot}"],
+KERNELS = {dot: Kernel("linear_dq8", _BINDINGS, PARAMS, entries=_ENTRIES,
+                       generated=sections("linear_dq8_parts")[f"dot_{dot}"]
+                       + sections("linear_dq8_parts")["div_rn"],
                        name=f"linear_dq8_{dot}")
            for dot in ("dp4", "i32")}
 WG = 64
@@ -129,10 +131,11 @@ def dims(values, args, name: str, where: str | None = None) -> dict:
         return FormatError(f"{name}: {msg}", field=where)
 
     ts = {}
-    for vid, what, want in ((x_id, "x", ("float32",)), (s_id, "input scale", ("float32",)),
+    fl = ("float32", "float16")
+    for vid, what, want in ((x_id, "x", fl), (s_id, "input scale", fl),
                             (z_id, "input zero point", ("int8",)), (w_id, "weights", ("uint8",)),
                             (sum_id, "weight sums", ("int32",)),
-                            (ws_id, "weight scales", ("float32",)), (out_id, "out", ("float32",))):
+                            (ws_id, "weight scales", fl), (out_id, "out", fl)):
         t = values[vid]
         if getattr(t, "dtype", None) is None or t.dtype.name not in want:
             found = getattr(getattr(t, "dtype", None), "name", getattr(t, "kind", "?"))
@@ -164,9 +167,8 @@ def dims(values, args, name: str, where: str | None = None) -> dict:
                        f"{list(x.shape)}: {rows}")
     bias = values[b_id]
     if not isinstance(bias, Null):
-        if getattr(bias, "dtype", None) is None or bias.dtype.name != "float32" or \
-                bias.numel < n:
-            raise fail(f"bias (value {b_id}) should be float32 with >= N = {n} values")
+        if getattr(bias, "dtype", None) is None or bias.dtype.name not in fl or bias.numel < n:
+            raise fail(f"bias (value {b_id}) should be a float tensor of >= N = {n} values")
     row_bytes = w.shape[1]
     return {"rows": rows, "n": n, "k": k, "gsize": gs, "groups": groups,
             "row_bytes": row_bytes, "sum_stride": ts["weight sums"].shape[1],
@@ -175,11 +177,14 @@ def dims(values, args, name: str, where: str | None = None) -> dict:
 
 
 def check_finite(ctx, op, vid: int, what: str) -> None:
-    """A constant's f32 values are finite (NaN or inf sums to NaN or inf, in C)."""
+    """A constant's float values are finite (NaN or inf sums to NaN or inf, in C)."""
     data = ctx.constant_bytes(vid)
     if data is None:
         return
-    values = array("f", bytes(data[:len(data) // 4 * 4]))
+    if ctx.graph.values[vid].dtype.name == "float16":
+        values = struct.unpack(f"<{len(data) // 2}e", bytes(data[:len(data) // 2 * 2]))
+    else:
+        values = array("f", bytes(data[:len(data) // 4 * 4]))
     if not math.isfinite(sum(values)):
         bad = next(i for i, v in enumerate(values) if not math.isfinite(v))
         raise FormatError(f"{op.name}: {what} (value {vid}) {list(ctx.graph.values[vid].shape)} "
@@ -209,11 +214,16 @@ def out_size(op, shape, integer, values):
 
 
 @register("et_vk.linear_dq8ca_q4gsw.default", reference=reference, args=9, sizes=out_size,
-          choices=choices)
+          choices=choices, half=True)
 async def build_linear_dq8(ctx, op):
     args = ctx.args(op, 9)
     x_id, s_id, z_id, w_id, sum_id, ws_id, _g, b_id, out_id = args
     d = dims(ctx.graph.values, args, op.name, ctx.where(op))
+    floats = [x_id, s_id, ws_id, out_id] + ([b_id] if d["has_bias"] else [])
+    half = ctx.half(x_id)
+    if any(ctx.half(v) != half for v in floats):
+        raise UnsupportedError(f"{op.name}: its float tensors are stored as different types "
+                               f"({ctx.where(op)})")
     check_finite(ctx, op, ws_id, "weight scales")
     if d["has_bias"]:
         check_finite(ctx, op, b_id, "bias")
@@ -233,7 +243,7 @@ async def build_linear_dq8(ctx, op):
         scale_stride=d["scale_stride"], has_bias=int(d["has_bias"]),
         col_tiles=-(-d["n"] // TILE), qwords=d["rows"] * xwords), f"{op.name} params")
     kernel = KERNELS["dp4" if form.endswith("dp4") else "i32"]
-    pipeline = await ctx.pipeline(kernel, {"wg_size": WG}, "quantize")
+    pipeline = await ctx.pipeline(kernel, {"wg_size": WG}, "quantize", half)
     ctx.dispatch(op, pipeline, [(0, x_id), (1, s_id), (2, z_id), (7, xq), (9, params)],
                  ctx.grid(-(-d["rows"] * xwords // WG)))
     follow_actual_size(ctx, x_id, lambda e: -(-(e // d["k"]) * xwords // WG))
@@ -244,7 +254,7 @@ async def build_linear_dq8(ctx, op):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0
         entry = "scalar" if f == "scalar" else f.split("-")[0].replace("tile4", "tile")
         pipe = await ctx.pipeline(KERNELS["dp4" if f.endswith("dp4") else "i32"],
-                                  {"wg_size": WG}, entry)
+                                  {"wg_size": WG}, entry, half)
         ctx.dispatch(op, pipe, bindings, ctx.grid(_groups(f, d["rows"], d)))
         follow_actual_size(ctx, out_id, lambda e, f=f, low=low, top=top:
                            _groups(f, -(-e // d["n"]), d) if low < -(-e // d["n"]) <= top

@@ -49,8 +49,8 @@ def test_q4gsw_every_variant(device, m, n, k, group, bias, variant):
 # of its columns per workgroup, 1-4 rows; lavapipe's subgroups of 8 take its tree sums,
 # a GPU's subgroup of 32 its butterflies
 WIDE = ("wide-4-1", "wide-8-2", "wide-16-4", "wide-32-3")
-WIDE_SHAPES = [(1, 20, 64, 32, True), (3, 33, 96, 8, True), (4, 96, 128, 16, False),
-               (1, 7, 32, 32, False), (2, 50, 256, 64, True)]
+WIDE_SHAPES = [(1, 20, 64, 32, True), (1, 33, 96, 8, True), (1, 96, 128, 16, False),
+               (1, 7, 32, 32, False), (1, 50, 256, 64, True), (1, 9, 1024, 32, False)]
 
 
 @pytest.mark.parametrize("m,n,k,group,bias", WIDE_SHAPES)
@@ -65,12 +65,14 @@ def test_q4gsw_wide_forms(device, m, n, k, group, bias, variant):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("k,group", [(48, 16), (64, 4)])
-def test_q4gsw_wide_refuses_what_it_cannot_read(device, k, group):
-    """K not a multiple of 32, or groups smaller than a word: forcing it is a typed error."""
+@pytest.mark.parametrize("m,k,group,why", [(1, 48, 16, "multiple of 32"),
+                                           (1, 64, 4, "multiple of 32"), (2, 64, 32, "one row")])
+def test_q4gsw_wide_refuses_what_it_cannot_read(device, m, k, group, why):
+    """K not a multiple of 32, groups smaller than a word, more than one row: forcing it
+    is a typed error."""
     w, s = quantize(20, k, group)
-    g, out = q4gsw_graph(rand(1, k), w, s, group, options=_forced("wide-8-2"))
-    with pytest.raises(UnsupportedError, match="wide-8-2.*multiple of 32"):
+    g, out = q4gsw_graph(rand(m, k), w, s, group, options=_forced("wide-8-2"))
+    with pytest.raises(UnsupportedError, match=f"wide-8-2.*{why}"):
         g.run(device, out)
 
 

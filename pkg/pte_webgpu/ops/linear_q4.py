@@ -313,9 +313,9 @@ def _grid(v: Variant, m: int, n: int) -> tuple[int, int]:
     if v.kind == "tiled":
         tiles_n = -(-n // TILE)
         return tiles_n, tiles_n * -(-m // TILE)
-    if v.kind == "wide":
+    if v.kind == "wide":  # one row
         tiles_n = -(-n // (v.cols * (WIDE_LANES // v.lanes)))
-        return tiles_n, tiles_n * -(-m // 4)
+        return tiles_n, tiles_n
     return n, n * -(-m // 4)
 
 

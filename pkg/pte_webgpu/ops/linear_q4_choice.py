@@ -67,13 +67,16 @@ def parse(name: str) -> Variant:
     return Variant(m.group(1), int(m.group(2)))
 
 
-def supported(v: Variant, adapter, k: int = 0, group: int = 0, **_) -> str | None:
+def supported(v: Variant, adapter, m: int = 1, k: int = 0, group: int = 0,
+              **_) -> str | None:
     """Why ``v`` cannot run on ``adapter`` (info or traits; None when it can) at K = ``k``
     with groups of ``group`` (0: not known, as when listing variants)."""
     traits = traits_of(adapter)
     if v.kind == "wide":
         if not traits.subgroup_builtins:
             return "needs subgroups"
+        if m > 1:
+            return "one row only (decode)"
         if (k and k % 32) or (group and group % 8):
             return "needs K a multiple of 32 and a group that is a multiple of 8"
         return None
@@ -109,9 +112,9 @@ def choose(adapter, m: int, n: int = 0, k: int = 0, half: bool = False,
     else:
         pick = Variant("gemvsg", 32) if traits.subgroup_builtins else Variant("gemv", 64)
         wide = Variant("wide", 8, 2)
-        if m <= 4 and supported(wide, traits, k=k, group=group or 32) is None:
+        if supported(wide, traits, m=m, k=k, group=group or 32) is None:
             pick = wide
-    return pick if supported(pick, traits, k=k, group=group) is None else Variant("dot")
+    return pick if supported(pick, traits, m=m, k=k, group=group) is None else Variant("dot")
 
 
 def _measure(traits, m: int, **_) -> list[Variant]:

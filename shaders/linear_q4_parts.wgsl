@@ -69,16 +69,19 @@ fn word_dot(w: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
   return dot(lo, xa) + dot(hi, xb);
 }
 
-// The scales of chunk `c`'s four words of column `col`.
+// The scales of chunk `c`'s four words of column `col`. This form's scales are laid out
+// [N, groups] (ops/linear_q4.py column_scales): a column's groups side by side, so the
+// lanes of a column group read neighbouring scales.
 fn chunk_scales(col: u32, c: u32) -> vec4<f32> {
+  let row = col * (params.k / params.group);
   let k0 = 32u * c;
   if (params.group % 32u == 0u) {
-    return vec4<f32>(f32(scales[scale_index(k0 / params.group, col)]));
+    return vec4<f32>(f32(scales[row + k0 / params.group]));
   }
-  return vec4<f32>(f32(scales[scale_index(k0 / params.group, col)]),
-                   f32(scales[scale_index((k0 + 8u) / params.group, col)]),
-                   f32(scales[scale_index((k0 + 16u) / params.group, col)]),
-                   f32(scales[scale_index((k0 + 24u) / params.group, col)]));
+  return vec4<f32>(f32(scales[row + k0 / params.group]),
+                   f32(scales[row + (k0 + 8u) / params.group]),
+                   f32(scales[row + (k0 + 16u) / params.group]),
+                   f32(scales[row + (k0 + 24u) / params.group]));
 }
 
 struct X32 {

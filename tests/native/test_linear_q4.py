@@ -135,6 +135,36 @@ def test_stacked_q4gsw_linears(device, m, parts):
     assert [op.name for op in rewritten.ops] == ["pte_webgpu.fused_linear_q4gsw"]
 
 
+@pytest.mark.parametrize("parts", [2, 3])
+@pytest.mark.parametrize("half", [False, True])
+def test_stacked_q4gsw_wide(device, parts, half):
+    """The wide form over stacked linears (its scales relaid by column across the parts,
+    each part's padded to 4) and with float16 activations (f16 scales)."""
+    k, group, widths = 64, 32, (20, 12, 36)[:parts]
+    x = rand(1, k)
+    if half:
+        x = x.astype(np.float16).astype(np.float32)
+    storage = Storage(half=True) if half else None
+    act = dtypes.FLOAT16 if half else dtypes.FLOAT32
+    g = G(**({"storage": storage} if storage else {}), options=_forced("wide-8-2"))
+    xi = g.input(x, act)
+    outs, wants = [], []
+    for i, n in enumerate(widths):
+        w, s = quantize(n, k, group, seed=20 + i)
+        if half:
+            s = s.astype(np.float16).astype(np.float32)
+        b = rand(n).astype(np.float16).astype(np.float32) if half else rand(n)
+        out = g.tensor((1, n), dtype=act)
+        g.op(Q4GSW, xi, g.const(pack_q4gsw(w), dtypes.UINT8), g.const(scales_rows(s), act),
+             g.int(group), g.const(b, act), out)
+        outs.append(out)
+        wants.append(reference(x, w, s, b))
+    ys = g.run(device, *outs)
+    tol = 2e-3 if half else 1e-5
+    for y, want in zip(ys, wants):
+        np.testing.assert_allclose(y, want, rtol=tol, atol=2 * tol * np.abs(want).max())
+
+
 def _bad_graph(w_packed, scales, group, k=48, n=20):
     g = G()
     out = g.tensor((1, n))
@@ -223,7 +253,7 @@ def test_quantized_llama_steps_match_eager_torch(runtime, name, entry):
     assert max(report["errors"]) <= tol, report["errors"]
     assert report["argmax"] == report["want_argmax"]
     assert report["reset_error"] <= tol
-    assert {"gemvsg", "dot", "tiled", "gemv"} & set(report["linear_variants"])
+    assert {"gemvsg", "dot", "tiled", "gemv", "wide"} & set(report["linear_variants"])
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

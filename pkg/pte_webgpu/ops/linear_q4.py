@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import struct
+from array import array
 from dataclasses import dataclass, replace
 from functools import cache
 from math import prod
@@ -339,6 +340,31 @@ async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, 
     ctx.dispatch(op, pipeline, list(bindings) + [(3, uniform)], ctx.grid(groups))
 
 
+def column_scales(ctx, op, s_id: int, shape: Q4Shape, split: dict | None):
+    """A buffer of the scales as [N, groups] (a column's groups side by side) for the wide
+    form, whose lanes read one column's consecutive groups: in the file's [groups, N]
+    those are N apart, a memory transaction each (measured on the H200 it tripled the
+    bytes a product moves). Stacked parts (``split``) become one [N, groups] block. None
+    when the scales are no constant."""
+    data = ctx.constant_bytes(s_id)
+    if data is None:
+        return None
+    t = ctx.graph.values[s_id]
+    groups, n = shape.k // shape.group, shape.n
+    split = split or dict(n0=n, n1=n, s_stride0=shape.s_stride)
+    starts = (0, split["n0"], split["n1"])
+    parts = [(start, end, split.get(f"s_stride{i}", 0), split.get(f"s_off{i}", 0))
+             for i, (start, end) in enumerate(zip(starts, starts[1:] + (n,))) if end > start]
+    code = "H" if t.dtype.itemsize == 2 else "I"  # the bits moved as they are
+    src = array(code, bytes(data))
+    out = array(code, bytes(t.dtype.itemsize * n * groups))
+    for start, end, stride, off in parts:
+        for g in range(groups):
+            row = off + g * stride
+            out[start * groups + g:end * groups:groups] = src[row:row + end - start]
+    return ctx.constant_buffer(out.tobytes(), t.dtype, f"{ctx.where(op)} scales by column")
+
+
 async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int,
                   out_n: int, s_id: int, epilogue: str = "", split: dict | None = None):
     """The chosen form (and, for a dynamic row count, decode's twin: ops/matmul.py's
@@ -356,9 +382,17 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
         forms = row_forms(ctx.device.info.traits, m, n, k, v, half, shape.group)
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
+    by_column = None
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0
-        await record(ctx, op, form, bindings, shape, has_bias, half, scales_f32, epilogue,
+        binds = bindings
+        if form.kind == "wide":
+            by_column = by_column or column_scales(ctx, op, s_id, shape, split)
+            if by_column is None:
+                raise UnsupportedError(f"{op.name}: the wide form needs constant scales "
+                                       f"({ctx.where(op)})")
+            binds = [(b, by_column if b == 5 else v) for b, v in bindings]
+        await record(ctx, op, form, binds, shape, has_bias, half, scales_f32, epilogue,
                      split)
         follow_actual_size(
             ctx, out_id, lambda e, f=form, low=low, top=top:

@@ -8,6 +8,7 @@ float16 (``q4f16``, adapters with shader-f16), scales in the activations' type.
 from __future__ import annotations
 
 import random
+import struct
 
 import gpu_bench
 from matmul_gpu import _fill
@@ -16,6 +17,7 @@ from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import Graph, Null, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import linear_q4, linear_q4_choice
 from pte_webgpu.runtime.build import BuildContext, Resources
+from pte_webgpu.runtime.storage import Storage
 
 OP = "et_vk.linear_q4gsw.default"
 
@@ -55,10 +57,16 @@ async def bench_linear_q4(device, m: int, k: int, n: int, half: bool = False, va
         y = resources.buffer(pad(4 * m * n), "bench out")
         _fill(device, x, m * k, half, 1)
         _packed(device, w, n * width, 2)
-        _fill(device, s, groups * n, half, 3)
-        ctx = BuildContext(device, graph, resources, Recording(), {}, "bench")
+        rnd = random.Random(3)
+        scale_bytes = struct.pack(f"<{groups * n}{'e' if half else 'f'}",
+                                  *(rnd.uniform(0.01, 0.1) for _ in range(groups * n)))
+        device.write_buffer(s, scale_bytes + bytes(-len(scale_bytes) % 4))
+        ctx = BuildContext(device, graph, resources, Recording(), {}, "bench",
+                           storage=Storage(half=half))
         ctx.buffers = {0: x, 1: w, 2: s, 5: y}
         ctx.half = lambda vid: half and vid != 1  # the bench's float tensors are its dtype
+        # the scales as a constant would be (the wide form relays them by column at load)
+        ctx.constant_bytes = lambda vid: scale_bytes if vid == 2 else None
         op = graph.ops[0]
         wbytes = n * width + es * groups * n  # what a product must read besides x
         nbytes = es * (m * k + m * n) + wbytes
@@ -69,6 +77,8 @@ async def bench_linear_q4(device, m: int, k: int, n: int, half: bool = False, va
         chosen_step = ctx.recording.steps[-1]
         shape = linear_q4.q4gsw_shape(graph.values, op.args, group)
         binds = [(0, 0), (1, 1), (2, 5), (4, 2), (5, 2)]
+        by_column = linear_q4.column_scales(ctx, op, 2, shape, None)
+        wide_binds = binds[:-1] + [(5, by_column)]
         todo = []
         names = variants or [v.name for v in linear_q4_choice.VARIANTS.candidates(
             device.info, m=m, n=n, k=k, half=half)]
@@ -77,7 +87,8 @@ async def bench_linear_q4(device, m: int, k: int, n: int, half: bool = False, va
             if linear_q4_choice.supported(v, device.info):
                 continue
             ctx.begin_op(0, op)
-            await linear_q4.record(ctx, op, v, binds, shape, False, half, False)
+            await linear_q4.record(ctx, op, v, wide_binds if v.kind == "wide" else binds,
+                                   shape, False, half, False)
             todo.append((v.name, ctx.recording.steps[-1]))
         todo.append(("chosen " + chosen, chosen_step))
         for name, step in todo:

@@ -111,10 +111,22 @@ def choose(adapter, m: int, n: int = 0, k: int = 0, half: bool = False,
         pick = Variant("tiled")
     else:
         pick = Variant("gemvsg", 32) if traits.subgroup_builtins else Variant("gemv", 64)
-        wide = Variant("wide", 8, 2)
+        wide = wide_form(n, k, half)
         if supported(wide, traits, m=m, k=k, group=group or 32) is None:
             pick = wide
     return pick if supported(pick, traits, m=m, k=k, group=group) is None else Variant("dot")
+
+
+def wide_form(n: int, k: int, half: bool) -> Variant:
+    """The wide form for one row of [K] x [N, K], from the H200 sweep of every wide-S-C
+    (docs/bench/linear_q4_h200.json): many columns (an lm head) want short column groups
+    with their loads in flight, a long K a whole subgroup per column pair, the rest one
+    column per subgroup."""
+    if n >= 16384:
+        return Variant("wide", 4, 1 if half else 4)
+    if k >= 2048:
+        return Variant("wide", 32, 2)
+    return Variant("wide", 32, 1)
 
 
 def _measure(traits, m: int, **_) -> list[Variant]:

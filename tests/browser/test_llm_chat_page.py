@@ -63,7 +63,7 @@ def test_chat_page_streams_the_native_answer_and_caches_the_model(browser_sessio
     assert any(u.endswith(f"{NAME}.pte") for u in cached), cached
 
 
-@pytest.mark.parametrize("variant", ["-fp16", ""])
+@pytest.mark.parametrize("variant", ["-fp16", "", "-q4"])
 def test_chat_page_holds_the_weights_once_in_the_wasm_heap(browser_session, web_server, variant):
     """SmolLM2 (build/llm, `make llm`) loads with at most one copy of its .pte in Pyodide's
     wasm heap: float32 weights go to the GPU from views of it, float16 ones are widened in

@@ -4,8 +4,9 @@
         [--max-seq-len 1024] [--max-context-len N] [--variants fp32,fp16,q4]
 
 Writes NAME.pte (fp32), NAME-fp16.pte (Vulkan ``force_fp16``), NAME-q4.pte (4-bit weights,
-llama_pte.QUANTIZE["q4"]), NAME.tokenizer.json and NAME.export.json (hyperparameters, sizes,
-export time and peak RSS; programs of earlier runs stay listed).
+llama_pte.QUANTIZE["q4"]), NAME.tokenizer.json and an export record named after the first
+variant's program (NAME.export.json, or NAME-q4.export.json for ``--variants q4``):
+hyperparameters, sizes, export times (per program), peak RSS, the quantized weights' digest.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ def export(gguf_path: Path, out_dir: Path, name: str, max_seq_len: int, max_cont
 
     weights = gguf_llama.state_dict(reader, hp)
     loaded = time.monotonic()
-    report_path = out_dir / f"{name}.export.json"
-    files = json.loads(report_path.read_text()).get("programs", {}) if report_path.is_file() else {}
+    # named after the run's first program: `make llm` runs fp32,fp16 and q4 apart (make -j)
+    report_path = out_dir / f"{name}{VARIANTS[variants[0]][0]}.export.json"
+    files = {}
     # one model per quantization preset: quantizing changes the model in place
     for quantize in dict.fromkeys(VARIANTS[v][2] for v in variants):
         group = [v for v in variants if VARIANTS[v][2] == quantize]

@@ -90,3 +90,23 @@ def top1_agreement(quantized, reference, tokenizer) -> dict:
     positions = POSITIONS_PER_TEXT * len(TEXTS)
     return {"positions": positions, "agree": sum(per_text), "per_text": per_text,
             "top1": round(sum(per_text) / positions, 4)}
+
+
+def weight_error(model, weights: dict) -> dict:
+    """Relative RMS error the quantization adds to the GGUF's (dequantized) weights: over all
+    quantized linears together, and over the embedding table."""
+    import math
+
+    import torch
+
+    num = den = 0.0
+    with torch.no_grad():
+        for name, module in model.named_modules():
+            if isinstance(module, torch.nn.Linear) and hasattr(module.weight, "dequantize"):
+                ref = weights[f"{name}.weight"].double()
+                num += float(((module.weight.dequantize().double() - ref) ** 2).sum())
+                den += float((ref ** 2).sum())
+        table = weights["tok_embeddings.weight"].double()
+        got = model.tok_embeddings(torch.arange(table.shape[0])).double()
+    return {"linear_rel_rms": round(math.sqrt(num / den), 5) if den else None,
+            "embedding_rel_rms": round(float((got - table).norm() / table.norm()), 5)}

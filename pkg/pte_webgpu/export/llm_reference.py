@@ -215,9 +215,13 @@ def quantized_reference(args) -> int:
     hp = gguf_llama.read_hparams(reader)
     tokenizer = Tokenizer(tokenizer_json.tokenizer_dict(reader))
     template = ChatTemplate.from_template(tokenizer.chat_template)
+    weights = gguf_llama.state_dict(reader, hp)
     model = llama_pte.source_transformed(
-        llama_pte.build_model(hp, gguf_llama.state_dict(reader, hp), args.max_seq_len, ctx), args.quantize)
+        llama_pte.build_model(hp, weights, args.max_seq_len, ctx), args.quantize)
     digest = llama_pte.weights_digest(model)
+    error = llm_accuracy.weight_error(model, weights)
+    del weights
+    print(f"quantization error: {error}", file=sys.stderr)
     records, logits = [], {}
     for prompt in PROMPTS:
         ids = prompt_ids(tokenizer, template, prompt)
@@ -235,6 +239,7 @@ def quantized_reference(args) -> int:
         "gguf": args.gguf.name,
         "quantize": {"preset": args.quantize, **llama_pte.QUANTIZE[args.quantize]},
         "weights_sha256": digest,
+        "weight_error_vs_gguf": error,
         "max_seq_len": args.max_seq_len,
         "max_context_len": ctx,
         "new_tokens": args.new_tokens,

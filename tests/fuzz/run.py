@@ -137,7 +137,7 @@ def _gguf(args) -> int:
           f"= {args.cases / elapsed:.0f} cases/s")
     for outcome, n in outcomes.most_common():
         print(f"  {outcome:<24} {n:>8}  ({100 * n / args.cases:.1f}%)")
-    print(f"slowest: case {slowest[1]} {slowest[0] * 1000:.1f} ms; largest traced peak: case "
+    print(f"slowest: case {slowest[1]} {slowest[0] * 1000:.1f} ms CPU; largest traced peak: case "
           f"{heaviest[1]} {heaviest[0]:.1f}x its file (bound {gguf_harness.MEMORY_FACTOR}x + "
           f"{gguf_harness.MEMORY_FLOOR >> 20} MiB)")
     if escapes:

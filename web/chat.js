@@ -1,14 +1,25 @@
 // The chat page: downloads the model with progress (kept in the Cache API, so a reload does
 // not fetch it again), loads it in Python (pte_webgpu.llm.page_chat) and streams answers.
-// ?model=URL.pte&tokenizer=URL.json (default: build/llm's SmolLM2 under /llm/).
+// ?model=URL.pte&tokenizer=URL.json (default: build/llm's SmolLM2 under /llm/, its 4-bit
+// program when `make llm` made one: ~100 MB to download instead of 540).
 import { bootPyodide } from "./boot.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
-const MODEL = params.get("model") ?? "/llm/smollm2-135m-instruct.pte";
-const TOKENIZER = params.get("tokenizer") ?? MODEL.replace(/(-fp16)?\.pte$/, ".tokenizer.json");
+const DEFAULT_MODELS = ["/llm/smollm2-135m-instruct-q4.pte", "/llm/smollm2-135m-instruct.pte"];
 const CACHE = "pte-webgpu-models";
-$("model-url").textContent = MODEL;
+// NAME-fp16.pte and NAME-q4.pte share NAME.tokenizer.json
+const tokenizerOf = (model) => model.replace(/(-fp16|-q4)?\.pte$/, ".tokenizer.json");
+
+/** The ?model= URL, else the first default the server has. */
+async function pickModel() {
+  if (params.get("model")) return params.get("model");
+  for (const url of DEFAULT_MODELS.slice(0, -1)) {
+    const head = await fetch(url, { method: "HEAD" }).catch(() => null);
+    if (head?.ok) return url;
+  }
+  return DEFAULT_MODELS.at(-1);
+}
 
 const status = (text) => ($("status").textContent = text);
 function fail(error) {
@@ -76,8 +87,11 @@ const wasmHeapBytes = () => window.pyodide?._module?.HEAPU8?.length ?? 0;
 async function main() {
   const pyodide = await window.pyodideReady;
   chat = pyodide.pyimport("pte_webgpu.llm.page_chat");
-  const tokenizer = new TextDecoder().decode(await cachedBytes(TOKENIZER, "tokenizer"));
-  let pte = await cachedBytes(MODEL, "model");
+  const model = await pickModel();
+  $("model-url").textContent = model;
+  const tokenizerUrl = params.get("tokenizer") ?? tokenizerOf(model);
+  const tokenizer = new TextDecoder().decode(await cachedBytes(tokenizerUrl, "tokenizer"));
+  let pte = await cachedBytes(model, "model");
   status(`uploading ${(pte.length / 2 ** 20).toFixed(0)} MiB of weights to the GPU…`);
   const t0 = performance.now();
   // Kept for tests and tools/screenshot_chat.py: the weights must not be held twice.

@@ -40,15 +40,16 @@ def test_cli_generate_in_the_browser_streams_torch_greedy_tokens(tmp_path, pyodi
 
 
 def _page_generate(page, prompt: dict, n: int, variant: str = "") -> dict:
+    held = "_smollm" + variant.replace("-", "_")  # one loaded model per variant in the page
     code = f"""
 from pte_webgpu.llm.generate import LanguageModel
-if "_smollm{variant}" not in globals():
+if "{held}" not in globals():
     _t0 = time.perf_counter()
-    _smollm{variant} = await LanguageModel.load(
+    {held} = await LanguageModel.load(
         await runtime(), await fetch_bytes("/llm/{LLM_NAME}{variant}.pte"),
         (await fetch_bytes("/llm/{LLM_NAME}.tokenizer.json")).decode())
     _smollm_load_s = time.perf_counter() - _t0
-_lm = _smollm{variant}
+_lm = {held}
 _lm.reset()
 _msgs = [{{"role": "user", "content": {prompt["text"]!r}}}] if {prompt["chat"]} else None
 _ids = _lm.prompt_ids(None if _msgs else {prompt["text"]!r}, messages=_msgs)
@@ -84,6 +85,28 @@ def test_smollm_capital_of_france_in_the_browser(llm_page):
     assert err <= 1e-3, err
     assert got["ids"] == want == prompt["hf_ids"]
     assert "".join(got["pieces"]) == got["text"] == prompt["eager_text"]
+
+
+def test_smollm_q4_greedy_equals_eager_torch_in_the_browser(browser_session, web_server):
+    """The 4-bit program (make llm's -q4.pte) against eager torch of the same quantized model
+    (reference-q4.json): 32 greedy tokens on each of the 4 prompts, and step-0 logits."""
+    files = llm_files("-q4")
+    web_server.mount("/llm/", files["pte"].resolve().parent)
+    browser_session.run_python((__import__("pathlib").Path(__file__).parent
+                                / "page_support.py").read_text())
+    ref = np.load(files["logits"])
+    try:
+        for prompt in files["reference"]["prompts"]:
+            want = prompt["eager_ids"]
+            got = _page_generate(browser_session, prompt, len(want), "-q4")
+            assert got["prompt_ids"] == prompt["prompt_ids"], prompt["name"]
+            err = float(np.abs(np.asarray(got["row0"]) - ref[prompt["name"]]).max())
+            assert err <= 2e-3, (prompt["name"], err)
+            assert got["ids"] == want, prompt["name"]
+            assert "".join(got["pieces"]) == got["text"] == prompt["eager_text"]
+    finally:
+        browser_session.run_python("_m = globals().pop('_smollm_q4', None)\n"
+                                   "if _m is not None:\n    _m.close()")
 
 
 def test_cli_generate_in_the_browser_samples_on_the_gpu(tmp_path, pyodide_dist):

@@ -4,6 +4,8 @@ Prints counts per outcome, cases/s and the slowest case; exits 1 on any escape (
 that is not a PteError, or a case slower than 1 s), saving each such input under --out.
 With ``--exec``, structurally mutated programs are loaded and executed natively instead
 (exec_harness.py: escapes also SLOW, MEMORY, HANG and CRASH), in a supervised worker.
+With ``--gguf``, mutants of small real GGUF files go through the GGUF reader path of
+``make llm`` (gguf_harness.py: escapes also SLOW, HANG and MEMORY).
 """
 
 from __future__ import annotations
@@ -40,9 +42,12 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "build" / "fuzz-crashes")
     p.add_argument("--exec", action="store_true",
                    help="load and execute structurally mutated programs natively")
+    p.add_argument("--gguf", action="store_true", help="mutated GGUF files through the GGUF reader")
     args = p.parse_args(argv)
     if args.exec:
         return _exec(args)
+    if args.gguf:
+        return _gguf(args)
 
     targets = load_targets()
     outcomes: Counter = Counter()
@@ -88,6 +93,55 @@ def _exec(args) -> int:
         print(f"  {outcome:<24} {n:>8}  ({100 * n / args.cases:.1f}%)")
     if escapes:
         print(f"FAILED: {len(escapes)} escapes, inputs saved under {args.out}")
+        return 1
+    print("no escapes")
+    return 0
+
+
+def _gguf(args) -> int:
+    import resource
+
+    from . import gguf_harness
+
+    # a blow-up past the checks must end this process with MemoryError, not the machine
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30 if hard == resource.RLIM_INFINITY else
+                                            min(4 << 30, hard), hard))
+    seeds = gguf_harness.load_seeds()
+    runner = gguf_harness.Runner()
+    outcomes: Counter = Counter()
+    escapes, slowest, heaviest = 0, (0.0, -1), (0.0, -1)
+    t0 = time.perf_counter()
+    for i in range(args.start, args.start + args.cases):
+        description, data = gguf_harness.mutate(gguf_harness.case_rng(args.seed, i), seeds[i % len(seeds)])
+        r = runner.run(description, data)
+        outcomes[r.outcome] += 1
+        slowest = max(slowest, (r.seconds, i))
+        heaviest = max(heaviest, (r.peak_bytes / max(len(data), 1), i))
+        if r.escaped:
+            escapes += 1
+            case = args.out / f"gguf-seed{args.seed}-case{i}"
+            case.mkdir(parents=True, exist_ok=True)
+            (case / "input.gguf").write_bytes(data)
+            (case / "README.txt").write_text(
+                f"{description}\noutcome: {r.outcome} ({r.seconds:.4f} s, peak {r.peak_bytes} B)\n"
+                f"replay: python -m tests.fuzz.run --gguf --seed {args.seed} --start {i} --cases 1\n\n"
+                f"{r.detail}")
+            print(f"ESCAPE case {i} ({description}): {r.outcome} -> {case}", file=sys.stderr)
+        done = i - args.start + 1
+        if done % 10_000 == 0:
+            print(f"  ... {done} cases, {done / (time.perf_counter() - t0):.0f} cases/s", file=sys.stderr)
+    runner.close()
+    elapsed = time.perf_counter() - t0
+    print(f"fuzz --gguf: {args.cases} cases (seed {args.seed}) in {elapsed:.1f} s "
+          f"= {args.cases / elapsed:.0f} cases/s")
+    for outcome, n in outcomes.most_common():
+        print(f"  {outcome:<24} {n:>8}  ({100 * n / args.cases:.1f}%)")
+    print(f"slowest: case {slowest[1]} {slowest[0] * 1000:.1f} ms CPU; largest traced peak: case "
+          f"{heaviest[1]} {heaviest[0]:.1f}x its file (bound {gguf_harness.MEMORY_FACTOR}x + "
+          f"{gguf_harness.MEMORY_FLOOR >> 20} MiB)")
+    if escapes:
+        print(f"FAILED: {escapes} escapes, inputs saved under {args.out}")
         return 1
     print("no escapes")
     return 0

@@ -45,6 +45,37 @@ def test_q4gsw_every_variant(device, m, n, k, group, bias, variant):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5 * np.abs(want).max())
 
 
+# the wide decode form (K a multiple of 32): per-chunk and per-word scales, N not a multiple
+# of its columns per workgroup, 1-4 rows; lavapipe's subgroups of 8 take its tree sums,
+# a GPU's subgroup of 32 its butterflies
+WIDE = ("wide-4-1", "wide-8-2", "wide-16-4", "wide-32-3")
+WIDE_SHAPES = [(1, 20, 64, 32, True), (1, 33, 96, 8, True), (1, 96, 128, 16, False),
+               (1, 7, 32, 32, False), (1, 50, 256, 64, True), (1, 9, 1024, 32, False)]
+
+
+@pytest.mark.parametrize("m,n,k,group,bias", WIDE_SHAPES)
+@pytest.mark.parametrize("variant", WIDE)
+def test_q4gsw_wide_forms(device, m, n, k, group, bias, variant):
+    w, s = quantize(n, k, group, seed=m + 5)
+    x = rand(m, k)
+    b = rand(n) if bias else None
+    g, out = q4gsw_graph(x, w, s, group, b, options=_forced(variant))
+    (y,) = g.run(device, out)
+    want = reference(x, w, s, b)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("m,k,group,why", [(1, 48, 16, "multiple of 32"),
+                                           (1, 64, 4, "multiple of 32"), (2, 64, 32, "one row")])
+def test_q4gsw_wide_refuses_what_it_cannot_read(device, m, k, group, why):
+    """K not a multiple of 32, groups smaller than a word, more than one row: forcing it
+    is a typed error."""
+    w, s = quantize(20, k, group)
+    g, out = q4gsw_graph(rand(m, k), w, s, group, options=_forced("wide-8-2"))
+    with pytest.raises(UnsupportedError, match=f"wide-8-2.*{why}"):
+        g.run(device, out)
+
+
 @pytest.mark.parametrize("m", [1, 37])
 @pytest.mark.parametrize("scales", [dtypes.FLOAT32, dtypes.FLOAT16])
 def test_q4gsw_float16_activations(device, m, scales):
@@ -102,6 +133,36 @@ def test_stacked_q4gsw_linears(device, m, parts):
     rewritten = fusion.fuse(Graph(g.values, g.ops, g.inputs, outs, g.constants),
                             Storage().nbytes, 1 << 27)
     assert [op.name for op in rewritten.ops] == ["pte_webgpu.fused_linear_q4gsw"]
+
+
+@pytest.mark.parametrize("parts", [2, 3])
+@pytest.mark.parametrize("half", [False, True])
+def test_stacked_q4gsw_wide(device, parts, half):
+    """The wide form over stacked linears (its scales relaid by column across the parts,
+    each part's padded to 4) and with float16 activations (f16 scales)."""
+    k, group, widths = 64, 32, (20, 12, 36)[:parts]
+    x = rand(1, k)
+    if half:
+        x = x.astype(np.float16).astype(np.float32)
+    storage = Storage(half=True) if half else None
+    act = dtypes.FLOAT16 if half else dtypes.FLOAT32
+    g = G(**({"storage": storage} if storage else {}), options=_forced("wide-8-2"))
+    xi = g.input(x, act)
+    outs, wants = [], []
+    for i, n in enumerate(widths):
+        w, s = quantize(n, k, group, seed=20 + i)
+        if half:
+            s = s.astype(np.float16).astype(np.float32)
+        b = rand(n).astype(np.float16).astype(np.float32) if half else rand(n)
+        out = g.tensor((1, n), dtype=act)
+        g.op(Q4GSW, xi, g.const(pack_q4gsw(w), dtypes.UINT8), g.const(scales_rows(s), act),
+             g.int(group), g.const(b, act), out)
+        outs.append(out)
+        wants.append(reference(x, w, s, b))
+    ys = g.run(device, *outs)
+    tol = 2e-3 if half else 1e-5
+    for y, want in zip(ys, wants):
+        np.testing.assert_allclose(y, want, rtol=tol, atol=2 * tol * np.abs(want).max())
 
 
 def _bad_graph(w_packed, scales, group, k=48, n=20):
@@ -192,7 +253,7 @@ def test_quantized_llama_steps_match_eager_torch(runtime, name, entry):
     assert max(report["errors"]) <= tol, report["errors"]
     assert report["argmax"] == report["want_argmax"]
     assert report["reset_error"] <= tol
-    assert {"gemvsg", "dot", "tiled", "gemv"} & set(report["linear_variants"])
+    assert {"gemvsg", "dot", "tiled", "gemv", "wide"} & set(report["linear_variants"])
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -49,14 +49,18 @@ def write_tiny_tokenizer(folder: Path, name: str, eos_id: int = 2) -> Path:
     return path
 
 
+# quantized variants are other models: each has its own eager reference (llm_reference --quantize)
+REFERENCES = {"-q4": "reference-q4"}
+
+
 def llm_files(variant: str = "") -> dict:
-    """build/llm's model (variant "" or e.g. "-fp16"), tokenizer and reference; skip the test
-    when `make llm` has not made them."""
+    """build/llm's model (variant "", "-fp16" or "-q4"), tokenizer and the eager reference of
+    that model; skip the test when `make llm` has not made them."""
     pte = LLM_DIR / f"{LLM_NAME}{variant}.pte"
     tok = LLM_DIR / f"{LLM_NAME}.tokenizer.json"
-    ref = LLM_DIR / "reference.json"
+    ref = LLM_DIR / f"{REFERENCES.get(variant, 'reference')}.json"
     missing = [p.name for p in (pte, tok, ref) if not p.is_file()]
     if missing:
         pytest.skip(f"build/llm lacks {missing}: run `make llm`")
     return {"pte": pte, "tokenizer": tok, "reference": json.loads(ref.read_text()),
-            "logits": LLM_DIR / "reference_logits.npz"}
+            "logits": ref.with_name(ref.stem + "_logits.npz")}

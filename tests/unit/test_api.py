@@ -102,7 +102,8 @@ def test_the_readme_documents_every_option_and_family():
 
 def test_every_family_with_variants_is_declared_once():
     fams = variants.families()
-    assert set(fams) == {"rms_norm", "matmul", "reduce", "sdpa"}
+    assert set(fams) == {"rms_norm", "matmul", "reduce", "sdpa", "linear_q8", "linear_q4",
+                         "linear_dq8"}
     for fam in fams.values():
         assert fam.env_var == f"PTE_WEBGPU_{fam.family.upper()}"
         for name in fam.names:

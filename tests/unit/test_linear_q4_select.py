@@ -32,7 +32,8 @@ def test_bad_names_are_refused(name):
 @pytest.mark.parametrize("t,m,want", [
     (LAVAPIPE, 1, "dot"), (LAVAPIPE, 8, "dot"), (LAVAPIPE, 9, "tiled"),
     (SWIFTSHADER_4, 1, "dot"), (CPU_PLAIN, 1, "dot"), (CPU_PLAIN, 37, "tiled"),
-    (GPU_SG, 1, "gemvsg-32"), (GPU_SG, 32, "gemvsg-32"), (GPU_SG, 33, "tiled"),
+    (GPU_SG, 1, "wide-32-1"), (GPU_SG, 2, "gemvsg-32"),
+    (GPU_SG, 32, "gemvsg-32"), (GPU_SG, 33, "tiled"),
     (GPU_PLAIN, 4, "gemv-64"), (GPU_PLAIN, 500, "tiled"),
     # too small for the forms' workgroups: the no-barrier form
     (traits(cpu=False, builtins=False, invocations=32), 1, "dot"),
@@ -40,6 +41,14 @@ def test_bad_names_are_refused(name):
 ])
 def test_the_rule(t, m, want):
     assert choose(t, m, 64, 64).name == want
+
+
+@pytest.mark.parametrize("n,k,half,want", [
+    (49152, 576, False, "wide-4-4"), (49152, 576, True, "wide-4-1"),
+    (4096, 4096, False, "wide-32-2"), (1536, 576, False, "wide-32-1"),
+    (576, 48, False, "gemvsg-32")])  # K not a multiple of 32: no wide form
+def test_the_wide_forms_by_shape(n, k, half, want):
+    assert choose(GPU_SG, 1, n, k, half, group=16 if k == 48 else 32).name == want
 
 
 def test_forcing_checks_names_and_adapters():
@@ -55,6 +64,7 @@ def test_forcing_checks_names_and_adapters():
 def test_dynamic_rows_get_decode_twins():
     """A program for prefill and decode (dynamic M): the bound's form, then decode's."""
     forms = row_forms(GPU_SG, 128, 64, 64, choose(GPU_SG, 128, 64, 64))
-    assert [(top, v.name) for top, v in forms] == [(128, "tiled"), (32, "gemvsg-32")]
+    assert [(top, v.name) for top, v in forms] == [(128, "tiled"), (32, "gemvsg-32"),
+                                                   (1, "wide-32-1")]
     forms = row_forms(LAVAPIPE, 27, 64, 64, choose(LAVAPIPE, 27, 64, 64))
     assert [(top, v.name) for top, v in forms] == [(27, "tiled"), (8, "dot")]

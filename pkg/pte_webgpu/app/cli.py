@@ -231,8 +231,9 @@ def cmd_bench(args) -> int:
         raise PteError(str(e)) from None
     if args.op == "linear":
         dts = tuple(d.strip() for d in (args.dtypes or "float32,float16").split(","))
-        if not set(dts) <= {"float32", "float16"}:
-            raise PteError(f"--dtypes {args.dtypes!r}: float32 and/or float16")
+        if not set(dts) <= {"float32", "float16", "q4", "q4f16"}:
+            raise PteError(f"--dtypes {args.dtypes!r}: float32, float16, q4 (4-bit weights, "
+                           "group 32, float32 activations), q4f16")
         return bench.main(args.backend, args.shapes, args.output, args.plot, args.markdown,
                           args.variants, dts)
     return bench.main(args.backend, args.shapes, args.output, args.plot, args.markdown,
@@ -334,7 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("browser", "native"), default="browser")
     p.add_argument("--shapes", metavar="RxW,...", help="rms_norm: ROWSxWIDTH, e.g. "
                    "512x4096,4096x64 (default: six); linear: MxKxN, e.g. 1x4096x4096")
-    p.add_argument("--dtypes", metavar="D,...", help="linear: float32,float16 (default both)")
+    p.add_argument("--dtypes", metavar="D,...", help="linear: float32,float16 (default both), "
+                   "q4,q4f16 (4-bit weights)")
     p.add_argument("--output", metavar="FILE.json", help="write the records as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="plot (default: beside --output, else build/bench/)")
     p.add_argument("--markdown", metavar="FILE.md", help="also write the tables here")

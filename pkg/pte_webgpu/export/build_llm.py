@@ -1,10 +1,12 @@
 """Export a Llama-family GGUF to Vulkan-delegated .pte programs plus its tokenizer.
 
     python -m pte_webgpu.export.build_llm MODEL.gguf --out-dir build/llm --name NAME
-        [--max-seq-len 1024] [--max-context-len N] [--variants fp32,fp16]
+        [--max-seq-len 1024] [--max-context-len N] [--variants fp32,fp16,q4]
 
-Writes NAME.pte (fp32), NAME-fp16.pte (Vulkan ``force_fp16``), NAME.tokenizer.json and
-NAME.export.json (hyperparameters, sizes, export time and peak RSS).
+Writes NAME.pte (fp32), NAME-fp16.pte (Vulkan ``force_fp16``), NAME-q4.pte (4-bit weights,
+llama_pte.QUANTIZE["q4"]), NAME.tokenizer.json and an export record named after the first
+variant's program (NAME.export.json, or NAME-q4.export.json for ``--variants q4``):
+hyperparameters, sizes, export times (per program), peak RSS, the quantized weights' digest.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from pathlib import Path
 
 from ..errors import PteError
 from . import gguf_llama, llama_pte, tokenizer_json
+
+# variant -> (file suffix, force_fp16, quantization preset of llama_pte.QUANTIZE)
+VARIANTS = {"fp32": ("", False, None), "fp16": ("-fp16", True, None), "q4": ("-q4", False, "q4")}
 
 
 def peak_rss_mb() -> float:
@@ -41,17 +46,28 @@ def export(gguf_path: Path, out_dir: Path, name: str, max_seq_len: int, max_cont
     (out_dir / f"{name}.tokenizer.json").write_text(json.dumps(tok, ensure_ascii=False))
 
     weights = gguf_llama.state_dict(reader, hp)
-    model = llama_pte.build_model(hp, weights, max_seq_len, max_context_len)
-    del weights
     loaded = time.monotonic()
+    # named after the run's first program: `make llm` runs fp32,fp16 and q4 apart (make -j)
+    report_path = out_dir / f"{name}{VARIANTS[variants[0]][0]}.export.json"
     files = {}
-    for force_fp16, program in llama_pte.lower(model, hp, max_seq_len, max_context_len,
-                                               [v == "fp16" for v in variants]):
-        path = out_dir / (f"{name}-fp16.pte" if force_fp16 else f"{name}.pte")
-        path.write_bytes(program.buffer)
-        files["fp16" if force_fp16 else "fp32"] = {"file": path.name, "bytes": path.stat().st_size,
-                                                   "at_s": round(time.monotonic() - start, 1)}
-        print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
+    # one model per quantization preset: quantizing changes the model in place
+    for quantize in dict.fromkeys(VARIANTS[v][2] for v in variants):
+        group = [v for v in variants if VARIANTS[v][2] == quantize]
+        began = time.monotonic()
+        model = llama_pte.source_transformed(
+            llama_pte.build_model(hp, weights, max_seq_len, max_context_len), quantize)
+        digest = llama_pte.weights_digest(model) if quantize else None
+        lowered = llama_pte.lower(model, hp, max_seq_len, max_context_len, [VARIANTS[v][1] for v in group])
+        for variant, (_, program) in zip(group, lowered):
+            path = out_dir / f"{name}{VARIANTS[variant][0]}.pte"
+            path.write_bytes(program.buffer)
+            files[variant] = {"file": path.name, "bytes": path.stat().st_size,
+                              "at_s": round(time.monotonic() - start, 1),
+                              "seconds": round(time.monotonic() - began, 1),
+                              **({"quantize": quantize, "weights_sha256": digest} if quantize else {})}
+            began = time.monotonic()
+            print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
+        del model, lowered
     report = {
         "gguf": Path(gguf_path).name,
         "hparams": dataclasses.asdict(hp),
@@ -63,7 +79,7 @@ def export(gguf_path: Path, out_dir: Path, name: str, max_seq_len: int, max_cont
         "export_s": round(time.monotonic() - start, 1),
         "peak_rss_mb": round(peak_rss_mb()),
     }
-    (out_dir / f"{name}.export.json").write_text(json.dumps(report, indent=1))
+    report_path.write_text(json.dumps(report, indent=1))
     return report
 
 
@@ -77,11 +93,11 @@ def main(argv=None) -> int:
                     help="longest prefill chunk is this minus 1 (ExecuTorch's dynamic-shape limit)")
     ap.add_argument("--max-context-len", type=int, default=None,
                     help="KV cache length (default: max-seq-len)")
-    ap.add_argument("--variants", default="fp32,fp16")
+    ap.add_argument("--variants", default="fp32,fp16,q4")
     args = ap.parse_args(argv)
     variants = [v for v in args.variants.split(",") if v]
-    if not variants or set(variants) - {"fp32", "fp16"}:
-        ap.error("--variants takes fp32 and/or fp16")
+    if not variants or set(variants) - set(VARIANTS):
+        ap.error(f"--variants takes some of {','.join(VARIANTS)}")
     ctx = args.max_context_len or args.max_seq_len
     if args.max_seq_len < 2 or ctx < args.max_seq_len:
         ap.error("need 2 <= max-seq-len <= max-context-len")

@@ -7,11 +7,13 @@ into it), so they load into that model unchanged.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import FormatError, UnsupportedError
+from . import gguf_bounds
 
 # GGUF tensor name -> llama example model parameter name ({i} is the block index)
 _BLOCK_TENSORS = {
@@ -47,13 +49,23 @@ class LlamaHParams:
     tied_output: bool
 
 
+# What gguf raises on bytes it cannot parse (bad enum values, short reads, reshapes of
+# truncated data, duplicate keys, undecodable strings); each becomes a FormatError.
+_PARSE_ERRORS = (ValueError, IndexError, KeyError, TypeError, OverflowError, struct.error,
+                 EOFError, RecursionError)
+
+
 def open_gguf(path):
     import gguf
 
     try:
+        gguf_bounds.check(path)  # counts and extents against the file size, before gguf allocates
         return gguf.GGUFReader(str(path))
-    except (ValueError, OSError) as exc:  # gguf raises ValueError on a bad magic/version
-        raise FormatError(f"{path}: not a readable GGUF file: {exc}") from exc
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read: {exc}") from exc
+    except _PARSE_ERRORS as exc:
+        raise FormatError(f"{path}: not a readable GGUF file: {type(exc).__name__}: {exc}",
+                          field="header") from exc
 
 
 def field(reader, key: str, default=None, *, required: bool = True):
@@ -62,7 +74,33 @@ def field(reader, key: str, default=None, *, required: bool = True):
         if required and default is None:
             raise FormatError(f"GGUF metadata key {key!r} is missing", field=key)
         return default
-    return f.contents()
+    try:
+        return f.contents()
+    except _PARSE_ERRORS as exc:
+        raise FormatError(f"GGUF metadata value is unreadable: {type(exc).__name__}: {exc}",
+                          field=key) from exc
+
+
+def listing(reader, key: str, kind, default=None) -> list:
+    """A metadata array whose items are all ``kind`` (str or int); FormatError otherwise."""
+    value = field(reader, key, default, required=default is None)
+    if not isinstance(value, list) or not all(type(v) is kind for v in value):
+        raise FormatError(f"GGUF metadata value is not an array of {kind.__name__}", field=key)
+    return value
+
+
+def number(reader, key: str, kind=int, default=None, *, least=None):
+    """A metadata value as ``kind`` (int or float), at least ``least``; FormatError otherwise."""
+    value = field(reader, key, default, required=default is None)
+    try:
+        if isinstance(value, (str, bytes, list)) or value is None:
+            raise TypeError(type(value).__name__)
+        out = kind(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise FormatError(f"GGUF metadata value {value!r:.60} is not a number ({exc})", field=key) from None
+    if least is not None and not out >= least:  # "not >=" also rejects NaN
+        raise FormatError(f"GGUF metadata value {out} is below {least}", field=key)
+    return out
 
 
 def read_hparams(reader) -> LlamaHParams:
@@ -73,44 +111,47 @@ def read_hparams(reader) -> LlamaHParams:
             f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})"
         )
 
-    def hp(key, default=None):
-        return field(reader, f"{arch}.{key}", default, required=default is None)
+    def hp(key, default=None, kind=int, least=1):
+        return number(reader, f"{arch}.{key}", kind, default, least=least)
 
-    if hp("expert_count", 0):
+    if hp("expert_count", 0, least=0):
         raise UnsupportedError(f"mixture-of-experts GGUF ({arch}.expert_count > 0) is not supported")
-    scaling = hp("rope.scaling.type", "none")
+    scaling = field(reader, f"{arch}.rope.scaling.type", "none", required=False)
     if scaling not in ("none", ""):
         raise UnsupportedError(f"RoPE scaling {scaling!r} ({arch}.rope.scaling.type) is not supported")
     names = {t.name for t in reader.tensors}
     if "rope_freqs.weight" in names:
         raise UnsupportedError("per-frequency RoPE scaling (tensor rope_freqs.weight) is not supported")
 
-    dim = int(hp("embedding_length"))
-    n_heads = int(hp("attention.head_count"))
-    n_kv_heads = int(hp("attention.head_count_kv", n_heads))
-    head_dim = int(hp("attention.key_length", dim // n_heads))
-    if int(hp("attention.value_length", head_dim)) != head_dim:
+    dim = hp("embedding_length")
+    n_heads = hp("attention.head_count")
+    n_kv_heads = hp("attention.head_count_kv", n_heads)
+    head_dim = hp("attention.key_length", max(dim // n_heads, 1))
+    if hp("attention.value_length", head_dim) != head_dim:
         raise UnsupportedError("key and value head sizes differ; the llama example model needs them equal")
-    if int(hp("rope.dimension_count", head_dim)) != head_dim:
+    if hp("rope.dimension_count", head_dim) != head_dim:
         raise UnsupportedError("partial rotary embedding (rope.dimension_count < head size) is not supported")
     if n_heads % n_kv_heads:
         raise FormatError(f"{n_heads} attention heads do not group into {n_kv_heads} KV heads")
     tokens = field(reader, "tokenizer.ggml.tokens", [], required=False)
     embd = _tensor(reader, "token_embd.weight")
-    vocab = int(hp("vocab_size", len(tokens) or int(embd.shape[1])))
+    if len(embd.shape) != 2:
+        raise FormatError(f"token_embd.weight has shape {list(embd.shape)}, not [dim, vocab]",
+                          field="token_embd.weight")
+    vocab = hp("vocab_size", len(tokens) if isinstance(tokens, list) and tokens else int(embd.shape[1]))
     return LlamaHParams(
         architecture=arch,
         name=str(field(reader, "general.name", "", required=False)),
         dim=dim,
-        n_layers=int(hp("block_count")),
+        n_layers=hp("block_count"),
         n_heads=n_heads,
         n_kv_heads=n_kv_heads,
         head_dim=head_dim,
-        hidden_dim=int(hp("feed_forward_length")),
+        hidden_dim=hp("feed_forward_length"),
         vocab_size=vocab,
-        rope_freq_base=float(hp("rope.freq_base", 10000.0)),
-        norm_eps=float(hp("attention.layer_norm_rms_epsilon")),
-        context_length=int(hp("context_length", 2048)),
+        rope_freq_base=hp("rope.freq_base", 10000.0, float, least=1e-30),
+        norm_eps=hp("attention.layer_norm_rms_epsilon", kind=float, least=0.0),
+        context_length=hp("context_length", 2048),
         tied_output="output.weight" not in names,
     )
 
@@ -127,8 +168,20 @@ def dequantize(tensor) -> np.ndarray:
     from gguf import quants
 
     shape = tuple(int(d) for d in reversed(tensor.shape))  # GGUF lists the fastest dim first
-    values = quants.dequantize(tensor.data, tensor.tensor_type)
-    return np.array(values, dtype=np.float32).reshape(shape)  # a copy: GGUF data is a read-only map
+    try:
+        with np.errstate(invalid="ignore", over="ignore"):  # non-finite values: checked below
+            values = np.array(quants.dequantize(tensor.data, tensor.tensor_type), dtype=np.float32)
+        values = values.reshape(shape)  # a copy: GGUF data is a read-only map
+    except NotImplementedError:
+        raise UnsupportedError(f"GGUF tensor {tensor.name!r}: type {tensor.tensor_type.name} "
+                               f"cannot be dequantized") from None
+    except _PARSE_ERRORS as exc:
+        raise FormatError(f"GGUF tensor data does not fit its shape {list(shape)}: {exc}",
+                          field=tensor.name) from exc
+    if not np.isfinite(values).all():
+        raise FormatError(f"GGUF tensor holds {values.size - np.isfinite(values).sum()} non-finite "
+                          f"values (NaN/inf scales or data)", field=tensor.name)
+    return values
 
 
 def parameter_name(gguf_name: str) -> str:
@@ -144,13 +197,41 @@ def parameter_name(gguf_name: str) -> str:
     raise UnsupportedError(f"GGUF tensor {gguf_name!r} has no place in the llama example model")
 
 
+def expected_shape(name: str, hp: LlamaHParams) -> tuple:
+    """Torch-order shape of llama example parameter ``name`` under ``hp``."""
+    q, kv = hp.n_heads * hp.head_dim, hp.n_kv_heads * hp.head_dim
+    leaf = name.split(".", 2)[-1] if name.startswith("layers.") else name
+    return {
+        "tok_embeddings.weight": (hp.vocab_size, hp.dim), "output.weight": (hp.vocab_size, hp.dim),
+        "norm.weight": (hp.dim,), "attention_norm.weight": (hp.dim,), "ffn_norm.weight": (hp.dim,),
+        "attention.wq.weight": (q, hp.dim), "attention.wk.weight": (kv, hp.dim),
+        "attention.wv.weight": (kv, hp.dim), "attention.wo.weight": (hp.dim, q),
+        "feed_forward.w1.weight": (hp.hidden_dim, hp.dim), "feed_forward.w3.weight": (hp.hidden_dim, hp.dim),
+        "feed_forward.w2.weight": (hp.dim, hp.hidden_dim),
+    }[leaf]
+
+
+def arrays(reader, hp: LlamaHParams) -> dict:
+    """Dequantized float32 numpy arrays keyed like the llama example model, shapes checked
+    against ``hp`` before any tensor is dequantized."""
+    named = {}
+    for t in reader.tensors:
+        key = parameter_name(t.name)
+        if key.startswith("layers.") and int(key.split(".")[1]) >= hp.n_layers:
+            raise FormatError(f"GGUF tensor {t.name!r} is past block_count {hp.n_layers}", field=t.name)
+        shape = tuple(int(d) for d in reversed(t.shape))
+        if shape != expected_shape(key, hp):
+            raise FormatError(f"GGUF tensor has shape {list(shape)}, the model needs "
+                              f"{list(expected_shape(key, hp))}", field=t.name)
+        named[key] = t
+    return {key: dequantize(t) for key, t in named.items()}
+
+
 def state_dict(reader, hp: LlamaHParams) -> dict:
     """Dequantized float32 torch tensors keyed like the llama example model."""
     import torch
 
-    out = {}
-    for t in reader.tensors:
-        out[parameter_name(t.name)] = torch.from_numpy(dequantize(t))
+    out = {key: torch.from_numpy(a) for key, a in arrays(reader, hp).items()}
     if hp.tied_output:
         out["output.weight"] = out["tok_embeddings.weight"]
     return out

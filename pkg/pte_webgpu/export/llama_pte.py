@@ -9,6 +9,26 @@ from __future__ import annotations
 
 from .gguf_llama import LlamaHParams
 
+# Quantization presets: keyword arguments of the llama export's _get_source_transforms.
+# "q4": linears as 4-bit groups of 32 (torchao IntxWeightOnlyConfig -> et_vk.linear_q4gsw) and
+# the embedding as 4-bit groups of 32 (-E 4,32 -> et_vk.embedding_q4gsw), both symmetric, so the
+# program stays one Vulkan delegate (-E 8,0 would leave the embedding outside it).
+QUANTIZE = {
+    None: {},
+    "q4": {"quantization_mode": "4w", "group_size": 32, "embedding_quantize": "4,32"},
+}
+
+
+def _transforms(quantize):
+    from executorch.examples.models.llama import export_llama_lib
+    from executorch.extension.llm.export.builder import DType
+
+    if quantize not in QUANTIZE:
+        raise ValueError(f"unknown quantization {quantize!r} (known: {[k for k in QUANTIZE if k]})")
+    return export_llama_lib._get_source_transforms(
+        DType.fp32, use_sdpa_with_kv_cache=True, use_kv_cache=True, vulkan=True, **QUANTIZE[quantize]
+    )
+
 
 def model_args(hp: LlamaHParams, max_seq_len: int, max_context_len: int):
     from executorch.examples.models.llama.model_args import ModelArgs
@@ -48,22 +68,41 @@ def build_model(hp: LlamaHParams, weights: dict, max_seq_len: int, max_context_l
     return model.eval()
 
 
-def source_transformed(model):
-    """The model after the llama export's source transforms (custom SDPA + KV-cache ops)."""
+def source_transformed(model, quantize=None):
+    """The model after the llama export's source transforms (custom SDPA + KV-cache ops, and
+    the weight quantization of preset ``quantize``): the eager twin of the exported program.
+    Quantizing changes ``model`` in place."""
     import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (registers llama:: ops)
-    from executorch.examples.models.llama import export_llama_lib
-    from executorch.extension.llm.export.builder import DType
+    import torch
 
-    transforms = export_llama_lib._get_source_transforms(
-        DType.fp32, use_sdpa_with_kv_cache=True, use_kv_cache=True, vulkan=True
-    )
-    for transform in transforms:
-        model = transform(model)
+    with torch.no_grad():
+        for transform in _transforms(quantize):
+            model = transform(model)
     return model
 
 
+def weights_digest(model) -> str:
+    """sha256 over the model's weights as stored (quantized data, scales and zero points of
+    torchao tensors; packed embedding buffers), KV caches left out: equal digests mean two
+    processes quantized the GGUF weights alike (the reference and the export)."""
+    import hashlib
+
+    import torch
+
+    h = hashlib.sha256()
+    for name, value in sorted(model.state_dict().items()):
+        if name.endswith(("k_cache", "v_cache")):
+            continue
+        inner = value.__tensor_flatten__()[0] if type(value) not in (torch.Tensor, torch.nn.Parameter) else []
+        for part in [getattr(value, k) for k in inner] or [value]:
+            h.update(name.encode())
+            h.update(part.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
 def lower(model, hp: LlamaHParams, max_seq_len: int, max_context_len: int, variants=(False,)):
-    """Yield (force_fp16, ExecuTorch program manager) for each variant."""
+    """Yield (force_fp16, ExecuTorch program manager) for each variant of ``model``, a model
+    of ``source_transformed`` (with or without quantization)."""
     import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (registers llama:: ops)
     import torch
     from executorch.examples.models.llama import export_llama_lib
@@ -92,10 +131,6 @@ def lower(model, hp: LlamaHParams, max_seq_len: int, max_context_len: int, varia
         enable_dynamic_shape=True,
         metadata=metadata,
     )
-    transforms = export_llama_lib._get_source_transforms(
-        DType.fp32, use_sdpa_with_kv_cache=True, use_kv_cache=True, vulkan=True
-    )
-    manager = manager.source_transform(transforms)
     for force_fp16 in variants:
         # Traced again per variant: to_backend moves buffers (RoPE tables) of the edge program
         # it is given into the delegate, so one edge program cannot be lowered twice.

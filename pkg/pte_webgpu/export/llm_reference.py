@@ -1,7 +1,7 @@
 """Greedy references for an exported GGUF model, for the tests that run the .pte.
 
     python -m pte_webgpu.export.llm_reference MODEL.gguf --out build/llm/reference.json
-        [--max-seq-len 1024] [--max-context-len N] [--new-tokens 32]
+        [--max-seq-len 1024] [--max-context-len N] [--new-tokens 32] [--quantize q4]
 
 For each prompt it records the prompt ids (pte_webgpu.llm's tokenizer and chat template),
 then two greedy continuations until EOS or --new-tokens:
@@ -13,6 +13,12 @@ then two greedy continuations until EOS or --new-tokens:
 Step-0 logits of the eager model go to ``reference_logits.npz`` (one float32 row per prompt).
 ``layout_check`` compares the two models' step-0 logits: GGUF's q/k rows are in the
 interleaved layout the llama example expects iff they agree to float rounding.
+
+With ``--quantize PRESET`` (llama_pte.QUANTIZE) the eager model is the quantized one that
+build_llm lowers for that preset (its weights' digest is recorded, to be matched with the
+program's in NAME.export.json); ``hf_ids`` are left out (a float model is not its twin) and
+``accuracy`` records its teacher-forced top-1 agreement with a float64 transformers model of
+the GGUF (llm_accuracy.py).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import numpy as np
 
 from ..llm.chat import ChatTemplate
 from ..llm.tokenizer import Tokenizer
-from . import gguf_llama, llama_pte, tokenizer_json
+from . import gguf_llama, llama_pte, llm_accuracy, tokenizer_json
 
 PROMPTS = [
     {"name": "chat_capital", "chat": True, "text": "What is the capital of France?"},
@@ -80,7 +86,7 @@ def rotate_half_rows(w, n_heads: int):
     return w[order]
 
 
-def hf_model(gguf_path: Path):
+def hf_model(gguf_path: Path, dtype=None):
     """transformers' Llama from the GGUF through its own GGUF loader (which un-permutes q/k).
 
     ``from_pretrained(gguf_file=)`` would need ``accelerate``; the loader underneath it,
@@ -92,10 +98,11 @@ def hf_model(gguf_path: Path):
 
     config = dict(load_gguf_checkpoint(str(gguf_path))["config"])
     model_type = config.pop("model_type")
-    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **config), dtype=torch.float32)
+    dtype = dtype or torch.float32
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **config), dtype=dtype)
     tensors = load_gguf_checkpoint(str(gguf_path), return_tensors=True, model_to_load=model)["tensors"]
     missing, unexpected = model.load_state_dict(
-        {k: torch.as_tensor(v, dtype=torch.float32) for k, v in tensors.items()}, strict=False
+        {k: torch.as_tensor(v, dtype=dtype) for k, v in tensors.items()}, strict=False
     )
     if getattr(model.config, "tie_word_embeddings", False):
         model.tie_weights()
@@ -124,7 +131,10 @@ def main(argv=None) -> int:
     ap.add_argument("--max-seq-len", type=int, default=1024)
     ap.add_argument("--max-context-len", type=int, default=None)
     ap.add_argument("--new-tokens", type=int, default=32)
+    ap.add_argument("--quantize", choices=[k for k in llama_pte.QUANTIZE if k], default=None)
     args = ap.parse_args(argv)
+    if args.quantize:
+        return quantized_reference(args)
     ctx = args.max_context_len or args.max_seq_len
     start = time.monotonic()
 
@@ -192,6 +202,56 @@ def main(argv=None) -> int:
     }
     args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False))
     return 0 if worst < 1e-2 else 1
+
+
+def quantized_reference(args) -> int:
+    """reference-<preset>.json: greedy ids of the quantized eager model, its weights' digest
+    and its top-1 agreement with the float64 model."""
+    import torch
+
+    ctx = args.max_context_len or args.max_seq_len
+    start = time.monotonic()
+    reader = gguf_llama.open_gguf(args.gguf)
+    hp = gguf_llama.read_hparams(reader)
+    tokenizer = Tokenizer(tokenizer_json.tokenizer_dict(reader))
+    template = ChatTemplate.from_template(tokenizer.chat_template)
+    weights = gguf_llama.state_dict(reader, hp)
+    model = llama_pte.source_transformed(
+        llama_pte.build_model(hp, weights, args.max_seq_len, ctx), args.quantize)
+    digest = llama_pte.weights_digest(model)
+    error = llm_accuracy.weight_error(model, weights)
+    del weights
+    print(f"quantization error: {error}", file=sys.stderr)
+    records, logits = [], {}
+    for prompt in PROMPTS:
+        ids = prompt_ids(tokenizer, template, prompt)
+        eager_ids, step0 = eager_greedy(model, ids, args.new_tokens, tokenizer.eos_id)
+        logits[prompt["name"]] = step0.astype(np.float32)
+        records.append({**prompt, "prompt_ids": ids, "eager_ids": eager_ids,
+                        "eager_text": tokenizer.decode(eager_ids, skip_special=True),
+                        "step0_argmax": int(np.argmax(step0))})
+        print(f"{prompt['name']}: {records[-1]['eager_text']!r}", file=sys.stderr)
+    accuracy = llm_accuracy.top1_agreement(model, hf_model(args.gguf, torch.float64), tokenizer)
+    print(f"teacher-forced top-1 vs float64: {accuracy}", file=sys.stderr)
+    logits_path = args.out.with_name(args.out.stem + "_logits.npz")
+    np.savez(logits_path, **logits)
+    report = {
+        "gguf": args.gguf.name,
+        "quantize": {"preset": args.quantize, **llama_pte.QUANTIZE[args.quantize]},
+        "weights_sha256": digest,
+        "weight_error_vs_gguf": error,
+        "max_seq_len": args.max_seq_len,
+        "max_context_len": ctx,
+        "new_tokens": args.new_tokens,
+        "eos_id": tokenizer.eos_id,
+        "step0_logits": logits_path.name,
+        "prompts": records,
+        "accuracy": {"against": "transformers LlamaForCausalLM, float64, GGUF weights",
+                     "teacher_forced_texts": len(llm_accuracy.TEXTS), **accuracy},
+        "seconds": round(time.monotonic() - start, 1),
+    }
+    args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False))
+    return 0
 
 
 if __name__ == "__main__":

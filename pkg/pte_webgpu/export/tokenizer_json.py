@@ -11,7 +11,7 @@ matched whole), ``bos_id``/``eos_id``/``unk_id``/``pad_id``, ``add_bos``/``add_e
 from __future__ import annotations
 
 from ..errors import UnsupportedError
-from .gguf_llama import field
+from .gguf_llama import field, listing
 
 FORMAT = "pte-webgpu-tokenizer/1"
 _CONTROL, _USER_DEFINED = 3, 4  # llama.cpp token types
@@ -23,9 +23,9 @@ def tokenizer_dict(reader) -> dict:
         raise UnsupportedError(
             f"tokenizer.ggml.model {model!r}: only byte-level BPE ('gpt2') tokenizers are supported"
         )
-    tokens = [str(t) for t in field(reader, "tokenizer.ggml.tokens")]
-    types = [int(t) for t in field(reader, "tokenizer.ggml.token_type", [1] * len(tokens), required=False)]
-    merges = [str(m) for m in field(reader, "tokenizer.ggml.merges")]
+    tokens = listing(reader, "tokenizer.ggml.tokens", str)
+    types = listing(reader, "tokenizer.ggml.token_type", int, [1] * len(tokens))
+    merges = listing(reader, "tokenizer.ggml.merges", str)
 
     def opt(key):
         value = field(reader, f"tokenizer.ggml.{key}", None, required=False)

@@ -23,6 +23,8 @@ LIMIT_NAMES = (
 # "subgroups" is the browser's name, "subgroup" wgpu-native's.
 WANTED_FEATURES = ("timestamp-query", "shader-f16", "subgroups", "subgroup")
 
+# The WGSL language feature of dot4I8Packed, pack4xI8 & co.
+PACKED_DOT = "packed_4x8_integer_dot_product"
 # Software rasterisers: a workgroup runs as SIMD lanes on one CPU thread.
 _CPU_WORDS = ("swiftshader", "llvmpipe", "lavapipe", "softpipe", "warp")
 # WebGPU's guaranteed defaults, used when an adapter does not report a limit.
@@ -44,6 +46,7 @@ class AdapterTraits:
     workgroup_storage: int  # bytes of var<workgroup> per workgroup
     shader_f16: bool  # f16 storage and arithmetic in WGSL
     timestamps: bool  # timestamp queries (per-dispatch GPU times)
+    packed_dot: bool = False  # WGSL dot4I8Packed / pack4xI8 (packed_4x8_integer_dot_product)
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class AdapterInfo:
     features: frozenset  # of WANTED_FEATURES, those the device was created with
     limits: dict  # LIMIT_NAMES -> value, as the device was created with
     subgroup_sizes: tuple[int, int] | None = None
+    wgsl_features: frozenset = frozenset()  # WGSL language features (wgslLanguageFeatures)
 
     def summary(self) -> str:
         kind = " (fallback/software)" if self.is_fallback else ""
@@ -83,6 +87,7 @@ def traits_of(info: AdapterInfo) -> AdapterTraits:
                               or _DEFAULT_WORKGROUP_STORAGE),
         shader_f16="shader-f16" in info.features,
         timestamps="timestamp-query" in info.features,
+        packed_dot=PACKED_DOT in info.wgsl_features,
     )
 
 

@@ -7,7 +7,7 @@ load; the execute path touches only prebuilt JS handles.
 from __future__ import annotations
 
 from ..errors import DeviceLostError, GpuError, GpuValidationError, ShaderCompileError
-from .adapter import subgroup_sizes
+from .adapter import PACKED_DOT, subgroup_sizes
 from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice
 from .js_replay import ENCODE_JS, JsRecording
 
@@ -17,6 +17,14 @@ def _js():
     from pyodide.ffi import create_proxy, to_js
 
     return js, create_proxy, to_js
+
+
+def _wgsl_features(gpu) -> frozenset:
+    """navigator.gpu.wgslLanguageFeatures, those the kernels use (an older browser has none)."""
+    have = getattr(gpu, "wgslLanguageFeatures", None)
+    if _absent(have):
+        return frozenset()
+    return frozenset(f for f in (PACKED_DOT,) if have.has(f))
 
 
 def _absent(value) -> bool:
@@ -54,7 +62,8 @@ class BrowserDevice(GpuDevice):
                  getattr(adapter, "isFallbackAdapter", False)),
             frozenset(features), limits,
             subgroup_sizes(getattr(info, "subgroupMinSize", None),
-                           getattr(info, "subgroupMaxSize", None)))
+                           getattr(info, "subgroupMaxSize", None)),
+            _wgsl_features(gpu))
         return cls(device, adapter_info)
 
     def __init__(self, device, info: AdapterInfo):

@@ -11,7 +11,7 @@ import tempfile
 import time
 
 from ..errors import GpuError, GpuValidationError, ShaderCompileError, UnsupportedError
-from .adapter import subgroup_sizes
+from .adapter import PACKED_DOT, subgroup_sizes
 from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice
 
 _RAW: list = []
@@ -81,7 +81,9 @@ class NativeDevice(GpuDevice):
             info.get("adapter_type", "") == "CPU", frozenset(features), limits,
             # wgpu-py 0.32 spells these keys "stackgroup_*"
             subgroup_sizes(info.get("subgroup_min_size", info.get("stackgroup_min_size")),
-                           info.get("subgroup_max_size", info.get("stackgroup_max_size")))))
+                           info.get("subgroup_max_size", info.get("stackgroup_max_size"))),
+            # naga (wgpu-native 25+) takes dot4I8Packed, polyfilled where the device lacks it
+            frozenset({PACKED_DOT})))
         await native.warm_up()
         return native
 

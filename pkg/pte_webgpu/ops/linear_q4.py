@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import struct
+from array import array
 from dataclasses import dataclass, replace
 from functools import cache
 from math import prod
@@ -33,7 +34,7 @@ from . import sizes
 from .args import int_arg
 from .exec_ints import follow_actual_size
 from .fused_linear import MAX_SPLIT, fused_outputs
-from .linear_q4_choice import VARIANTS, Variant, row_forms
+from .linear_q4_choice import VARIANTS, WIDE_LANES, Variant, row_forms
 from .registry import define
 
 Q4GSW, QCS4W = "et_vk.linear_q4gsw.default", "et_vk.linear_qcs4w.default"
@@ -54,7 +55,10 @@ EPILOGUES = {"": (), "split2": (Binding(6, "out1", "read_write"),),
 _ENTRIES = {"dot": Entry("main", "dot_item", "params.m * params.n"),
             "gemv": Entry("main", "gemv_item", "params.tiles", per="group"),
             "gemvsg": Entry("main", "gemv_item_sg", "params.tiles", per="group", subgroups=True),
+            "wide": Entry("main", "wide_item", "params.tiles", per="group", subgroups=True),
             "tiled": Entry("main", "tiled_item", "params.tiles", per="group")}
+# the wide form's 16-byte view of the packed weight
+_WIDE_BINDINGS = (Binding(1, "weight16", type="vec4<u32>"),)  # (the input: _INPUT[True])
 
 
 def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
@@ -62,29 +66,33 @@ def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
     """The shader of one form (``kind``: dot, gemv, gemvsg, tiled) and epilogue;
     ``scales_f32``: float32 scales beside f16 activations; ``browser``: gemvsg's
     ``enable subgroups;`` (Chromium needs it, wgpu-native's naga rejects it); ``rows``:
-    input rows per gemv workgroup (1 to 4); ``whole``: the group a multiple of 8."""
-    sg = kind == "gemvsg"
+    input rows per gemv workgroup (1 to 4); ``whole``: the group a multiple of 8 (the
+    wide form needs it)."""
+    sg = kind in ("gemvsg", "wide")
     return _kernel(kind, epilogue, scales_f32, browser or not sg,
-                   rows if kind.startswith("gemv") else 1, whole)
+                   rows if kind.startswith("gemv") else 1, whole or kind == "wide")
 
 
 @cache
 def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int,
             whole: bool) -> Kernel:
-    sums = {"gemv": "sum_tree", "gemvsg": "sum_subgroups"}.get(kind)
+    sums = {"gemv": "sum_tree", "gemvsg": "sum_subgroups", "wide": "wide"}.get(kind)
     generated = fill("linear_q4_parts", "consts", rows=rows, whole=str(whole).lower())
     generated += sections("linear_q4_parts")["x_vec4" if whole else "x_scalar"]
     generated += sections("matmul_parts")["put" + (f"_{epilogue}" if epilogue else "")]
     if sums:
         generated += sections("linear_q4_parts")[sums]
     scales = Binding(5, "scales", type="f32" if scales_f32 else "elem")
-    sg = kind == "gemvsg"
+    sg = kind in ("gemvsg", "wide")
+    extra = _WIDE_BINDINGS if kind == "wide" else ()
     name = "_".join(filter(None, ("linear_q4", kind, "native" if sg and not browser else "",
                                   epilogue, "sf32" if scales_f32 else "",
-                                  f"r{rows}" if sums else "", "" if whole else "any")))
-    bindings = (_INPUT[whole],) + _BINDINGS + (scales,) + EPILOGUES[epilogue]
+                                  f"r{rows}" if kind.startswith("gemv") else "",
+                                  "" if whole else "any")))
+    bindings = (_INPUT[whole],) + _BINDINGS + extra + (scales,) + EPILOGUES[epilogue]
     return Kernel("linear_q4", bindings, PARAMS, uniform_binding=3, generated=generated,
-                  entries=(_ENTRIES[kind],), enables=("subgroups",) if sg and browser else (), name=name)
+                  entries=(_ENTRIES[kind],), enables=("subgroups",) if sg and browser else (),
+                  name=name)
 
 
 # --- shapes ----------------------------------------------------------------------------
@@ -323,6 +331,9 @@ def _grid(v: Variant, m: int, n: int, rows: int = 4) -> tuple[int, int]:
     if v.kind == "tiled":
         tiles_n = -(-n // TILE)
         return tiles_n, tiles_n * -(-m // TILE)
+    if v.kind == "wide":  # one row
+        tiles_n = -(-n // (v.cols * (WIDE_LANES // v.lanes)))
+        return tiles_n, tiles_n
     return n, n * -(-m // rows)
 
 
@@ -336,14 +347,42 @@ async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, 
     rows = max(1, min(rows, m, 4))
     browser = ctx.device.info.traits.subgroups
     shader = kernel(v.kind, epilogue, scales_f32, browser, rows, shape.group % 8 == 0)
-    lanes = {"dot": 64, "tiled": 64}.get(v.kind, v.lanes)
-    pipeline = await ctx.pipeline(shader, {"wg_size": lanes}, "main", half)
+    lanes = {"dot": 64, "tiled": 64, "wide": WIDE_LANES}.get(v.kind, v.lanes)
+    constants = {"wg_size": lanes}
+    if v.kind == "wide":
+        constants.update(span=v.lanes, cols=v.cols)
+    pipeline = await ctx.pipeline(shader, constants, "main", half)
     tiles_n, groups = _grid(v, m, n, rows)
     split = split or dict(n0=n, n1=n, s_stride0=shape.s_stride)
     params = PARAMS.pack(m=m, n=n, k=shape.k, words=shape.words, group=shape.group,
                          has_bias=int(has_bias), tiles_n=tiles_n, tiles=groups, **split)
     uniform = ctx.uniform(params, f"{op.name} params")
     ctx.dispatch(op, pipeline, list(bindings) + [(3, uniform)], ctx.grid(groups))
+
+
+def column_scales(ctx, op, s_id: int, shape: Q4Shape, split: dict | None):
+    """A buffer of the scales as [N, groups] (a column's groups side by side) for the wide
+    form, whose lanes read one column's consecutive groups: in the file's [groups, N]
+    those are N apart, a memory transaction each (measured on the H200 it tripled the
+    bytes a product moves). Stacked parts (``split``) become one [N, groups] block. None
+    when the scales are no constant."""
+    data = ctx.constant_bytes(s_id)
+    if data is None:
+        return None
+    t = ctx.graph.values[s_id]
+    groups, n = shape.k // shape.group, shape.n
+    split = split or dict(n0=n, n1=n, s_stride0=shape.s_stride)
+    starts = (0, split["n0"], split["n1"])
+    parts = [(start, end, split.get(f"s_stride{i}", 0), split.get(f"s_off{i}", 0))
+             for i, (start, end) in enumerate(zip(starts, starts[1:] + (n,))) if end > start]
+    code = "H" if t.dtype.itemsize == 2 else "I"  # the bits moved as they are
+    src = array(code, bytes(data))
+    out = array(code, bytes(t.dtype.itemsize * n * groups))
+    for start, end, stride, off in parts:
+        for g in range(groups):
+            row = off + g * stride
+            out[start * groups + g:end * groups:groups] = src[row:row + end - start]
+    return ctx.constant_buffer(out.tobytes(), t.dtype, f"{ctx.where(op)} scales by column")
 
 
 async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int,
@@ -356,19 +395,27 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
         return
     half = ctx.half(out_id)
     scales_f32 = half and not ctx.half(s_id)
-    v = VARIANTS.pick(ctx, op, m=m, n=n, k=k, half=half)
+    v = VARIANTS.pick(ctx, op, m=m, n=n, k=k, half=half, group=shape.group)
     forms = [(m, v)]
     if m > 1 and ctx.dyn is not None and ctx.dyn.is_dynamic(ctx.graph_key, out_id) \
             and VARIANTS.forced(ctx.options) is None:
-        forms = row_forms(ctx.device.info.traits, m, n, k, v, half)
+        forms = row_forms(ctx.device.info.traits, m, n, k, v, half, shape.group)
         if forms[-1][0] > 1 and forms[-1][1].kind.startswith("gemv"):
             forms.append((1, forms[-1][1]))  # decode: one row per workgroup
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
+    by_column = None
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0
+        binds = bindings
+        if form.kind == "wide":
+            by_column = by_column or column_scales(ctx, op, s_id, shape, split)
+            if by_column is None:
+                raise UnsupportedError(f"{op.name}: the wide form needs constant scales "
+                                       f"({ctx.where(op)})")
+            binds = [(b, by_column if b == 5 else v) for b, v in bindings]
         rows = max(1, min(4, top, m))  # a gemv workgroup's rows: this form's at most
-        await record(ctx, op, form, bindings, shape, has_bias, half, scales_f32, epilogue,
+        await record(ctx, op, form, binds, shape, has_bias, half, scales_f32, epilogue,
                      split, rows)
         follow_actual_size(
             ctx, out_id, lambda e, f=form, low=low, top=top, rows=rows:
@@ -381,13 +428,14 @@ def choices(graph, op) -> dict[str, str]:
     try:
         if op.name == QCS4W:
             n, k = qcs4w_dims(graph.values, op.args)
+            group = k  # one group spans K
         else:
-            n, k = q4gsw_shape(graph.values, op.args, graph.values[op.args[3]].value).n, \
-                graph.values[op.args[0]].shape[-1]
+            group = graph.values[op.args[3]].value
+            n, k = q4gsw_shape(graph.values, op.args, group).n, graph.values[op.args[0]].shape[-1]
         m = prod(graph.values[op.args[0]].shape[:-1])
     except (FormatError, UnsupportedError, AttributeError, IndexError, TypeError):
         return {}  # malformed op: inspect shows it, the build refuses it
-    return VARIANTS.typical(m=m, n=n, k=k) if m * n * k else {}
+    return VARIANTS.typical(m=m, n=n, k=k, group=group) if m * n * k else {}
 
 
 # --- CPU references -------------------------------------------------------------------

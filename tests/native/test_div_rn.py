@@ -19,7 +19,7 @@ KERNEL = """
   out[i * 8u] = div_rn(a, b);
   for (var d = -3; d <= 3; d++) {  // from a quotient d ulp off
     var m = bitcast<f32>(u32(i32(bitcast<u32>(abs(a) / abs(b))) + d));
-    for (var it = 0; it < 4; it++) {
+    for (var it = 0; it < 8; it++) {  // the start may be 3 ulp off a quotient already 2.5 off
       let side = quotient_side(abs(a), abs(b), m);
       if (side == 0) { break; }
       m = bitcast<f32>(u32(i32(bitcast<u32>(m)) + side));

@@ -132,6 +132,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-context-len", type=int, default=None)
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--quantize", choices=[k for k in llama_pte.QUANTIZE if k], default=None)
+    ap.add_argument("--accuracy", action="store_true",
+                    help="--quantize: also the teacher-forced top-1 agreement with a float64 "
+                    "model of the GGUF (minutes more; make llm-accuracy)")
     args = ap.parse_args(argv)
     if args.quantize:
         return quantized_reference(args)
@@ -231,8 +234,11 @@ def quantized_reference(args) -> int:
                         "eager_text": tokenizer.decode(eager_ids, skip_special=True),
                         "step0_argmax": int(np.argmax(step0))})
         print(f"{prompt['name']}: {records[-1]['eager_text']!r}", file=sys.stderr)
-    accuracy = llm_accuracy.top1_agreement(model, hf_model(args.gguf, torch.float64), tokenizer)
-    print(f"teacher-forced top-1 vs float64: {accuracy}", file=sys.stderr)
+    accuracy = None
+    if args.accuracy:
+        accuracy = llm_accuracy.top1_agreement(model, hf_model(args.gguf, torch.float64),
+                                               tokenizer)
+        print(f"teacher-forced top-1 vs float64: {accuracy}", file=sys.stderr)
     logits_path = args.out.with_name(args.out.stem + "_logits.npz")
     np.savez(logits_path, **logits)
     report = {
@@ -246,8 +252,9 @@ def quantized_reference(args) -> int:
         "eos_id": tokenizer.eos_id,
         "step0_logits": logits_path.name,
         "prompts": records,
-        "accuracy": {"against": "transformers LlamaForCausalLM, float64, GGUF weights",
-                     "teacher_forced_texts": len(llm_accuracy.TEXTS), **accuracy},
+        "accuracy": accuracy and {
+            "against": "transformers LlamaForCausalLM, float64, GGUF weights",
+            "teacher_forced_texts": len(llm_accuracy.TEXTS), **accuracy},
         "seconds": round(time.monotonic() - start, 1),
     }
     args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False))

@@ -85,6 +85,20 @@ COPY_WGSL = resources.files("pte_webgpu.shaders").joinpath("bench_copy.wgsl").re
 COPY_VARIANTS = {"copy4-256": (256, 1), "copy4-64x16": (64, 16)}
 
 
+async def copy_records(device, timer, src, dst, nbytes: int) -> list[dict]:
+    """The copy kernel (each of COPY_VARIANTS) reading ``nbytes`` of ``src`` (a multiple of
+    16) into ``dst``: what the benches set a kernel's bandwidth against."""
+    out = []
+    for name, (wg, per) in COPY_VARIANTS.items():
+        pipe = await device.create_pipeline(COPY_WGSL, "main", {"wg_size": wg, "per": per}, name)
+        group = device.bind_group(pipe, [(0, src, nbytes), (1, dst, nbytes)], name)
+        grid = fold_grid(-(-nbytes // (16 * wg * per)),
+                         device.limit("maxComputeWorkgroupsPerDimension", 65535))
+        rec = await measure(timer, Dispatch(pipe, group, grid, name), 2 * nbytes)
+        out.append(dict(rec, impl="copy", variant=name))
+    return out
+
+
 def _floats(n: int, seed: int) -> bytes:
     rnd = random.Random(seed)
     return struct.pack(f"<{n}f", *(rnd.uniform(-2.0, 2.0) for _ in range(n)))
@@ -141,14 +155,7 @@ async def bench_shape(device, rows: int, width: int, variants=None, copies=True,
             part = name.endswith(" 1st dispatch")  # not a whole op: never the best variant
             records.append(dict(rec, impl="ours", variant=name, **({"part": True} if part else {})))
         if copies:
-            for name, (wg, per) in COPY_VARIANTS.items():
-                pipe = await device.create_pipeline(COPY_WGSL, "main", {"wg_size": wg, "per": per},
-                                                    name)
-                group = device.bind_group(pipe, [(0, x, 4 * n), (1, y, 4 * n)], name)
-                grid = fold_grid(-(-n // (4 * wg * per)),
-                                 device.limit("maxComputeWorkgroupsPerDimension", 65535))
-                rec = await measure(timer, Dispatch(pipe, group, grid, name), 8 * n)
-                records.append(dict(rec, impl="copy", variant=name))
+            records += await copy_records(device, timer, x, y, 4 * n)
     finally:
         resources.release()
     adapter = device.info.summary()

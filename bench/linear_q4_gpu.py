@@ -12,7 +12,7 @@ import struct
 
 import gpu_bench
 from matmul_gpu import _fill
-from pte_webgpu.gpu.recording import Dispatch, Recording, fold_grid
+from pte_webgpu.gpu.recording import Recording
 from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import Graph, Null, OpCall, Scalar, TensorValue
 from pte_webgpu.ops import linear_q4, linear_q4_choice
@@ -98,15 +98,7 @@ async def bench_linear_q4(device, m: int, k: int, n: int, half: bool = False, va
         if copies:  # the copy kernel over the packed weight's bytes (read, write as many)
             cbytes = pad(n * width)
             dst = resources.buffer(cbytes, "bench copy")
-            for name, (wg, per) in gpu_bench.COPY_VARIANTS.items():
-                pipe = await device.create_pipeline(gpu_bench.COPY_WGSL, "main",
-                                                    {"wg_size": wg, "per": per}, name)
-                group_ = device.bind_group(pipe, [(0, w, cbytes), (1, dst, cbytes)], name)
-                grid = fold_grid(-(-cbytes // (16 * wg * per)),
-                                 device.limit("maxComputeWorkgroupsPerDimension", 65535))
-                rec = await gpu_bench.measure(timer, Dispatch(pipe, group_, grid, name),
-                                              2 * cbytes)
-                records.append(dict(rec, impl="copy", variant=name))
+            records += await gpu_bench.copy_records(device, timer, w, dst, cbytes)
     finally:
         resources.release()
     adapter = device.info.summary()

@@ -11,7 +11,7 @@ import random
 import struct
 
 import gpu_bench
-from pte_webgpu.gpu.recording import Dispatch, Recording, fold_grid
+from pte_webgpu.gpu.recording import Recording
 from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import Graph, OpCall, TensorValue
 from pte_webgpu.ops import matmul, matmul_choice
@@ -83,15 +83,7 @@ async def bench_linear(device, m: int, k: int, n: int, half: bool = False, varia
         if copies:  # the copy kernel over the weight's bytes (read them, write as many)
             wbytes = pad(es * n * k)
             dst = resources.buffer(wbytes, "bench copy")
-            for name, (wg, per) in gpu_bench.COPY_VARIANTS.items():
-                pipe = await device.create_pipeline(gpu_bench.COPY_WGSL, "main",
-                                                    {"wg_size": wg, "per": per}, name)
-                group = device.bind_group(pipe, [(0, w, wbytes), (1, dst, wbytes)], name)
-                grid = fold_grid(-(-wbytes // (16 * wg * per)),
-                                 device.limit("maxComputeWorkgroupsPerDimension", 65535))
-                rec = await gpu_bench.measure(timer, Dispatch(pipe, group, grid, name),
-                                              2 * wbytes)
-                records.append(dict(rec, impl="copy", variant=name))
+            records += await gpu_bench.copy_records(device, timer, w, dst, wbytes)
     finally:
         resources.release()
     adapter = device.info.summary()

@@ -5,33 +5,22 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.decoder_page import decoder_report
 from tests.support.decoders import INDEX, NAMES, check_report
 
 pytestmark = pytest.mark.browser
 
 HERE = Path(__file__).parent
-SUPPORT = (HERE / "page_support.py").read_text()
-CHECK = (HERE.parent / "support" / "decoder_check.py").read_text()
-
-
-@pytest.fixture(scope="module")
-def page(browser_session):
-    browser_session.run_python(SUPPORT)
-    browser_session.run_python(CHECK)
-    return browser_session
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_decoder_steps_match_torch_in_the_browser(page, name):
-    report = page.run_python(
-        f"await decoder_report(await runtime(), "
-        f"await fetch_bytes('/fixtures/decoders/{name}.pte'), "
-        f"await fetch_bytes('/fixtures/decoders/{name}.npz'))")
+def test_decoder_steps_match_torch_in_the_browser(decoder_page, name):
+    report = decoder_report(decoder_page, "decoders", name)
     check_report(name, report)
 
 
-def test_dynamic_rows_and_constant_methods_in_the_browser(page):
-    name = "dyn_mlp_constmethods"
+def test_dynamic_rows_and_constant_methods_in_the_browser(decoder_page):
+    page, name = decoder_page, "dyn_mlp_constmethods"
     got = page.run_python(f"""
 from pte_webgpu.app import steps as _steps
 _arrays = npy.read_npz(await fetch_bytes('/fixtures/decoders/{name}.npz'))
@@ -58,10 +47,11 @@ finally:
 
 
 @pytest.mark.parametrize("name", ["llama_dynamic_rope", "llama_static_rope_fp16"])
-def test_fused_equals_unfused_in_the_browser(page, name):
+def test_fused_equals_unfused_in_the_browser(decoder_page, name):
     """Load-time fusion (runtime/fusion.py) in the page: the fused build of a decoder (its
     linears' split and residual epilogues in the browser's kernel forms, the element-wise
     chain) computes what the unfused one does, and runs 7 fewer dispatches per layer."""
+    page = decoder_page
     page.run_python((HERE.parent / "support" / "fusion_check.py").read_text())
     args = INDEX[name]["model_args"]
     prompt_len = 20 if INDEX[name].get("dynamic") else 1

@@ -1,8 +1,7 @@
 """The 4-bit weight linears in headless Chromium (SwiftShader): hand-built q4gsw graphs of
 odd shapes with every variant forced (the subgroup form with the page's `enable
-subgroups;`), qcs4w, and the quantized tiny llamas exported by ExecuTorch
-(tests/fixtures/quant) step by step against eager torch, as tests/native/test_linear_q4.py
-does natively."""
+subgroups;`) and qcs4w, as tests/native/test_linear_q4.py does natively (the quantized tiny
+llamas of tests/fixtures/quant run in tests/browser/test_quant_decoders.py)."""
 
 import base64
 import json
@@ -18,7 +17,6 @@ pytestmark = pytest.mark.browser
 HERE = Path(__file__).parent
 SUPPORT = (HERE / "page_support.py").read_text()
 CHECK = (HERE.parent / "support" / "decoder_check.py").read_text()
-QUANT = HERE.parent / "fixtures" / "quant"
 VARIANTS = ("dot", "gemv-64", "gemvsg-8", "gemvsg-32", "tiled", None)
 
 PAGE_CODE = r'''
@@ -127,30 +125,6 @@ def test_qcs4w_in_the_browser(page, m):
                 0, None)
     want = reference(x, w, s)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5 * np.abs(want).max())
-
-
-def _fixtures():
-    index = QUANT / "index.json"
-    if not index.exists():
-        return []
-    return [(name, e) for name, e in sorted(json.loads(index.read_text()).items())
-            # 4-bit linears only: quantized embeddings are other ops' tests
-            if e.get("qmode") == "4w" and not e.get("embedding_quantize")
-            and (QUANT / f"{name}.pte").exists()]
-
-
-@pytest.mark.parametrize("name,entry", _fixtures(), ids=[n for n, _ in _fixtures()])
-def test_quantized_llama_steps_in_the_browser(page, name, entry):
-    report = page.run_python(
-        f"await decoder_report(await runtime(), "
-        f"await fetch_bytes('/fixtures/quant/{name}.pte'), "
-        f"await fetch_bytes('/fixtures/quant/{name}.npz'))")
-    assert "unsupported" not in report, report.get("unsupported")
-    tol = entry["tolerance"]
-    assert len(report["errors"]) >= 6
-    assert max(report["errors"]) <= tol, report["errors"]
-    assert report["argmax"] == report["want_argmax"]
-    assert report["reset_error"] <= tol
 
 
 @pytest.mark.parametrize("name", sorted(json.loads((HERE.parent / "fixtures" / "qcs4w" /

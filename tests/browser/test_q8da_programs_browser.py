@@ -2,31 +2,16 @@
 llama export) step by step in Pyodide on headless Chromium's WebGPU, against eager torch
 of the same quantized model (the checks of tests/native/test_q8da_programs.py)."""
 
-from pathlib import Path
-
 import pytest
 
+from tests.support.decoder_page import decoder_report
 from tests.support.q8da_programs import NAMES, check_report
 
 pytestmark = pytest.mark.browser
 
-HERE = Path(__file__).parent
-SUPPORT = (HERE / "page_support.py").read_text()
-CHECK = (HERE.parent / "support" / "decoder_check.py").read_text()
-
-
-@pytest.fixture(scope="module")
-def page(browser_session):
-    browser_session.run_python(SUPPORT)
-    browser_session.run_python(CHECK)
-    return browser_session
-
 
 @pytest.mark.parametrize("name", NAMES)
-def test_q8da_steps_match_torch_in_the_browser(page, name):
-    report = page.run_python(
-        f"await decoder_report(await runtime(), "
-        f"await fetch_bytes('/fixtures/q8da/{name}.pte'), "
-        f"await fetch_bytes('/fixtures/q8da/{name}.npz'))")
+def test_q8da_steps_match_torch_in_the_browser(decoder_page, name):
+    report = decoder_report(decoder_page, "q8da", name)
     check_report(name, report)
     print(name, "max step error", max(report["errors"]))

@@ -36,7 +36,12 @@ def _forced(v):
 @pytest.mark.parametrize("m,n,k,group,bias", SHAPES)
 @pytest.mark.parametrize("variant", VARIANTS + (None,))
 def test_q4gsw_every_variant(device, m, n, k, group, bias, variant):
-    w, s = quantize(n, k, group, seed=m)
+    _check_product(device, m, n, k, group, bias, variant, seed=m)
+
+
+def _check_product(device, m, n, k, group, bias, variant, seed):
+    """One q4gsw linear with ``variant`` forced against the float64 reference."""
+    w, s = quantize(n, k, group, seed=seed)
     x = rand(m, k)
     b = rand(n) if bias else None
     g, out = q4gsw_graph(x, w, s, group, b, options=_forced(variant))
@@ -46,8 +51,8 @@ def test_q4gsw_every_variant(device, m, n, k, group, bias, variant):
 
 
 # the wide decode form (K a multiple of 32): per-chunk and per-word scales, N not a multiple
-# of its columns per workgroup, 1-4 rows; lavapipe's subgroups of 8 take its tree sums,
-# a GPU's subgroup of 32 its butterflies
+# of its columns per workgroup, one row; lavapipe's subgroups of 8 take its tree sums, a
+# GPU's subgroup of 32 its butterflies
 WIDE = ("wide-4-1", "wide-8-2", "wide-16-4", "wide-32-3")
 WIDE_SHAPES = [(1, 20, 64, 32, True), (1, 33, 96, 8, True), (1, 96, 128, 16, False),
                (1, 7, 32, 32, False), (1, 50, 256, 64, True), (1, 9, 1024, 32, False)]
@@ -56,13 +61,7 @@ WIDE_SHAPES = [(1, 20, 64, 32, True), (1, 33, 96, 8, True), (1, 96, 128, 16, Fal
 @pytest.mark.parametrize("m,n,k,group,bias", WIDE_SHAPES)
 @pytest.mark.parametrize("variant", WIDE)
 def test_q4gsw_wide_forms(device, m, n, k, group, bias, variant):
-    w, s = quantize(n, k, group, seed=m + 5)
-    x = rand(m, k)
-    b = rand(n) if bias else None
-    g, out = q4gsw_graph(x, w, s, group, b, options=_forced(variant))
-    (y,) = g.run(device, out)
-    want = reference(x, w, s, b)
-    np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5 * np.abs(want).max())
+    _check_product(device, m, n, k, group, bias, variant, seed=m + 5)
 
 
 @pytest.mark.parametrize("m,k,group,why", [(1, 48, 16, "multiple of 32"),

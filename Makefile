@@ -11,6 +11,8 @@
 #              tokenizer, references
 # make llm-accuracy    the q4 program's top-1 agreement with a float64 model of the GGUF
 # make llm-tokenizer   only the tokenizer JSON (needs gguf, not torch)
+# make vision-models  the vision and audio programs of tests/fixtures/vision at full size
+#              (224x224 batch 1, Whisper-tiny's encoder on 3000 frames) -> build/vision/
 # make llm-onnx  the same model as ONNX with its KV cache + onnxruntime-web and transformers.js
 #              from npm (all in build/): the browser references of `bench --llm`
 
@@ -18,7 +20,7 @@ PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: llm-accuracy setup dist test test-gpu fuzz fuzz-exec fuzz-gguf bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps
+.PHONY: vision-models llm-accuracy setup dist test test-gpu fuzz fuzz-exec fuzz-gguf bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -114,6 +116,13 @@ $(LLM_DIR)/reference-q4.json: $(LLM_GGUF) | llm-export-deps
 llm-accuracy: $(LLM_GGUF) | llm-export-deps
 	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_reference $< \
 		--out $(LLM_DIR)/reference-q4.json --max-seq-len $(LLM_MAX_SEQ_LEN) --quantize q4 --accuracy
+
+# --- Vision and audio programs at full size (docs/vision-models.md), for the benchmarks ---
+# Seeded random weights, fp32 and force_fp16; the small CI variants are committed in
+# tests/fixtures/vision (the same script without --full).
+VISION_DIR := build/vision
+vision-models: | llm-export-deps
+	PYTHONPATH=pkg $(EXPORT_PYTHON) tests/fixtures/vision/make_vision.py $(VISION_DIR) --full
 
 # --- The same model as ONNX (bench --llm --backend browser: ORT Web and transformers.js) ---
 # Host only, in the export venv (+ the extra [onnx]: onnx, and onnxruntime to check the file);

@@ -289,7 +289,7 @@ async function run() {
   $("cancel-button").disabled = false;
   const result = await busy("Running…", () =>
     callPython("page_run", [state.pte.bytes, state.ptd, inputs, repeat, Number($("seed").value) || 0,
-      $("profile").checked, $("cast").checked, picture],
+      $("profile").checked, $("cast").checked, picture, $("reference").checked],
     (done, total) => ($("run-count").textContent = `${done} / ${total}`)));
   $("cancel-button").hidden = true;
   $("run-count").textContent = result ?

@@ -203,7 +203,8 @@ def _arg_text(v: dict) -> str:
 
 async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int = 1,
               seed: int = 0, method_name: str = "forward", profile: bool = False,
-              cast: bool = False, on_progress=None, should_stop=None) -> dict:
+              cast: bool = False, on_progress=None, should_stop=None,
+              check_reference: bool = True) -> dict:
     """Load and execute on the GPU, check against the CPU reference, time it.
 
     ``inputs``: {name: Tensor} (e.g. from an .npz; ``in0``, ``in1``... or in order)
@@ -215,6 +216,8 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
     ``timestamps`` (GPU timestamp queries, else wall time per dispatch).
     ``on_progress(done, total)`` hears of each execution; ``should_stop()`` is asked
     before each one after the first, and a True ends the runs early (``cancelled``).
+    Without ``check_reference`` the pure-Python CPU reference (minutes for a real vision
+    model in Pyodide) is skipped.
     """
     global _runtime
     pte, files = _as_bytes(pte_bytes), _data_files(data_files)
@@ -244,8 +247,10 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
         raise
     finally:
         program.close()  # also drops it from the runtime
+    ref, ref_error = None, 'skipped ("CPU reference" unticked)'
     try:
-        ref, ref_error = reference.run_program(program.file, tensors, method_name), None
+        if check_reference:
+            ref, ref_error = reference.run_program(program.file, tensors, method_name), None
     except PteError as e:
         ref, ref_error = None, f"{type(e).__name__}: {e}"
     expected = [inputs.get(f"out{i}") for i in range(len(outputs))] if inputs else []
@@ -383,8 +388,8 @@ async def page_describe(pte_bytes, data_files, file_name="") -> dict:
 
 
 async def page_run(pte_bytes, data_files, inputs_file=None, repeat=1, seed=0,
-                   profile=False, cast=False, picture=None, on_progress=None,
-                   should_stop=None) -> dict:
+                   profile=False, cast=False, picture=None, check_reference=True,
+                   on_progress=None, should_stop=None) -> dict:
     """``inputs_file``: (name, bytes) of an .npy/.npz; ``picture``: (description, shape,
     float32 NCHW bytes) from web/image.js, cast to the method's float dtype."""
     async def go():
@@ -395,7 +400,8 @@ async def page_run(pte_bytes, data_files, inputs_file=None, repeat=1, seed=0,
         result = await run(pte_bytes, data_files, inputs, int(repeat), int(seed),
                            profile=bool(profile), cast=bool(cast) or shot is not None,
                            on_progress=_absent_to_none(on_progress),
-                           should_stop=_absent_to_none(should_stop))
+                           should_stop=_absent_to_none(should_stop),
+                           check_reference=bool(check_reference))
         if shot is not None:
             result["input_source"] = f"picture {shot[0]}"
         elif inputs:

@@ -32,6 +32,11 @@ fn put(row: u32, col: u32, v: f32) {
   let at = row * params.n + col;
   out[at] = elem(f32(resid[at]) + f32(elem(v)));
 }
+// ==== put_conv  a 1x1 convolution as [HW, Cin] x [Cout, Cin]: stored transposed into NCHW, clamped to [n0, n1] (f32 bits; torch.clamp: NaN stays NaN)
+fn put(row: u32, col: u32, v: f32) {
+  let low = select(v, bitcast<f32>(params.n0), v < bitcast<f32>(params.n0));
+  out[col * params.m + row] = elem(select(low, bitcast<f32>(params.n1), low > bitcast<f32>(params.n1)));
+}
 // ==== stage  mm4 tiles: one K step's staging, stage_scalar or stage_vec4 (matmul_tile8.wgsl)
 fn stage(m0: u32, n0: u32, k0: u32, li: u32) { stage_$form(m0, n0, k0, li); }
 // ==== gemv_consts  gemv: a kernel per row count, depth, column groups (naga 29: no rows override)

@@ -49,12 +49,14 @@ _BINDINGS = (Binding(0, "input"), Binding(1, "weight"), Binding(2, "out", "read_
 # section put[_NAME] of matmul_parts.wgsl, with the bindings it adds. "" one output;
 # "split2"/"split3": columns [0, n0), [n0, n1), [n1, n) go to out, out1, out2 (linears
 # sharing an input, their weights stacked: one dispatch); "residual": out = resid + v,
-# rounded as the unfused linear then add.Tensor round (f32(elem(v))), the add's order kept.
+# rounded as the unfused linear then add.Tensor round (f32(elem(v))), the add's order kept;
+# "conv": [HW, Cin] x [Cout, Cin] stored as NCHW [Cout, HW], clamped (n0, n1: f32 bits).
 EPILOGUES = {
     "": (),
     "split2": (Binding(5, "out1", "read_write"),),
     "split3": (Binding(5, "out1", "read_write"), Binding(6, "out2", "read_write")),
     "residual": (Binding(5, "resid"),),
+    "conv": (),  # a 1x1 convolution (ops/conv.py): out[col, row], clamped to [n0, n1]
 }
 
 

@@ -17,7 +17,7 @@ from tests.support.conv_cases import CASES, conv64, conv_graph
 from tests.support.graph import G
 
 RNG = np.random.default_rng(19)
-FORMS = ["direct", "depthwise", "matmul", "gemm4-8x8", "gemm-8x4", "gemm4-16x16"]
+FORMS = ["direct", "depthwise", "matmul", "gemm4-8x8", "gemm-8x4k3", "gemm4-16x16k2"]
 
 
 def _data(case, bias=True, dtype=np.float32):
@@ -61,7 +61,7 @@ def test_every_variant_matches_float64(device, form):
     assert len(checks) >= {"matmul": 1, "depthwise": 2}.get(form, 9)
 
 
-@pytest.mark.parametrize("form", ["direct", "depthwise", "gemm4-8x8", "matmul"])
+@pytest.mark.parametrize("form", ["direct", "depthwise", "gemm4-8x8k2", "matmul"])
 def test_f16_forms(device, form):
     if "shader-f16" not in device.info.features:
         pytest.skip("the adapter has no shader-f16")
@@ -78,7 +78,7 @@ def test_f16_forms(device, form):
         np.testing.assert_allclose(have, want, rtol=2e-3, atol=2e-3 * max(1, np.abs(want).max()))
 
 
-@pytest.mark.parametrize("form", ["direct", "gemm4-8x8", "matmul", "depthwise"])
+@pytest.mark.parametrize("form", ["direct", "gemm4-8x8", "gemm4-8x8k2", "matmul", "depthwise"])
 @pytest.mark.parametrize("bounds", [(0.0, 1.7976931348623157e308), (-0.25, 0.5), (None, 0.1),
                                     (0.5, -0.5)])
 def test_conv_with_clamp_bounds(device, form, bounds):

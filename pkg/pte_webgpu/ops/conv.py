@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from ..errors import FormatError, UnsupportedError
 from ..model.f32 import to_f32
 from ..model.graph import Null
-from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill
+from ..model import dtypes
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill, sections
 from . import matmul, matmul_choice
 from .args import bool_arg, int_arg, int_list, int_list_arg, scalar_value
 from .common import elementwise_workgroup
@@ -37,16 +38,23 @@ PARAMS = Uniform(
     ("px", "u32"), ("dy", "u32"), ("dx", "u32"), ("cin_g", "u32"),
     ("cout_g", "u32"), ("has_bias", "u32"), ("numel", "u32"), ("k", "u32"),
     ("lo", "f32"), ("hi", "f32"),  # clamp bounds (+-inf: none)
-    ("groups", "u32"), ("tiles_n", "u32"), ("tiles", "u32"))  # gemm: tiles per item, group
+    ("groups", "u32"), ("tiles_n", "u32"), ("tiles", "u32"),  # gemm: tiles per item, group
+    ("splits", "u32"), ("k_span", "u32"))  # gemm: K splits and the K of each
+# Binding 5: split K's partial sums (f32); 6: the gemm's taps (k's offset, dy ky, dx kx).
 _BINDINGS = (Binding(0, "x"), Binding(1, "weight"), Binding(2, "out", "read_write"),
-             Binding(3, "bias"))
-DIRECT = Kernel("conv", _BINDINGS, PARAMS,
+             Binding(3, "bias"), Binding(5, "part", "read_write", "f32"))
+DIRECT = Kernel("conv", _BINDINGS, PARAMS, uniform_binding=4,
                 entries=(Entry("direct", "direct_item", "params.numel"),
                          Entry("transposed", "transposed_item", "params.numel"),
-                         Entry("depthwise", "depthwise_item", "params.numel")))
-GEMM = {vec: Kernel("conv_gemm", _BINDINGS + (Binding(1, "weight4", type="elem4"),), PARAMS,
-                    generated=fill("conv_parts", "stage_w", form="vec4" if vec else "scalar"),
-                    name="conv_gemm" + ("_vec4" if vec else "")) for vec in (False, True)}
+                         Entry("depthwise", "depthwise_item", "params.numel"),
+                         Entry("split_sum", "split_item", "params.numel")))
+GEMM = {(vec, split): Kernel(
+    "conv_gemm", _BINDINGS + (Binding(1, "weight4", type="elem4"),
+                              Binding(6, "taps", type="vec4<i32>")), PARAMS, uniform_binding=4,
+    generated=fill("conv_parts", "stage_w", form="vec4" if vec else "scalar")
+    + sections("conv_parts")["put_part" if split else "put_out"],
+    name="conv_gemm" + ("_vec4" if vec else "") + ("_split" if split else ""))
+    for vec in (False, True) for split in (False, True)}
 TRANSPOSE = Kernel("conv_pointwise", (Binding(0, "x"), Binding(1, "xt", "read_write")),
                    Uniform(("numel", "u32"), ("rows", "u32"), ("cols", "u32")),
                    entries=(Entry("main", "transpose_item", "params.numel"),))
@@ -188,23 +196,47 @@ async def record(ctx, op, v: Variant, c: Conv, ids: dict, has_bias: bool, lo: fl
     if v.kind == "matmul":
         return await _pointwise(ctx, op, c, ids, has_bias, lo, hi, half)
     bindings = [(b, ids[b]) for b in range(4)]
-    if v.kind == "gemm":
-        rows, pixels = c.cout // c.groups, c.oh * c.ow
-        tile = 8 * v.tw
-        tiles_n = -(-pixels // tile)
-        tiles = tiles_n * -(-rows // tile)
-        pipeline = await ctx.pipeline(GEMM[v.vec4], {"tw": v.tw, "tk": v.tk},
-                                      "main", half)
-        params = c.params(lo, hi, has_bias, tiles_n=tiles_n, tiles=tiles)
-        groups = tiles * c.batch * c.groups
-    else:
-        wg = elementwise_workgroup(ctx)
+    wg = elementwise_workgroup(ctx)
+    numel = c.batch * c.cout * c.oh * c.ow
+    if v.kind != "gemm":
         entry = "transposed" if c.transposed else v.kind
         pipeline = await ctx.pipeline(DIRECT, {"wg_size": wg}, entry, half)
-        params = c.params(lo, hi, has_bias)
-        groups = -(-c.batch * c.cout * c.oh * c.ow // wg)
-    uniform = ctx.uniform(params, f"{op.name} params")
-    ctx.dispatch(op, pipeline, bindings + [(4, uniform)], ctx.grid(groups))
+        uniform = ctx.uniform(c.params(lo, hi, has_bias), f"{op.name} params")
+        ctx.dispatch(op, pipeline, bindings + [(4, uniform)], ctx.grid(-(-numel // wg)))
+        return
+    rows, pixels, k = c.cout // c.groups, c.oh * c.ow, c.cin // c.groups * c.k
+    tile = 8 * v.tw
+    tiles_n = -(-pixels // tile)
+    tiles = tiles_n * -(-rows // tile)
+    splits = max(1, min(v.splits, -(-k // v.tk)))
+    span = -(-k // (splits * v.tk)) * v.tk  # K per split, whole steps
+    splits = -(-k // span)
+    split = splits > 1
+    pipeline = await ctx.pipeline(GEMM[v.vec4, split], {"tw": v.tw, "tk": v.tk}, "main", half)
+    uniform = ctx.uniform(c.params(lo, hi, has_bias, tiles_n=tiles_n, tiles=tiles,
+                                   splits=splits, k_span=span), f"{op.name} params")
+    taps = ctx.constant_buffer(tap_table(c), dtypes.INT32, f"{ctx.where(op)} taps")
+    grid = ctx.grid(tiles * splits * c.batch * c.groups)
+    if not split:
+        ctx.dispatch(op, pipeline, bindings + [(4, uniform), (6, taps)], grid)
+        return
+    part = ctx.resources.buffer(4 * splits * numel, f"{ctx.where(op)} split sums")
+    ctx.dispatch(op, pipeline, bindings[:2] + [(4, uniform), (5, part), (6, taps)], grid)
+    pipeline = await ctx.pipeline(DIRECT, {"wg_size": wg}, "split_sum", half)
+    ctx.dispatch(op, pipeline, bindings[2:] + [(4, uniform), (5, part)],
+                 ctx.grid(-(-numel // wg)))
+
+
+def tap_table(c: Conv) -> bytes:
+    """The gemm's taps: for each k = (ci, ky, kx) of K, its offset in one item's input
+    from the window's corner, dy ky and dx kx (four i32)."""
+    (dy, dx), out = c.dilation, bytearray()
+    for ci in range(c.cin // c.groups):
+        for ky in range(c.kh):
+            for kx in range(c.kw):
+                out += struct.pack("<4i", (ci * c.h + ky * dy) * c.w + kx * dx, ky * dy,
+                                   kx * dx, 0)
+    return bytes(out)
 
 
 def _bits(v: float) -> int:

@@ -5,11 +5,13 @@ them).
   workgroup memory and no barrier: CPU adapters, and the general fallback.
 - ``depthwise``: groups == Cin (one input channel per group, any channel multiplier), one
   output per invocation over kh x kw taps only.
-- ``gemm[4]-TWxTK``: implicit GEMM, as the matmul family's mm4 tiles: each workgroup of
-  TW x TW lanes computes (8 TW out channels) x (8 TW output pixels) of one batch item and
-  group, 8 x 8 per lane in registers, K = Cin/groups * kh * kw in steps of TK through
+- ``gemm[4]-TWxTK[kS]``: implicit GEMM, as the matmul family's mm4 tiles: each workgroup
+  of TW x TW lanes computes (8 TW out channels) x (8 TW output pixels) of one batch item
+  and group, 8 x 8 per lane in registers, K = Cin/groups * kh * kw in steps of TK through
   workgroup memory (weights along K, input patches gathered along pixels). ``4``: the
-  weights staged in vec4 loads (K % 4 == 0; other K load scalars, same shape).
+  weights staged in vec4 loads (K % 4 == 0; other K load scalars, same shape). ``kS``:
+  K split into S ranges, one workgroup each, their partial sums added by a second pass
+  (few tiles: small images, many channels).
 - ``matmul``: a 1 x 1, stride 1, unpadded, ungrouped convolution of one batch item as
   the matmul family's [HW, Cin] x [Cout, Cin] product (ops/matmul.py ``record``; the
   matmul rule picks its form), the activation transposed first, the output stored
@@ -26,9 +28,13 @@ import re
 from dataclasses import dataclass, replace
 
 from ..errors import UnsupportedError
+from .common import floor_pow2
 from .variants import declare, traits_of
 
-_GEMM = re.compile(r"^gemm(4?)-(\d+)x(\d+)$")
+_GEMM = re.compile(r"^gemm(4?)-(\d+)x(\d+)(?:k(\d+))?$")
+MAX_SPLITS = 16
+GPU_WORKGROUPS = 128  # fewer tiles than this leave a large GPU idle (H200: 132 SMs)
+MIN_SPLIT_STEPS = 8  # K steps each split runs at least
 GEMM_MIN_ROWS = 8  # out channels per group below which the tiles are mostly empty
 
 
@@ -38,12 +44,14 @@ class Variant:
     vec4: bool = False  # gemm: weights in vec4 loads
     tw: int = 0  # gemm: lanes per side (tiles of 8 tw)
     tk: int = 0  # gemm: K per step
+    splits: int = 1  # gemm: K split across this many workgroups (summed by a second pass)
 
     @property
     def name(self) -> str:
         if self.kind != "gemm":
             return self.kind
-        return f"gemm{'4' if self.vec4 else ''}-{self.tw}x{self.tk}"
+        split = f"k{self.splits}" if self.splits > 1 else ""
+        return f"gemm{'4' if self.vec4 else ''}-{self.tw}x{self.tk}{split}"
 
     def for_k(self, k: int) -> "Variant":
         """vec4 weight loads need K % 4 == 0; other K load scalars, same tiles."""
@@ -58,7 +66,10 @@ def parse(name: str) -> Variant:
     if not m:
         raise UnsupportedError(f"conv variant {name!r}: names look like direct, depthwise, "
                                "matmul, gemm4-16x8, gemm-8x8")
-    v = Variant("gemm", m.group(1) == "4", int(m.group(2)), int(m.group(3)))
+    v = Variant("gemm", m.group(1) == "4", int(m.group(2)), int(m.group(3)),
+                int(m.group(4) or 1))
+    if not 1 <= v.splits <= MAX_SPLITS:
+        raise UnsupportedError(f"conv variant {name!r}: 1 to {MAX_SPLITS} K splits")
     if v.tw < 8 or v.tw % 8:
         raise UnsupportedError(f"conv variant {name!r}: lanes per side must be a multiple "
                                "of 8 (each lane stages one pixel column of the tile)")
@@ -98,8 +109,10 @@ def choose(adapter, cin: int, cout: int, groups: int, k: int, pixels: int, batch
     """CPU adapters: depthwise or direct (no barriers). GPUs: transposed -> direct;
     depthwise -> depthwise; 1x1 of one batch item -> the matmul family; fewer than
     GEMM_MIN_ROWS out channels per group -> direct; else implicit GEMM, 128-wide tiles
-    when that gives at least 128 workgroups, else 64, K in steps of 16 (8 where workgroup
-    storage is short)."""
+    when that gives at least GPU_WORKGROUPS workgroups, else 64, K in steps of 16 (8 where
+    workgroup storage is short); when even 64-wide tiles are fewer (ResNet's 14x14 and
+    7x7 layers: 16 and 8), K is split across up to MAX_SPLITS workgroups each, a power of
+    two, each split at least MIN_SPLIT_STEPS steps."""
     traits = traits_of(adapter)
     shape = dict(cin=cin, cout=cout, groups=groups, batch=batch, pointwise=pointwise,
                  transposed=transposed)
@@ -115,18 +128,22 @@ def choose(adapter, cin: int, cout: int, groups: int, k: int, pixels: int, batch
     if rows < GEMM_MIN_ROWS:
         return Variant("direct")
     tiles = -(-rows // 128) * -(-pixels // 128) * batch * groups
-    tw = 16 if tiles >= 128 else 8
+    tw = 16 if tiles >= GPU_WORKGROUPS else 8
+    total = _k_total(cin, groups, k)
     for t, step in ((tw, 16), (tw, 8), (8, 16), (8, 8)):
         v = Variant("gemm", True, t, step)
         if supported(v, traits, **shape) is None:
-            return v.for_k(_k_total(cin, groups, k))
+            small = -(-rows // (8 * t)) * -(-pixels // (8 * t)) * batch * groups
+            splits = min(MAX_SPLITS, floor_pow2(max(1, GPU_WORKGROUPS // small)),
+                         floor_pow2(max(1, total // (MIN_SPLIT_STEPS * step))))
+            return replace(v, splits=splits).for_k(total)
     return Variant("direct")
 
 
 def _measure(traits, cin: int = 1, groups: int = 1, k: int = 1, **_) -> list[Variant]:
     """Variants worth timing for one convolution (bench/)."""
     names = ["direct", "depthwise", "matmul", "gemm4-16x16", "gemm4-16x8", "gemm4-8x16",
-             "gemm4-8x8", "gemm-16x8"]
+             "gemm4-8x8", "gemm-16x8"] + [f"gemm4-8x16k{s}" for s in (2, 4, 8, 16)]
     return [parse(n).for_k(_k_total(cin, groups, k)) for n in names]
 
 

@@ -15,12 +15,10 @@ pad, groups], "dtype", "impl": "ours"|"copy"|"torch-cuda", "variant", "us", "gbp
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import statistics
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -61,24 +59,9 @@ def run_native(shapes, dtypes, variants=None) -> list[dict]:
     finally:
         sys.path.remove(str(HERE))
     gpu_bench.TARGET_S = TARGET_S
-    from pte_webgpu.gpu.native import NativeDevice
-
-    async def go():
-        device = await NativeDevice.create()
-        _log(f"adapter: {device.info.summary()}")
-        records = []
-        try:
-            for s in shapes:
-                for dt in dtypes:
-                    t0 = time.perf_counter()
-                    records += await conv_gpu.bench_conv(device, conv_gpu.conv_spec(*s),
-                                                         dt == "float16", variants)
-                    _log(f"  {s} {dt}: {time.perf_counter() - t0:.1f} s")
-        finally:
-            device.close()
-        return records
-
-    records = asyncio.run(go())
+    records = gpu_bench.run_native([(f"{s} {dt}", lambda device, s=s, dt=dt: conv_gpu.bench_conv(
+        device, conv_gpu.conv_spec(*s), dt == "float16", variants))
+        for s in shapes for dt in dtypes], _log)
     adapter = records[0]["adapter"] if records else "?"
     return records + torch_cuda(shapes, dtypes, adapter)
 

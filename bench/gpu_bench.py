@@ -170,3 +170,27 @@ def chosen_variant(device, rows: int, width: int) -> dict:
     return {"name": v.name, "shader": v.shader, "entry": v.entry, "constants": v.constants,
             "workgroups": v.workgroups(rows), "dispatches": 2 if v.rescue == "split" else 1,
             "wgsl": rms_norm.KERNELS[v.shader].source(False)}
+
+
+def run_native(cases, log) -> list[dict]:
+    """Each of ``cases`` (label, async fn(device) -> records) in order on one native
+    device (wgpu), each case's seconds logged; their records together."""
+    import asyncio
+    import time
+
+    from pte_webgpu.gpu.native import NativeDevice
+
+    async def go():
+        device = await NativeDevice.create()
+        log(f"adapter: {device.info.summary()}")
+        records = []
+        try:
+            for label, fn in cases:
+                t0 = time.perf_counter()
+                records += await fn(device)
+                log(f"  {label}: {time.perf_counter() - t0:.1f} s")
+        finally:
+            device.close()
+        return records
+
+    return asyncio.run(go())

@@ -14,7 +14,6 @@ of input, weight, bias and output over the time; the copy kernel: 2x the weight'
 
 from __future__ import annotations
 
-import asyncio
 import json
 import statistics
 import sys
@@ -62,28 +61,16 @@ def _import_gpu_side():
 
 def run_native(shapes, dtypes, variants=None) -> list[dict]:
     matmul_gpu, linear_q4_gpu = _import_gpu_side()
-    from pte_webgpu.gpu.native import NativeDevice
+    import gpu_bench
 
-    async def go():
-        device = await NativeDevice.create()
-        _log(f"adapter: {device.info.summary()}")
-        records = []
-        try:
-            for m, k, n in shapes:
-                for dt in dtypes:
-                    t0 = time.perf_counter()
-                    if dt in Q4_DTYPES:
-                        records += await linear_q4_gpu.bench_linear_q4(device, m, k, n,
-                                                                       dt == "q4f16", variants)
-                    else:
-                        records += await matmul_gpu.bench_linear(device, m, k, n,
-                                                                 dt == "float16", variants)
-                    _log(f"  {m}x{k}x{n} {dt}: {time.perf_counter() - t0:.1f} s")
-        finally:
-            device.close()
-        return records
-
-    records = asyncio.run(go())
+    def case(m, k, n, dt):
+        if dt in Q4_DTYPES:
+            return lambda device: linear_q4_gpu.bench_linear_q4(device, m, k, n, dt == "q4f16",
+                                                                variants)
+        return lambda device: matmul_gpu.bench_linear(device, m, k, n, dt == "float16",
+                                                      variants)
+    records = gpu_bench.run_native([(f"{m}x{k}x{n} {dt}", case(m, k, n, dt))
+                                    for m, k, n in shapes for dt in dtypes], _log)
     adapter = records[0]["adapter"] if records else "?"
     return records + torch_cuda(shapes, dtypes, adapter)
 

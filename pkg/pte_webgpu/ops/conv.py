@@ -52,7 +52,8 @@ GEMM = {(vec, split): Kernel(
     "conv_gemm", _BINDINGS + (Binding(1, "weight4", type="elem4"),
                               Binding(6, "taps", type="vec4<i32>")), PARAMS, uniform_binding=4,
     generated=fill("conv_parts", "stage_w", form="vec4" if vec else "scalar")
-    + sections("conv_parts")["put_part" if split else "put_out"],
+    + sections("conv_parts")["put_part" if split else "put_out"]
+    + sections("matmul_parts")["fma_8x8"],  # the mm4 tiles' register block
     name="conv_gemm" + ("_vec4" if vec else "") + ("_split" if split else ""))
     for vec in (False, True) for split in (False, True)}
 TRANSPOSE = Kernel("conv_pointwise", (Binding(0, "x"), Binding(1, "xt", "read_write")),

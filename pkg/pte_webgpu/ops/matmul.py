@@ -85,8 +85,8 @@ def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int) ->
     if form.startswith("tile8"):
         vec = form.endswith("vec4")
         return _with_epilogue("matmul_tile8" + ("_vec4" if vec else ""), epilogue,
-                              fill(_PARTS, "stage", form="vec4" if vec else "scalar"),
-                              body="matmul_tile8")
+                              fill(_PARTS, "stage", form="vec4" if vec else "scalar")
+                              + sections(_PARTS)["fma_8x8"], body="matmul_tile8")
     subgroups = form != "gemv"
     # One kernel per row count (a const: naga 29 panics when ``rows`` is an override).
     # Chromium needs `enable subgroups;`; wgpu-native's naga rejects it and takes the

@@ -33,7 +33,8 @@ from .variants import declare, traits_of
 
 _GEMM = re.compile(r"^gemm(4?)-(\d+)x(\d+)(?:k(\d+))?$")
 MAX_SPLITS = 16
-GPU_WORKGROUPS = 128  # fewer tiles than this leave a large GPU idle (H200: 132 SMs)
+GPU_WORKGROUPS = 128  # fewer 128-wide tiles than this: 64-wide ones (H200: 132 SMs)
+GPU_LANES = 32768  # fewer lanes in all than this (128 x 256) leave a large GPU idle
 MIN_SPLIT_STEPS = 8  # K steps each split runs at least
 GEMM_MIN_ROWS = 8  # out channels per group below which the tiles are mostly empty
 
@@ -110,9 +111,9 @@ def choose(adapter, cin: int, cout: int, groups: int, k: int, pixels: int, batch
     depthwise -> depthwise; 1x1 of one batch item -> the matmul family; fewer than
     GEMM_MIN_ROWS out channels per group -> direct; else implicit GEMM, 128-wide tiles
     when that gives at least GPU_WORKGROUPS workgroups, else 64, K in steps of 16 (8 where
-    workgroup storage is short); when even 64-wide tiles are fewer (ResNet's 14x14 and
-    7x7 layers: 16 and 8), K is split across up to MAX_SPLITS workgroups each, a power of
-    two, each split at least MIN_SPLIT_STEPS steps."""
+    workgroup storage is short); when the tiles' lanes are fewer than GPU_LANES (ResNet's
+    layers after the stem: 49 to 8 tiles of 64 lanes), K is split across up to MAX_SPLITS
+    workgroups each, a power of two, each split at least MIN_SPLIT_STEPS steps."""
     traits = traits_of(adapter)
     shape = dict(cin=cin, cout=cout, groups=groups, batch=batch, pointwise=pointwise,
                  transposed=transposed)
@@ -134,7 +135,7 @@ def choose(adapter, cin: int, cout: int, groups: int, k: int, pixels: int, batch
         v = Variant("gemm", True, t, step)
         if supported(v, traits, **shape) is None:
             small = -(-rows // (8 * t)) * -(-pixels // (8 * t)) * batch * groups
-            splits = min(MAX_SPLITS, floor_pow2(max(1, GPU_WORKGROUPS // small)),
+            splits = min(MAX_SPLITS, floor_pow2(max(1, GPU_LANES // (t * t * small))),
                          floor_pow2(max(1, total // (MIN_SPLIT_STEPS * step))))
             return replace(v, splits=splits).for_k(total)
     return Variant("direct")

@@ -141,3 +141,27 @@ def test_a_variant_that_cannot_run_the_op_is_refused(device):
     with pytest.raises(UnsupportedError, match="not depthwise"):
         g.run(device, out)
     assert isinstance(g.values[g.ops[0].args[2]], (Null, type(g.values[0])))
+
+
+@pytest.mark.parametrize("clamp,args,bounds", [
+    ("aten.clamp.default", (-0.3, 0.3), (-0.3, 0.3)), ("aten.relu.default", (), (0.0, np.inf)),
+    ("aten.hardtanh.default", (0.0, 6.0), (0.0, 6.0)), ("aten.clamp.default", (None, 0.2),
+                                                        (-np.inf, 0.2))])
+def test_a_clamp_after_a_conv_is_fused_into_it(device, clamp, args, bounds):
+    from pte_webgpu.model.graph import Graph
+    from pte_webgpu.runtime import fusion
+
+    x, w, b, rest = _data(CASES[0])
+    x[0, 1, 2, 3] = np.nan
+    g = G()
+    y = conv_graph(g, x, w, b, *rest)
+    extra = [g.null() if v is None else g.double(v) for v in args]
+    out = g.op(clamp, y, *extra, g.tensor(g.values[y].shape))
+    g.outputs = [out]
+    graph = Graph(g.values, g.ops, g.inputs, [out], g.constants)
+    fused = fusion.fuse(graph, lambda t: 4 * t.numel, 1 << 30)
+    assert [op.name for op in fused.ops] == ["et_vk.conv_with_clamp.default"]
+    (got,) = g.run(device, out)
+    want = np.minimum(np.maximum(conv64(x, w, b, *rest), bounds[0]), bounds[1])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert np.isnan(got).sum() == np.isnan(want).sum() > 0

@@ -43,7 +43,9 @@ def test_program_matches_eager_torch_in_the_browser(page, name):
 def test_forced_variants_in_the_browser(page, variant, name):
     if name not in NAMES:
         pytest.skip(f"{name} not exported")
-    why = page.run_python(f"adapter_supports('conv', {variant!r})")
+    # the adapter's limits (shape-free: each fixture is of its variant's form)
+    why = page.run_python(f"_rt = await runtime()\nadapter_supports('conv', {variant!r})") \
+        if "gemm" in variant else None
     if why:
         pytest.skip(why)
     check(name, page.run_python(f"await fixture_with_variant('conv', {variant!r}, "

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 import sys
 from pathlib import Path
 
@@ -67,15 +66,12 @@ def run_native(shapes, dtypes, variants=None) -> list[dict]:
 
 
 def torch_cuda(shapes, dtypes, adapter: str) -> list[dict]:
-    try:
-        import torch
-    except ImportError:
+    import gpu_bench  # loaded by run_native
+
+    torch = gpu_bench.cuda_torch()
+    if torch is None:
         return []
-    if not torch.cuda.is_available():
-        return []
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.benchmark = True  # cuDNN's fastest algorithm for each shape
     name, out = torch.cuda.get_device_name(), []
     for cin, h, w, cout, k, stride, pad, groups, batch in shapes:
         for dt in dtypes:
@@ -83,20 +79,9 @@ def torch_cuda(shapes, dtypes, adapter: str) -> list[dict]:
             x = torch.rand(batch, cin, h, w, device="cuda", dtype=t) * 2 - 1
             wt = torch.rand(cout, cin // groups, k, k, device="cuda", dtype=t) * 2 - 1
             b = torch.rand(cout, device="cuda", dtype=t) * 2 - 1
-            fn = lambda: torch.nn.functional.conv2d(x, wt, b, stride, pad, 1, groups)  # noqa
-            for _ in range(10):
-                y = fn()
-            torch.cuda.synchronize()
-            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-            times = []
-            for _ in range(3):
-                start.record()
-                for _ in range(100):
-                    fn()
-                end.record()
-                torch.cuda.synchronize()
-                times.append(start.elapsed_time(end) * 1e3 / 100)
-            us = statistics.median(times)
+            y = torch.nn.functional.conv2d(x, wt, b, stride, pad, 1, groups)
+            us, iters = gpu_bench.cuda_us(torch, lambda: torch.nn.functional.conv2d(
+                x, wt, b, stride, pad, 1, groups), TARGET_S)
             es = 2 if dt == "float16" else 4
             nbytes = es * (x.numel() + wt.numel() + b.numel() + y.numel())
             flops = 2.0 * y.numel() * cin // groups * k * k
@@ -105,7 +90,8 @@ def torch_cuda(shapes, dtypes, adapter: str) -> list[dict]:
                         "impl": "torch-cuda",
                         "variant": f"torch {torch.__version__} ({name}, cuDNN, TF32 off)",
                         "us": us, "wall_us": us, "gbps": nbytes / (us * 1e-6) / 1e9,
-                        "tflops": flops / (us * 1e-6) / 1e12, "timing": "cuda-events"})
+                        "tflops": flops / (us * 1e-6) / 1e12, "timing": "cuda-events",
+                        "iters": iters})
     return out
 
 

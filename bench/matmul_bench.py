@@ -15,7 +15,6 @@ of input, weight, bias and output over the time; the copy kernel: 2x the weight'
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -76,14 +75,12 @@ def run_native(shapes, dtypes, variants=None) -> list[dict]:
 
 
 def torch_cuda(shapes, dtypes, adapter: str) -> list[dict]:
-    try:
-        import torch
-    except ImportError:
+    _import_gpu_side()
+    import gpu_bench  # loaded by _import_gpu_side
+
+    torch = gpu_bench.cuda_torch()
+    if torch is None:
         return []
-    if not torch.cuda.is_available():
-        return []
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
     out = []
     name = torch.cuda.get_device_name()
     for m, k, n in shapes:
@@ -94,25 +91,8 @@ def torch_cuda(shapes, dtypes, adapter: str) -> list[dict]:
             x = torch.rand(m, k, device="cuda", dtype=t) * 2 - 1
             w = torch.rand(n, k, device="cuda", dtype=t) * 2 - 1
             b = torch.rand(n, device="cuda", dtype=t) * 2 - 1
-            fn = lambda: torch.nn.functional.linear(x, w, b)  # noqa: E731
-            for _ in range(10):
-                fn()
-            torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            iters = int(max(10, min(1000, TARGET_S / max(start.elapsed_time(end) * 1e-3, 1e-7))))
-            times = []
-            for _ in range(3):
-                start.record()
-                for _ in range(iters):
-                    fn()
-                end.record()
-                torch.cuda.synchronize()
-                times.append(start.elapsed_time(end) * 1e3 / iters)
-            us = statistics.median(times)
+            us, iters = gpu_bench.cuda_us(
+                torch, lambda: torch.nn.functional.linear(x, w, b), TARGET_S)
             es = 2 if dt == "float16" else 4
             nbytes = es * (m * k + n * k + m * n + n)
             out.append({"backend": "native", "adapter": adapter, "shape": [m, k, n],

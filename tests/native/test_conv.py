@@ -165,3 +165,21 @@ def test_a_clamp_after_a_conv_is_fused_into_it(device, clamp, args, bounds):
     want = np.minimum(np.maximum(conv64(x, w, b, *rest), bounds[0]), bounds[1])
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     assert np.isnan(got).sum() == np.isnan(want).sum() > 0
+
+
+@pytest.mark.parametrize("pixels", [(7, 9), (23, 17)])  # the GPU rule's gemv (<= 256 rows), tiles
+def test_pointwise_through_the_gpu_matmul_forms(device, monkeypatch, pixels):
+    """The matmul rule's GPU forms (gemv for up to 256 pixels, mm4 tiles above) store
+    through put_conv too: lavapipe taken for a GPU."""
+    from pte_webgpu.ops import matmul_choice
+
+    monkeypatch.setattr(matmul_choice, "is_cpu", lambda traits: False)
+    x = RNG.standard_normal((1, 12, *pixels)).astype(np.float32)
+    w = (RNG.standard_normal((16, 12, 1, 1)) / 4).astype(np.float32)
+    b = RNG.standard_normal(16).astype(np.float32)
+    rest = ((1, 1), (0, 0), (1, 1), False, (0, 0), 1)
+    g = G(options={"variants": {"conv": "matmul"}})
+    out = conv_graph(g, x, w, b, *rest, clamp=(-0.5, 0.75))
+    (got,) = g.run(device, out)
+    want = np.clip(conv64(x, w, b, *rest), -0.5, 0.75)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

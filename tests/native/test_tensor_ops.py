@@ -1,0 +1,249 @@
+"""The general tensor ops of issue 19 on hand-built graphs, natively: each on the GPU and
+through its CPU reference against numpy at normal and edge values (NaN, ±inf, ±0, integer
+extremes), in f32 and (where the adapter has shader-f16) f16."""
+
+import numpy as np
+import pytest
+from pte_webgpu.errors import FormatError, UnsupportedError
+from pte_webgpu.model import dtypes
+from pte_webgpu.runtime.storage import Storage
+
+from tests.support.graph import G, rand
+from tests.support.tensor_ops_graph import check
+
+F32, F16, I32, I64, BOOL = (dtypes.FLOAT32, dtypes.FLOAT16, dtypes.INT32, dtypes.INT64,
+                            dtypes.BOOL)
+HALF = Storage(half=True)
+NAN, INF = np.nan, np.inf
+EDGE = np.array([[1.5, -0.0, 0.0, NAN, -2.0, 3.0], [INF, -INF, 2.0, 7.0, -0.0, 0.0],
+                 [1.0, 1.0, -5.0, -5.0, 0.25, 0.0]], np.float32)
+
+
+def f16_graph(device):
+    if "shader-f16" not in device.info.features:
+        pytest.skip("the adapter has no shader-f16")
+    return G(storage=HALF)
+
+
+# ---------------------------------------------------------------- reductions
+
+def _np_reduce(name, x, dims, keep):
+    dims = tuple(dims) if dims else tuple(range(x.ndim))
+    x64 = x.astype(np.float64)
+    fn = {"aten.sum.dim_IntList": np.sum, "aten.amax.default": np.max,
+          "aten.amin.default": np.min, "aten.mean.dim": np.mean}[name]
+    return fn(x64, axis=dims, keepdims=keep).astype(np.float32)
+
+
+@pytest.mark.parametrize("form", ["tree", "lines"])
+@pytest.mark.parametrize("name", ["aten.sum.dim_IntList", "aten.amax.default",
+                                  "aten.amin.default"])
+@pytest.mark.parametrize("shape,dims,keep", [((3, 5, 7), [0, 2], True), ((4, 33), [-1], False),
+                                             ((2, 3, 4), [], False)])
+def test_dim_reductions(device, name, form, shape, dims, keep):
+    g = G(options={"variants": {"reduce": form}})
+    x = rand(*shape)
+    out_shape = _np_reduce(name, x, dims, keep).shape
+    args = [g.input(x), g.ints(dims), g.bool(keep)]
+    if name == "aten.sum.dim_IntList":
+        args.append(g.null())
+    out = g.op(name, *args, g.tensor(out_shape))
+    check(device, g, out, _np_reduce(name, x, dims, keep))
+
+
+@pytest.mark.parametrize("form", ["tree", "lines"])
+def test_amax_amin_propagate_nan_and_keep_infinities(device, form):
+    for name, want in [("aten.amax.default", [NAN, INF, 1.0]),
+                       ("aten.amin.default", [NAN, -INF, -5.0])]:
+        g = G(options={"variants": {"reduce": form}})
+        out = g.op(name, g.input(EDGE), g.ints([1]), g.bool(False), g.tensor((3,)))
+        check(device, g, out, np.array(want, np.float32))
+    g = G(options={"variants": {"reduce": form}})  # sum: NaN, inf - inf, exact zeros
+    out = g.op("aten.sum.dim_IntList", g.input(EDGE), g.ints([1]), g.bool(True), g.null(),
+               g.tensor((3, 1)))
+    check(device, g, out, np.array([[NAN], [NAN], [-7.75]], np.float32))
+
+
+def _log_softmax(x, dim):
+    x = x.astype(np.float64)
+    top = x.max(axis=dim, keepdims=True)
+    return (x - top - np.log(np.exp(x - top).sum(axis=dim, keepdims=True))).astype(np.float32)
+
+
+@pytest.mark.parametrize("form", ["tree", "lines"])
+@pytest.mark.parametrize("shape,dim", [((4, 10), -1), ((3, 6, 5), 1), ((2, 300), 1)])
+def test_log_softmax(device, form, shape, dim):
+    g = G(options={"variants": {"reduce": form}})
+    x = rand(*shape, scale=4.0)
+    out = g.op("aten._log_softmax.default", g.input(x), g.int(dim), g.bool(False),
+               g.tensor(shape))
+    check(device, g, out, _log_softmax(x, dim))
+
+
+def test_log_softmax_of_large_logits_and_infinities(device):
+    x = np.array([[1e30, 0.0, -1e30, 5.0], [-INF, 0.0, 1.0, 2.0]], np.float32)
+    g = G()
+    out = g.op("aten._log_softmax.default", g.input(x), g.int(1), g.bool(False), g.tensor((2, 4)))
+    check(device, g, out, _log_softmax(x, 1))  # -1e30 - 1e30 stays finite in f32
+
+
+def test_reductions_f16(device):
+    x = rand(3, 8).astype(np.float16)
+    for name, args, shape, want in [
+            ("aten.sum.dim_IntList", ([1], False, None), (3,), x.astype(np.float64).sum(1)),
+            ("aten.amax.default", ([0], True), (1, 8), x.max(0, keepdims=True)),
+            ("aten.amin.default", ([1], False), (3,), x.min(1)),
+            ("aten._log_softmax.default", (1, False), (3, 8), _log_softmax(x, 1))]:
+        g = f16_graph(device)
+        first = g.ints(args[0]) if isinstance(args[0], list) else g.int(args[0])
+        rest = [g.bool(args[1])] + ([g.null()] if len(args) == 3 else [])
+        out = g.op(name, g.input(x, F16), first, *rest, g.tensor(shape, dtype=F16))
+        check(device, g, out, np.asarray(want, np.float32), rtol=2e-2)
+
+
+def test_reductions_refuse_a_wrong_output_shape(device):
+    g = G()
+    g.op("aten.amax.default", g.input(rand(3, 4)), g.ints([1]), g.bool(False), g.tensor((4,)))
+    with pytest.raises(FormatError, match="amax"):
+        g.run(device, g.ops[-1].args[-1])
+
+
+# ---------------------------------------------------------------- comparisons, bitwise, div
+
+INTS = np.array([[0, 1, -1, 7], [-7, 2147483647, -2147483648, 3]], np.int32)
+
+
+def _compare(name, x, y):
+    op = name.split(".")[1]
+    return {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+            "gt": np.greater, "ge": np.greater_equal}[op](x, y)
+
+
+@pytest.mark.parametrize("op", ["eq", "ne", "lt", "le", "gt", "ge"])
+def test_scalar_comparisons_of_floats_and_ints(device, op):
+    for x, dtype, s, kind in [(EDGE, F32, 0.0, "double"), (EDGE, F32, 2, "int"),
+                              (INTS, I32, 1, "int"), (INTS, I32, 2.5, "double"),
+                              (INTS.astype(np.int64), I64, -7, "int")]:
+        g = G()
+        scalar = g.double(s) if kind == "double" else g.int(s)
+        out = g.op(f"aten.{op}.Scalar", g.input(x, dtype), scalar, g.tensor(x.shape, dtype=BOOL))
+        check(device, g, out, _compare(f"x.{op}", x, s))
+
+
+@pytest.mark.parametrize("op", ["eq", "ne", "lt", "le", "gt", "ge"])
+def test_tensor_comparisons_broadcast_and_promote(device, op):
+    y = np.array([0.0, NAN, -0.0, 7.0, -INF, 1.0], np.float32)
+    cases = [(EDGE, F32, y, F32), (INTS, I32, INTS[:1], I32),
+             (INTS, I32, np.array([[0.5], [-7.0]], np.float32), F32),
+             (np.array([True, False, True]), BOOL, np.array([[1], [0]], np.int32), I32)]
+    for x, xt, w, wt in cases:
+        shape = np.broadcast_shapes(x.shape, w.shape)
+        g = G()
+        out = g.op(f"aten.{op}.Tensor", g.input(x, xt), g.input(w, wt),
+                   g.tensor(shape, dtype=BOOL))
+        check(device, g, out, _compare(f"x.{op}", x.astype(np.float64) if wt is F32 or xt is F32
+                                       else x.astype(np.int64), w))
+
+
+def test_comparisons_f16(device):
+    x = EDGE.astype(np.float16)
+    g = f16_graph(device)
+    out = g.op("aten.gt.Tensor", g.input(x, F16), g.input(x[:1], F16),
+               g.tensor(x.shape, dtype=BOOL))
+    check(device, g, out, x > x[:1])
+    g = f16_graph(device)
+    out = g.op("aten.ge.Scalar", g.input(x, F16), g.double(1.0), g.tensor(x.shape, dtype=BOOL))
+    check(device, g, out, x >= 1.0)
+
+
+def test_bitwise_and_logical_ops_on_bools_and_ints(device):
+    a = np.array([[True, False, True, False]])
+    b = np.array([[True], [False]])
+    for name, fn in [("aten.bitwise_and.Tensor", np.bitwise_and),
+                     ("aten.bitwise_or.Tensor", np.bitwise_or),
+                     ("aten.logical_or.default", np.logical_or)]:
+        g = G()
+        out = g.op(name, g.input(a, BOOL), g.input(b, BOOL), g.tensor((2, 4), dtype=BOOL))
+        check(device, g, out, fn(a, b))
+    for name, fn in [("aten.bitwise_and.Tensor", np.bitwise_and),
+                     ("aten.bitwise_or.Tensor", np.bitwise_or)]:
+        g = G()
+        out = g.op(name, g.input(INTS, I32), g.input(INTS[::-1].copy(), I32),
+                   g.tensor(INTS.shape, dtype=I32))
+        check(device, g, out, fn(INTS, INTS[::-1]))
+    for x, dtype, s in [(INTS, I32, 6), (INTS.astype(np.int64), I64, -2), (a, BOOL, True)]:
+        for name, fn in [("aten.bitwise_and.Scalar", np.bitwise_and),
+                         ("aten.bitwise_or.Scalar", np.bitwise_or)]:
+            g = G()
+            scalar = g.bool(s) if dtype is BOOL else g.int(s)
+            out = g.op(name, g.input(x, dtype), scalar, g.tensor(x.shape, dtype=dtype))
+            check(device, g, out, fn(x, s))
+        g = G()
+        out = g.op("aten.bitwise_not.default", g.input(x, dtype), g.tensor(x.shape, dtype=dtype))
+        check(device, g, out, np.invert(x))
+    g = G()
+    out = g.op("aten.logical_or.default", g.input(EDGE), g.input(INTS[:1, :1].copy(), I32),
+               g.tensor(EDGE.shape, dtype=BOOL))
+    check(device, g, out, np.logical_or(EDGE, INTS[0, 0]))
+
+
+def test_bitwise_refuses_floats(device):
+    g = G()
+    g.op("aten.bitwise_and.Tensor", g.input(EDGE), g.input(EDGE), g.tensor(EDGE.shape))
+    with pytest.raises(UnsupportedError, match="bitwise_and"):
+        g.run(device, g.ops[-1].args[-1])
+
+
+def _torch_floor_div(x, y):
+    """torch's div(rounding_mode="floor") of floats, in float64 (exact quotients here)."""
+    with np.errstate(all="ignore"):
+        q = np.floor_divide(x.astype(np.float64), y.astype(np.float64))
+        q = np.where(np.isinf(x) & (y != 0), np.nan, q)
+        zero = q == 0
+        q[zero] = np.copysign(0.0, (x / y)[zero])
+    return q.astype(np.float32)
+
+
+def test_div_floor_and_trunc_of_floats(device):
+    x = np.array([7.0, -7.0, 7.0, -7.0, 0.0, -0.0, 1.0, -1.0, 0.0, INF, -INF, 5.0, -5.0, NAN,
+                  1e30, 6.0, -0.5, 0.5], np.float32)
+    y = np.array([2.0, 2.0, -2.0, -2.0, 3.0, 3.0, 0.0, 0.0, 0.0, 2.0, 3.0, INF, INF, 1.0,
+                  3.0, 3.0, 4.0, -4.0], np.float32)
+    with np.errstate(all="ignore"):
+        trunc = np.trunc(x / y)
+    for mode, want in [("floor", _torch_floor_div(x, y)), ("trunc", trunc)]:
+        g = G()
+        out = g.op("aten.div.Tensor_mode", g.input(x), g.input(y), g.string(mode),
+                   g.tensor(x.shape))
+        check(device, g, out, want)
+    xh, yh = x[:9].astype(np.float16), y[:9].astype(np.float16)
+    g = f16_graph(device)
+    out = g.op("aten.div.Tensor_mode", g.input(xh, F16), g.input(yh, F16), g.string("floor"),
+               g.tensor(xh.shape, dtype=F16))
+    check(device, g, out, _torch_floor_div(xh, yh), rtol=2e-2)
+
+
+def test_div_floor_and_trunc_of_ints(device):
+    x = np.array([7, -7, 7, -7, 0, 9, -9, 2147483647, -2147483648, 5], np.int32)
+    y = np.array([2, 2, -2, -2, 5, 3, 3, 2, 7, 0], np.int32)
+    with np.errstate(all="ignore"):
+        floor = np.where(y != 0, np.floor_divide(x, np.where(y == 0, 1, y)), 0)
+        trunc = np.where(y != 0, np.fix(x / np.where(y == 0, 1, y).astype(np.float64)), 0)
+    for mode, want, dt in [("floor", floor, I32), ("trunc", trunc.astype(np.int32), I32),
+                           ("floor", floor, I64)]:
+        g = G()
+        out = g.op("aten.div.Tensor_mode", g.input(x.astype(dt.name), dt),
+                   g.input(y.astype(dt.name), dt), g.string(mode), g.tensor(x.shape, dtype=dt))
+        check(device, g, out, want)
+    g = G()  # int over float: promoted to float, as torch
+    out = g.op("aten.div.Tensor_mode", g.input(x[:4], I32), g.input(y[:4].astype(np.float32)),
+               g.string("floor"), g.tensor((4,)))
+    check(device, g, out, np.floor_divide(x[:4], y[:4]).astype(np.float32))
+
+
+def test_div_mode_refuses_an_unknown_rounding_mode(device):
+    g = G()
+    g.op("aten.div.Tensor_mode", g.input(EDGE), g.input(EDGE), g.string("round"),
+         g.tensor(EDGE.shape))
+    with pytest.raises(FormatError, match="rounding_mode"):
+        g.run(device, g.ops[-1].args[-1])

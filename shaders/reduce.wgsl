@@ -45,19 +45,6 @@ fn normalized(v: f32, top: f32, sum: f32) -> f32 {
   return exp(v - top) / sum;
 }
 
-// Offset of the i-th point of a row-major box of `rank` dims with the given strides.
-fn offset_of(i: u32, rank: u32, shape: array<vec4<u32>, 2>,
-             strides: array<vec4<u32>, 2>) -> u32 {
-  var rest = i;
-  var off = 0u;
-  for (var d = rank; d > 0u; d -= 1u) {
-    let size = at(shape, d - 1u);
-    off += (rest % size) * at(strides, d - 1u);
-    rest = rest / size;
-  }
-  return off;
-}
-
 fn element(base: u32, j: u32) -> u32 {
   return base + offset_of(j, params.red_rank, params.red_shape, params.red_strides);
 }

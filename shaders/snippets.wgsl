@@ -105,6 +105,20 @@ fn strided_offset(i: u32, strides: array<vec4<u32>, 2>) -> u32 {
   return offset;
 }
 
+// ==== box_offset
+// Offset of the i-th point of a row-major box of `rank` dims with the given strides.
+fn offset_of(i: u32, rank: u32, shape: array<vec4<u32>, 2>,
+             strides: array<vec4<u32>, 2>) -> u32 {
+  var rest = i;
+  var off = 0u;
+  for (var d = rank; d > 0u; d -= 1u) {
+    let size = at(shape, d - 1u);
+    off += (rest % size) * at(strides, d - 1u);
+    rest = rest / size;
+  }
+  return off;
+}
+
 // ==== tree
 var<workgroup> partial: array<f32, wg_size>;
 

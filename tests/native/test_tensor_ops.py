@@ -247,3 +247,35 @@ def test_div_mode_refuses_an_unknown_rounding_mode(device):
          g.tensor(EDGE.shape))
     with pytest.raises(FormatError, match="rounding_mode"):
         g.run(device, g.ops[-1].args[-1])
+
+
+# ---------------------------------------------------------------- argmax / argmin
+
+@pytest.mark.parametrize("name,fn", [("aten.argmax.default", np.nanargmax),
+                                     ("aten.argmin.default", np.nanargmin)])
+def test_argmax_argmin_first_tie_and_nan_win(device, name, fn):
+    x = np.array([[1.0, 3.0, 3.0, -1.0, -1.0], [2.0, NAN, 9.0, NAN, -9.0],
+                  [-0.0, 0.0, -0.0, 0.0, -0.0], [-INF, -INF, INF, INF, 0.0]], np.float32)
+    nan_first = np.where(np.isnan(x).any(1), np.isnan(x).argmax(1), fn(np.nan_to_num(x, nan=0), 1))
+    for dim, keep, want in [(1, False, nan_first), (1, True, nan_first[:, None]),
+                            (0, False, fn(np.where(np.isnan(x), 0, x), 0)),
+                            (None, False, np.array(6)), (None, True, np.array([[6]]))]:
+        if dim == 0:
+            want = np.where(np.isnan(x).any(0), np.isnan(x).argmax(0), want)
+        for dtype in (I64, I32):
+            g = G()
+            out = g.op(name, g.input(x), g.null() if dim is None else g.int(dim), g.bool(keep),
+                       g.tensor(want.shape, dtype=dtype))
+            check(device, g, out, want)
+
+
+def test_argmax_over_a_long_line_and_f16(device):
+    x = rand(3, 700)
+    g = G()
+    out = g.op("aten.argmax.default", g.input(x), g.int(-1), g.bool(False), g.tensor((3,), dtype=I64))
+    check(device, g, out, x.argmax(1))
+    xh = rand(5, 6).astype(np.float16)
+    g = f16_graph(device)
+    out = g.op("aten.argmin.default", g.input(xh, F16), g.int(0), g.bool(False),
+               g.tensor((6,), dtype=I64))
+    check(device, g, out, xh.argmin(0))

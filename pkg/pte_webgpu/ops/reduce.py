@@ -129,7 +129,7 @@ PARAMS = Uniform(("lines", "u32"), ("r", "u32"),  # r: elements per line
                  ("kept_shape", "vec8"), ("kept_strides", "vec8"),
                  ("red_shape", "vec8"), ("red_strides", "vec8"))
 KERNEL = Kernel("reduce", (Binding(0, "x"), Binding(1, "y", "read_write")), PARAMS,
-                snippets=("bits", "nan_minmax", "shape_index", "tree"),
+                snippets=("bits", "nan_minmax", "shape_index", "box_offset", "tree"),
                 entries=(Entry("main", "tree_line", "params.lines", per="group"),
                          Entry("lines", "whole_line", "params.lines")))
 
@@ -163,7 +163,9 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:
     follow_actual_size(ctx, out_id, per)
 
 
+# aten.sum.IntList: the plan kernel aten::sum.IntList_out (x.sum() left out of a delegate)
 _DIM_REDUCTIONS = {"aten.mean.dim": (MEAN, 5), "aten.sum.dim_IntList": (SUM, 5),
+                   "aten.sum.IntList": (SUM, 5),
                    "aten.amax.default": (AMAX, 4), "aten.amin.default": (AMIN, 4)}
 
 

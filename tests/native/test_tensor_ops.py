@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 from pte_webgpu.errors import FormatError, UnsupportedError
 from pte_webgpu.model import dtypes
+from pte_webgpu.model.graph import ListValue
 from pte_webgpu.runtime.storage import Storage
 
 from tests.support.graph import G, rand
-from tests.support.tensor_ops_graph import check
+from tests.support.tensor_ops_graph import check, reference_outputs, same
 
 F32, F16, I32, I64, BOOL = (dtypes.FLOAT32, dtypes.FLOAT16, dtypes.INT32, dtypes.INT64,
                             dtypes.BOOL)
@@ -279,3 +280,94 @@ def test_argmax_over_a_long_line_and_f16(device):
     out = g.op("aten.argmin.default", g.input(xh, F16), g.int(0), g.bool(False),
                g.tensor((6,), dtype=I64))
     check(device, g, out, xh.argmin(0))
+
+
+# ---------------------------------------------------------------- element moves
+
+def test_gather_and_index_select(device):
+    x = rand(4, 5, 3)
+    idx = np.random.default_rng(3).integers(0, 5, (3, 4, 2)).astype(np.int64)
+    g = G()
+    out = g.op("aten.gather.default", g.input(x), g.int(1), g.input(idx, I64), g.bool(False),
+               g.tensor(idx.shape))
+    check(device, g, out, np.take_along_axis(x[:3, :, :2], idx, 1))
+    ints = np.arange(12, dtype=np.int32).reshape(3, 4) - 6
+    g = G()
+    gi = np.array([[0, 0], [3, 1], [2, 2]], np.int32)
+    out = g.op("aten.gather.default", g.input(ints, I32), g.int(-1), g.input(gi, I32),
+               g.bool(False), g.tensor(gi.shape, dtype=I32))
+    check(device, g, out, np.take_along_axis(ints, gi, 1))
+    for dim, sel in [(0, [2, 0, 2]), (2, [1]), (-2, [4, 0])]:
+        g = G()
+        sel = np.array(sel, np.int64)
+        want = np.take(x, sel, axis=dim)
+        out = g.op("aten.index_select.default", g.input(x), g.int(dim), g.input(sel, I64),
+                   g.tensor(want.shape))
+        check(device, g, out, want)
+
+
+def test_gather_out_of_range_sets_the_flag(device):
+    g = G()
+    out = g.op("aten.gather.default", g.input(rand(2, 3)), g.int(1),
+               g.input(np.array([[0, 3], [1, -1]], np.int32), I32), g.bool(False),
+               g.tensor((2, 2)))
+    (got,) = g.run(device, out)
+    assert got[0, 1] == 0 and g.id_flags[0][0] == 2
+
+
+def test_flip_repeat_and_splits(device):
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 0.5
+    x[0, 0, 0] = -0.0
+    for dims in ([0], [1, 2], [-1], [0, 1, 2], []):
+        g = G()
+        out = g.op("aten.flip.default", g.input(x), g.ints(dims), g.tensor(x.shape))
+        check(device, g, out, np.flip(x, dims) if dims else x)
+    xi = x.astype(np.int32)
+    g = G()
+    out = g.op("aten.flip.default", g.input(xi, I32), g.ints([1]), g.tensor(x.shape, dtype=I32))
+    check(device, g, out, np.flip(xi, 1))
+    for reps in ([1, 2, 1], [2, 1, 3, 2], [3, 1, 1]):
+        want = np.tile(x, reps)
+        g = G()
+        out = g.op("aten.repeat.default", g.input(x), g.ints(reps), g.tensor(want.shape))
+        check(device, g, out, want)
+    b = np.array([[True, False]])
+    g = G()
+    out = g.op("aten.repeat.default", g.input(b, BOOL), g.ints([2, 2]), g.tensor((2, 4), dtype=BOOL))
+    check(device, g, out, np.tile(b, (2, 2)))
+    for name, args, parts in [
+            ("aten.split_with_sizes_copy.default", lambda g: [g.ints([1, 3]), g.int(2)],
+             np.split(x, [1], 2)),
+            ("aten.split_copy.Tensor", lambda g: [g.int(2), g.int(1)], np.split(x, [2], 1)),
+            ("aten.unbind_copy.int", lambda g: [g.int(0)], [x[0], x[1]])]:
+        g = G()
+        outs = [g.tensor(p.shape) for p in parts]
+        lst = g._add(ListValue("value_list", tuple(outs)))
+        g.op(name, g.input(x), *args(g), lst)
+        got = g.run(device, *outs)
+        for o, r, p in zip(got, reference_outputs(g, outs), parts):
+            same(o, p)
+            same(r, p)
+
+
+def test_element_moves_f16(device):
+    x = rand(3, 4).astype(np.float16)
+    g = f16_graph(device)
+    out = g.op("aten.flip.default", g.input(x, F16), g.ints([0, 1]), g.tensor(x.shape, dtype=F16))
+    check(device, g, out, np.flip(x).astype(np.float32), rtol=2e-2)
+    g = f16_graph(device)
+    idx = np.array([[2], [0], [1]], np.int64)
+    out = g.op("aten.gather.default", g.input(x, F16), g.int(1), g.input(idx, I64), g.bool(False),
+               g.tensor(idx.shape, dtype=F16))
+    check(device, g, out, np.take_along_axis(x, idx, 1).astype(np.float32), rtol=2e-2)
+
+
+def test_moves_refuse_bad_arguments(device):
+    g = G()
+    g.op("aten.repeat.default", g.input(rand(2, 3)), g.ints([2]), g.tensor((4, 3)))
+    with pytest.raises(FormatError, match="repeats"):
+        g.run(device, g.ops[-1].args[-1])
+    g = G()
+    g.op("aten.flip.default", g.input(rand(2, 3)), g.ints([0, -2]), g.tensor((2, 3)))
+    with pytest.raises(FormatError, match="repeated"):
+        g.run(device, g.ops[-1].args[-1])

@@ -371,3 +371,57 @@ def test_moves_refuse_bad_arguments(device):
     g.op("aten.flip.default", g.input(rand(2, 3)), g.ints([0, -2]), g.tensor((2, 3)))
     with pytest.raises(FormatError, match="repeated"):
         g.run(device, g.ops[-1].args[-1])
+
+
+# ---------------------------------------------------------------- mm, addmm
+
+def _prepacked(g, w):
+    """A constant mat2 as the partitioner writes it: et_vk.prepack into a tensor."""
+    return g.op("et_vk.prepack.default", g.const(w), g.tensor(w.shape))
+
+
+@pytest.mark.parametrize("m,k,n", [(4, 8, 6), (1, 33, 5), (70, 16, 40)])
+def test_mm_of_constant_and_computed_mat2(device, m, k, n):
+    a, w = rand(m, k), rand(k, n)
+    want = (a.astype(np.float64) @ w).astype(np.float32)
+    for mat2 in (_prepacked, lambda g, w: g.const(w), lambda g, w: g.input(w)):
+        g = G()
+        out = g.op("aten.mm.default", g.input(a), mat2(g, w), g.tensor((m, n)))
+        check(device, g, out, want)
+
+
+def test_addmm_every_bias_form_and_scale(device):
+    m, k, n = 5, 12, 7
+    a, w = rand(m, k), rand(k, n)
+    prod = a.astype(np.float64) @ w
+    for bias, beta, alpha in [(rand(n), 1, 1), (rand(n), 0.5, 2.0), (rand(m, n), 1, 1),
+                              (rand(m, 1), 1, -1.5), (rand(1, n), 2, 1),
+                              (np.full(n, np.nan, np.float32), 0, 1)]:
+        want = (alpha * prod + (beta * bias if beta else 0)).astype(np.float32)
+        for mat2 in (_prepacked, lambda g, w: g.input(w)):
+            g = G()
+            scalars = [g.int(beta) if isinstance(beta, int) else g.double(beta),
+                       g.int(alpha) if isinstance(alpha, int) else g.double(alpha)]
+            out = g.op("aten.addmm.default", g.const(bias), g.input(a), mat2(g, w), *scalars,
+                       g.tensor((m, n)))
+            check(device, g, out, want)
+
+
+def test_mm_addmm_f16(device):
+    a, w, b = (rand(6, 16).astype(np.float16), rand(16, 9).astype(np.float16),
+               rand(9).astype(np.float16))
+    want = (a.astype(np.float64) @ w + b).astype(np.float32)
+    for mat2 in (_prepacked, lambda g, w: g.input(w, F16)):
+        g = f16_graph(device)
+        out = g.op("aten.addmm.default", g.const(b, F16), g.input(a, F16),
+                   mat2(g, w) if mat2 is not _prepacked else
+                   g.op("et_vk.prepack.default", g.const(w, F16), g.tensor(w.shape, dtype=F16)),
+                   g.int(1), g.int(1), g.tensor((6, 9), dtype=F16))
+        check(device, g, out, want, rtol=2e-2)
+
+
+def test_mm_refuses_mismatched_shapes(device):
+    g = G()
+    g.op("aten.mm.default", g.input(rand(3, 4)), g.input(rand(5, 2)), g.tensor((3, 2)))
+    with pytest.raises(FormatError, match="mm"):
+        g.run(device, g.ops[-1].args[-1])

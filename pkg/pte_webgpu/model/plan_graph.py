@@ -9,14 +9,24 @@ map from the out-variant schema to the op name the registry uses:
 from __future__ import annotations
 
 from ..errors import FormatError, UnsupportedError
-from .graph import Graph, OpCall, Scalar, TensorValue
+from .graph import Graph, ListValue, OpCall, Scalar, TensorValue
 from .program_file import VULKAN_BACKEND_ID, JumpFalseCall, PlanTensor
 
 
 def plan_as_graph(plan) -> Graph:
-    values = [TensorValue(v.dtype, tuple(v.sizes)) if isinstance(v, PlanTensor) else v
-              for v in plan.values]
+    values = [TensorValue(v.dtype, tuple(v.sizes)) if isinstance(v, PlanTensor) else
+              _unboxed(plan.values, v) for v in plan.values]
     return Graph(values, [], list(plan.inputs), list(plan.outputs), [])
+
+
+def _unboxed(values, v):
+    """A plan's IntList holds the indices of Int values (ExecuTorch boxes them, for SymInt
+    lists): the graph's int_list holds the ints, as a Vulkan graph's does."""
+    if isinstance(v, ListValue) and v.kind == "int_list" and all(
+            0 <= i < len(values) and isinstance(values[i], Scalar) and values[i].kind == "int"
+            for i in v.items):
+        return ListValue("int_list", tuple(values[i].value for i in v.items))
+    return v
 
 
 def kernel_op_name(name: str, overload: str) -> str:

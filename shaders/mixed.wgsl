@@ -27,7 +27,8 @@ fn div_floor_f32(x: f32, y: f32) -> f32 {
     return q;  // IEEE: ±inf or NaN
   }
   if (not_finite(x)) {
-    return bitcast<f32>(0x7fc00000u);  // NaN
+    // NaN, from a runtime value (WGSL front ends refuse a constant NaN)
+    return bitcast<f32>(0x7fc00000u | (bitcast<u32>(x) & 0u));
   }
   if (not_finite(y)) {
     return select(q, -1.0, x != 0.0 && (x < 0.0) != (y < 0.0));

@@ -425,3 +425,32 @@ def test_mm_refuses_mismatched_shapes(device):
     g.op("aten.mm.default", g.input(rand(3, 4)), g.input(rand(5, 2)), g.tensor((3, 2)))
     with pytest.raises(FormatError, match="mm"):
         g.run(device, g.ops[-1].args[-1])
+
+
+# ---------------------------------------------------------------- rope (complex pairs)
+
+def _rope_complex(x, f):
+    n, c = x.shape[-2:]
+    cs = f.reshape(n, c // 2, 2).astype(np.float64)
+    xr = x.reshape(*x.shape[:-1], c // 2, 2).astype(np.float64)
+    re = xr[..., 0] * cs[..., 0] - xr[..., 1] * cs[..., 1]
+    im = xr[..., 0] * cs[..., 1] + xr[..., 1] * cs[..., 0]
+    return np.stack([re, im], -1).reshape(x.shape).astype(np.float32)
+
+
+def test_apply_rotary_emb_interleaved(device):
+    x, f = rand(2, 5, 8), rand(1, 5, 4, 2)
+    g = G()
+    out = g.op("et_vk.apply_rotary_emb_interleaved.default", g.input(x), g.const(f),
+               g.tensor(x.shape))
+    check(device, g, out, _rope_complex(x, f))
+    xh, fh = x.astype(np.float16), f.reshape(5, 8).astype(np.float16)
+    g = f16_graph(device)
+    out = g.op("et_vk.apply_rotary_emb_interleaved.default", g.input(xh, F16), g.input(fh, F16),
+               g.tensor(x.shape, dtype=F16))
+    check(device, g, out, _rope_complex(xh, fh), rtol=2e-2)
+    g = G()
+    g.op("et_vk.apply_rotary_emb_interleaved.default", g.input(x), g.input(rand(5, 6)),
+         g.tensor(x.shape))
+    with pytest.raises(FormatError, match="freqs_cis"):
+        g.run(device, g.ops[-1].args[-1])

@@ -454,3 +454,45 @@ def test_apply_rotary_emb_interleaved(device):
          g.tensor(x.shape))
     with pytest.raises(FormatError, match="freqs_cis"):
         g.run(device, g.ops[-1].args[-1])
+
+
+# ---------------------------------------------------------------- et_vk.sdpa
+
+def _sdpa(q, k, v, mask=None, scale=None):
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    x = q @ np.swapaxes(k, -1, -2) * scale
+    if mask is not None:
+        x = x + mask
+    with np.errstate(invalid="ignore"):
+        x = np.exp(x - x.max(-1, keepdims=True))
+        return (x / x.sum(-1, keepdims=True) @ v).astype(np.float32)
+
+
+@pytest.mark.parametrize("mask_shape", [None, (5, 7), (1, 2, 1, 7), (2, 1, 5, 7)])
+def test_sdpa_with_and_without_a_mask(device, mask_shape):
+    q, k, v = rand(2, 2, 5, 8), rand(2, 2, 7, 8), rand(2, 2, 7, 6)
+    mask = None if mask_shape is None else rand(*mask_shape)
+    if mask is not None:
+        mask.reshape(-1)[::5] = -INF
+    g = G()
+    m_id = g.null() if mask is None else g.input(mask)
+    scale = None if mask_shape == (5, 7) else 0.3
+    out = g.op("et_vk.sdpa.default", g.input(q), g.input(k), g.input(v), m_id,
+               g.null() if scale is None else g.double(scale), g.tensor((2, 2, 5, 6)))
+    check(device, g, out, _sdpa(q, k, v, mask, scale))
+
+
+def test_sdpa_fully_masked_row_is_nan_and_f16(device):
+    q, k, v = rand(1, 3, 4), rand(1, 6, 4), rand(1, 6, 4)
+    mask = np.zeros((3, 6), np.float32)
+    mask[1] = -INF
+    g = G()
+    out = g.op("et_vk.sdpa.default", g.input(q), g.input(k), g.input(v), g.input(mask), g.null(),
+               g.tensor((1, 3, 4)))
+    check(device, g, out, _sdpa(q, k, v, mask))
+    qh, kh, vh = (a.astype(np.float16) for a in (q, k, v))
+    g = f16_graph(device)
+    out = g.op("et_vk.sdpa.default", g.input(qh, F16), g.input(kh, F16), g.input(vh, F16),
+               g.null(), g.null(), g.tensor((1, 3, 4), dtype=F16))
+    check(device, g, out, _sdpa(qh, kh, vh), rtol=2e-2)

@@ -13,7 +13,9 @@
 // workgroup memory or barriers), `attend_rows` (one workgroup per (s, h)), and the
 // flash-decoding pair `attend_split` (one workgroup per (s, h, part): the visible rows cut
 // into params.parts spans, each reduced to a partial max, sum and weighted v) and
-// `combine` (one invocation per output element merges the parts).
+// `combine` (one invocation per output element merges the parts). Entry `update`
+// (llama's update_cache alone): value rows [0, S) into k_cache rows [start, start + S),
+// through the bindings k and k_cache.
 override wg_size: u32 = 64;
 
 fn visible(s: u32) -> u32 {  // cache rows query row s sees; 0 past the actual rows
@@ -237,4 +239,20 @@ fn combine(@builtin(global_invocation_id) gid: vec3<u32>,
     acc += fix * parts[at + 2u + d];
   }
   out[i] = elem(acc / sum);
+}
+
+// update_cache: element i of value [S, Hkv, D] (bound S; rows past the actual S skipped)
+// into its cache row start + s.
+@compute @workgroup_size(wg_size)
+fn update(@builtin(global_invocation_id) gid: vec3<u32>,
+          @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = flat_index(gid, groups);
+  let s = i / row_len();
+  if (s >= params.s_bound || i32(s) >= ints[params.len_slot]) {
+    return;
+  }
+  let row = u32(max(ints[params.start_slot], 0)) + s;
+  if (row < params.cache_rows) {
+    k_cache[row * row_len() + i % row_len()] = k[i];
+  }
 }

@@ -496,3 +496,26 @@ def test_sdpa_fully_masked_row_is_nan_and_f16(device):
     out = g.op("et_vk.sdpa.default", g.input(qh, F16), g.input(kh, F16), g.input(vh, F16),
                g.null(), g.null(), g.tensor((1, 3, 4), dtype=F16))
     check(device, g, out, _sdpa(qh, kh, vh), rtol=2e-2)
+
+
+# ---------------------------------------------------------------- update_cache
+
+def test_update_cache_writes_rows_at_start_pos(device):
+    from pte_webgpu.runtime.dynamic import DynamicEnv
+    from tests.support.gpu_thread import run_sync
+    cache, value = rand(1, 8, 2, 4), rand(1, 3, 2, 4)
+    for start in (0, 5):
+        g = G()
+        c = g.input(cache)
+        g.op("update_cache.default", g.input(value), c, g.int(start), g.tensor((1,)))
+        g.outputs = [c]
+        (got,) = run_sync(g._run(device, env=DynamicEnv()))
+        want = cache.copy()
+        want[:, start:start + 3] = value
+        np.testing.assert_array_equal(got, want)
+    g = G()
+    c = g.input(cache)
+    g.op("update_cache.default", g.input(value), c, g.int(6), g.tensor((1,)))
+    g.outputs = [c]
+    with pytest.raises(Exception, match="do not fit"):
+        run_sync(g._run(device, env=DynamicEnv()))

@@ -9,5 +9,8 @@ TENSOR_OPS = Path(__file__).resolve().parents[1] / "fixtures" / "tensor_ops"
 NAMES = [e["name"] for e in json.loads((TENSOR_OPS / "index.json").read_text())]
 
 
+CALLS = {"update_cache": 4}  # calls sharing state (step0_.. of the npz); else one
+
+
 def tolerance(name: str) -> float:
     return 2e-2 if name.endswith("_fp16") else 1e-4

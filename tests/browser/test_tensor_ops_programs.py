@@ -2,28 +2,16 @@
 WebGPU against eager torch (tests/support/stepwise_check.py, as natively): fp32 within
 1e-4 relative, force_fp16 within 2e-2, integer and bool outputs exact."""
 
-from pathlib import Path
-
 import pytest
 
 from tests.support.tensor_ops_fixtures import CALLS, NAMES, tolerance
 
 pytestmark = pytest.mark.browser
 
-HERE = Path(__file__).parent
-CHECK = (HERE.parent / "support" / "stepwise_check.py").read_text()
-
-
-@pytest.fixture(scope="module")
-def page(browser_session):
-    browser_session.run_python((HERE / "page_support.py").read_text())
-    browser_session.run_python(CHECK)
-    return browser_session
-
 
 @pytest.mark.parametrize("name", NAMES)
-def test_matches_eager_torch_in_the_browser(page, name):
-    report = page.run_python(
+def test_matches_eager_torch_in_the_browser(stepwise_page, name):
+    report = stepwise_page.run_python(
         f"await stepwise_report(await runtime(), await fetch_bytes('/fixtures/tensor_ops/{name}.pte'), "
         f"await fetch_bytes('/fixtures/tensor_ops/{name}.npz'), {tolerance(name)})")
     assert report["calls"] == CALLS.get(name, 1), report

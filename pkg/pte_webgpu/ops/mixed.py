@@ -4,11 +4,13 @@ broadcasting (0-dim operands included).
 ``TABLE`` is the one definition of each op: its name, argument count, tensor operand
 count, the WGSL expression of the loaded operands ``x``, ``y``, ``z`` (f32 for float
 tensors, i32 for int32/int64, u32 0/1 for bool; ``{s}`` is the scalar argument as the
-same type as ``x``, ``{zx}``/``{zy}`` the zero of x's/y's type) and the CPU reference
-``ref(x, y, z, s)``. Comparisons with a Scalar and the logical ops give bool; ``where``
-gives its value operands' type. The integer form of ``aten.sub.Tensor`` (ops/binary.py
-sends int tensors on) and int/bool -> float conversion (ops/view.py's
-``_to_dim_order_copy``) live here too.
+same type as ``x``, ``{zx}``/``{zy}`` the zero of x's/y's type; the other placeholders
+are named beside TABLE) and the CPU reference ``ref(x, y, z, s)`` (``s``: the scalar, or
+x's type for rows without one). Comparisons and the logical ops give bool (two tensors
+compared as one promoted type, as torch), the bitwise ops x's type (bool or int), the
+div rounding modes float, or int for int operands; ``where`` gives its value operands'
+type. The integer form of ``aten.sub.Tensor`` (ops/binary.py sends int tensors on) and
+int/bool -> float conversion (ops/view.py's ``_to_dim_order_copy``) live here too.
 """
 
 from __future__ import annotations

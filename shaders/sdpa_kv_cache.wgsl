@@ -83,19 +83,24 @@ fn attend(@builtin(global_invocation_id) gid: vec3<u32>,
   let head_at = (h / (H / params.kv_heads)) * D;
   let q_at = (s * H + h) * D;
   let start = u32(max(ints[params.start_slot], 0));
-  var best = -3.0e38;
-  for (var j = 0u; j < rows; j++) {
-    best = max(best, score(q_at, j, start, head_at));
-  }
-  var total = 0.0;
-  var acc = 0.0;
-  for (var j = 0u; j < rows; j++) {
-    let w = exp(score(q_at, j, start, head_at) - best);
-    total += w;
-    acc += w * value(j, start, head_at + d);
-  }
-  out[i] = elem(acc / total);
+  out[i] = elem(softmax_weighted(Row(q_at, start, head_at, d), rows));
   keep(s, h, head_at + d);
+}
+
+// What `attend`'s softmax_weighted (snippets.wgsl) scores and weighs: cache row j.
+struct Row {
+  q_at: u32,
+  start: u32,
+  head_at: u32,
+  d: u32,
+}
+
+fn row_score(r: Row, j: u32) -> f32 {
+  return score(r.q_at, j, r.start, r.head_at);
+}
+
+fn row_value(r: Row, j: u32) -> f32 {
+  return value(j, r.start, r.head_at + r.d);
 }
 
 // The softmax-weighted v of rows [lo, hi) for one (s, h): lane d's share of the output

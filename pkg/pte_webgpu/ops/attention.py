@@ -44,7 +44,8 @@ KERNEL = Kernel("sdpa_kv_cache", (
     Binding(0, "q"), Binding(1, "k"), Binding(2, "v"), Binding(3, "k_cache", "read_write"),
     Binding(4, "v_cache", "read_write"), Binding(5, "out", "read_write"),
     Binding(6, "ints", type="i32"), Binding(8, "parts", "read_write", type="f32")), PARAMS,
-    uniform_binding=7, snippets=("flat_index", "bits", "nan_minmax", "tree"))
+    uniform_binding=7,
+    snippets=("flat_index", "bits", "nan_minmax", "tree", "softmax_weighted"))
 
 
 def _choose(traits, dim: int) -> str:

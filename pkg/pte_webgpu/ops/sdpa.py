@@ -26,7 +26,7 @@ PARAMS = Uniform(("numel", "u32"), ("s", "u32"), ("l", "u32"), ("d", "u32"), ("d
                  ("mask_batch", "vec8"))
 KERNEL = Kernel("sdpa", (Binding(0, "q"), Binding(1, "k"), Binding(2, "v"), Binding(3, "mask"),
                          Binding(4, "out", "read_write")), PARAMS, uniform_binding=5,
-                snippets=("bits", "nan_minmax", "shape_index", "box_offset"),
+                snippets=("bits", "nan_minmax", "shape_index", "box_offset", "softmax_weighted"),
                 entries=(Entry("main", "sdpa_item", "params.numel"),))
 
 

@@ -8,6 +8,7 @@ import pytest
 from pte_webgpu import formats
 from pte_webgpu.gpu.adapter import AdapterInfo, subgroup_sizes
 from pte_webgpu.model.method_meta import method_meta
+from pte_webgpu.model.program_file import KernelCall
 from pte_webgpu.ops import variants
 from pte_webgpu.runtime.options import RuntimeOptions, names
 
@@ -34,7 +35,8 @@ def test_metadata_matches_the_export(path):
             assert info.shape == tuple(w["shape"]) and info.sizes() == info.shape
             assert info.dtype == w["dtype"]
             assert info.dim_order == tuple(range(len(w["shape"])))  # contiguous exports
-            itemsize = {"float32": 4, "float16": 2, "int64": 8, "int32": 4}[w["dtype"]]
+            itemsize = {"float32": 4, "float16": 2, "int64": 8, "int32": 4,
+                        "bool": 1}[w["dtype"]]
             n = 1
             for d in w["shape"]:
                 n *= d
@@ -42,8 +44,11 @@ def test_metadata_matches_the_export(path):
     assert [d.backend for d in meta.delegates] == [d["id"] for d in meta_json["delegates"]]
     assert [list(d.ops) for d in meta.delegates] == [d["vk_ops"] for d in meta_json["delegates"]]
     assert sorted(meta.operators) == sorted(meta_json["non_delegated_ops"])
-    # one call per delegate and per kernel (these exports have no moves or jumps)
-    assert meta.instruction_count == len(meta.delegates) + len(meta.operators)
+    # one call per delegate and per kernel call (an operator may be called more than once;
+    # these exports have no moves or jumps)
+    kernel_calls = sum(isinstance(i, KernelCall) for i in plan.instructions)
+    assert meta.instruction_count == len(meta.delegates) + kernel_calls
+    assert kernel_calls >= len(meta.operators)
     assert meta.num_inputs() == len(meta.inputs) and meta.num_outputs() == len(meta.outputs)
     assert meta.input_tensor_meta(0) is meta.inputs[0]
     with pytest.raises(IndexError):

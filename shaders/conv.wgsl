@@ -27,9 +27,7 @@ fn finish(i: u32, co: u32, acc: f32) {
   if (params.has_bias == 1u) {
     v += f32(bias[co]);
   }
-  v = select(v, params.lo, v < params.lo);
-  v = select(v, params.hi, v > params.hi);
-  out[i] = elem(v);
+  out[i] = elem(clamp_f32(v, params.lo, params.hi));
 }
 
 // The input coordinate that tap k of output coordinate o reads, or -1 in the padding.

@@ -147,8 +147,7 @@ fn store_row(ob: u32, s: u32, c0: u32, row: u32, c_lo: u32, c_hi: u32, lo: vec4<
 
 // torch.clamp: NaN stays NaN, lo > hi gives hi.
 fn clamped(v: f32) -> f32 {
-  let low = select(v, params.lo, v < params.lo);
-  return select(low, params.hi, low > params.hi);
+  return clamp_f32(v, params.lo, params.hi);  // on the bits: GPUs' max/min drop NaN
 }
 
 fn store4(base: u32, s: u32, co: u32, col: u32, v: vec4<f32>) {

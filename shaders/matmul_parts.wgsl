@@ -34,8 +34,7 @@ fn put(row: u32, col: u32, v: f32) {
 }
 // ==== put_conv  a 1x1 convolution as [HW, Cin] x [Cout, Cin]: stored transposed into NCHW, clamped to [n0, n1] (f32 bits; torch.clamp: NaN stays NaN)
 fn put(row: u32, col: u32, v: f32) {
-  let low = select(v, bitcast<f32>(params.n0), v < bitcast<f32>(params.n0));
-  out[col * params.m + row] = elem(select(low, bitcast<f32>(params.n1), low > bitcast<f32>(params.n1)));
+  out[col * params.m + row] = elem(clamp_f32(v, bitcast<f32>(params.n0), bitcast<f32>(params.n1)));
 }
 // ==== fma_8x8  mm4 tiles (and conv_gemm.wgsl): one K step of a lane's 8 x 8 block; acc[2 i + h] is
 // row i (0-3: a_lo's, 4-7: a_hi's), column half h (w_lo, w_hi); constant indices only

@@ -73,6 +73,16 @@ fn min_nan(p: f32, q: f32) -> f32 {
   return select(q, p, order_key(p) <= order_key(q));
 }
 
+// clamp and hardtanh as torch: a value below lo is lo, then one above hi is hi (so
+// lo > hi gives hi); NaN stays NaN; -0 is kept (it is not below 0).
+fn clamp_f32(v: f32, lo: f32, hi: f32) -> f32 {
+  // Compared on the bits: a compiler folds float compare-and-select into max/min, which
+  // turn -0 into +0 (and may drop NaN), and a flushing adapter sees subnormals as 0.
+  if (is_nan(v)) { return v; }
+  let r = select(v, lo, less_bits(v, lo));
+  return select(r, hi, less_bits(hi, r));
+}
+
 // ==== flat_index
 // One invocation per item on a grid that may be folded into two dimensions
 // (gpu/interface.py fold_grid); needs `override wg_size`.

@@ -43,7 +43,8 @@ PARAMS = Uniform(
 # Binding 5: split K's partial sums (f32); 6: the gemm's taps (k's offset, dy ky, dx kx).
 _BINDINGS = (Binding(0, "x"), Binding(1, "weight"), Binding(2, "out", "read_write"),
              Binding(3, "bias"), Binding(5, "part", "read_write", "f32"))
-DIRECT = Kernel("conv", _BINDINGS, PARAMS, uniform_binding=4,
+_CLAMP = ("bits", "nan_minmax")  # clamp_f32: on the bits, as GPUs' max/min drop NaN
+DIRECT = Kernel("conv", _BINDINGS, PARAMS, uniform_binding=4, snippets=_CLAMP,
                 entries=(Entry("direct", "direct_item", "params.numel"),
                          Entry("transposed", "transposed_item", "params.numel"),
                          Entry("depthwise", "depthwise_item", "params.numel"),
@@ -51,6 +52,7 @@ DIRECT = Kernel("conv", _BINDINGS, PARAMS, uniform_binding=4,
 GEMM = {(vec, split): Kernel(
     "conv_gemm", _BINDINGS + (Binding(1, "weight4", type="elem4"),
                               Binding(6, "taps", type="vec4<i32>")), PARAMS, uniform_binding=4,
+    snippets=_CLAMP,
     generated=fill("conv_parts", "stage_w", form="vec4" if vec else "scalar")
     + sections("conv_parts")["put_part" if split else "put_out"]
     + sections("matmul_parts")["fma_8x8"],  # the mm4 tiles' register block

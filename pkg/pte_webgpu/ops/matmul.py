@@ -62,6 +62,8 @@ EPILOGUES = {
 
 def _with_epilogue(name: str, epilogue: str, generated: str = "", **kw) -> Kernel:
     put = sections(_PARTS)["put" + (f"_{epilogue}" if epilogue else "")]
+    if epilogue == "conv":  # clamp_f32 compares bits: GPUs' max/min drop NaN
+        kw["snippets"] = tuple(kw.get("snippets", ())) + ("bits", "nan_minmax")
     return Kernel(kw.pop("body", name), _BINDINGS + EPILOGUES[epilogue], PARAMS,
                   uniform_binding=3, generated=generated + put,
                   name=name + (f"_{epilogue}" if epilogue else ""), **kw)

@@ -204,7 +204,8 @@ PARAMS = Uniform(("numel", "u32"), ("a", "f32"), ("b", "f32"), ("flag", "u32"),
                  ("odd", "u32"), ("inf", "f32"), ("nan", "f32"))
 KERNEL = Kernel(
     "unary", (Binding(0, "x"), Binding(1, "y", "read_write")), PARAMS,
-    snippets=("bits",), entries=(Entry("main", "item", "params.numel"),), library=("f32_math",),
+    snippets=("bits", "nan_minmax"), entries=(Entry("main", "item", "params.numel"),),
+    library=("f32_math",),
     generated=fill("generated", "apply", cases=cases([row.wgsl for row in TABLE])))
 
 

@@ -32,7 +32,6 @@ torch-cudnn, latency fields median_ms, p10_ms, p90_ms, min_ms, max_ms, ms (the s
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gzip
 import json
 import shlex
@@ -298,6 +297,7 @@ async def ours_conv(pte: bytes, conv) -> list[dict]:
 
 def main_convs(programs: Path, convs, *, torch: bool = True, output=None, plot_path=None,
                markdown_path=None, progress=print) -> int:
+    from pte_webgpu.app.run_job import run_coroutine
     from pte_webgpu.errors import PteError
 
     records = []
@@ -307,7 +307,7 @@ def main_convs(programs: Path, convs, *, torch: bool = True, output=None, plot_p
             progress(f"{path} is missing (bench/vision_export.py convs): no ours record")
             continue
         try:
-            got = asyncio.run(ours_conv(path.read_bytes(), conv))
+            got = run_coroutine(ours_conv(path.read_bytes(), conv))
         except PteError as e:  # an op we lack: say so and go on with the others
             progress(f"ours {conv.name}: {type(e).__name__}: {e}")
             records.append({"impl": "ours", "shape": conv.name, "kind": conv.kind,

@@ -24,6 +24,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+if str(HERE) not in sys.path:  # vision_job beside this file
+    sys.path.append(str(HERE))
 ORT_DIST = REPO / "build" / "ortweb" / "node_modules" / "onnxruntime-web" / "dist"
 ORT_BUILDS = {"jsep": "ort.mjs", "webgpu-ep": "ort.webgpu.mjs"}
 TIMEOUT_S = 1800.0  # SwiftShader: a full-size model's runs take minutes

@@ -18,9 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
+import warnings
 from pathlib import Path
+
+warnings.filterwarnings("ignore")
+logging.disable(logging.WARNING)  # the partitioner's INFO lines, torch.onnx's deprecation
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -105,9 +110,9 @@ def export_model(name: str, size: str, out_dir: Path, *, fp16: bool = False, pte
         file = f"{name}-fp16.pte" if fp16 else f"{name}.pte"
         with torch.no_grad():
             meta["pte"] = dict(export_pte(module, x, out_dir / file, fp16), file=file,
-                               bytes=(out_dir / file).stat().st_size, fp16=fp16,
-                               seconds=round(time.time() - t0, 1))
-        log(f"{out_dir / file}: {meta['pte']['bytes'] / 1e6:.2f} MB, {meta['pte']['vk_op_count']} "
+                               bytes=(out_dir / file).stat().st_size, fp16=fp16)
+        log(f"{out_dir / file} in {time.time() - t0:.0f} s: {meta['pte']['bytes'] / 1e6:.2f} MB, "
+            f"{meta['pte']['vk_op_count']} "
             f"Vulkan ops {meta['pte']['vk_ops']}, CPU ops {meta['pte']['cpu_ops']}")
     if onnx:
         path = out_dir / f"{name}.onnx"

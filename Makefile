@@ -13,12 +13,16 @@
 # make llm-tokenizer   only the tokenizer JSON (needs gguf, not torch)
 # make llm-onnx  the same model as ONNX with its KV cache + onnxruntime-web and transformers.js
 #              from npm (all in build/): the browser references of `bench --llm`
+# make vision-bench-programs  MobileNetV2 and ResNet-18 at 224x224 (.pte, .onnx, .npz) and
+#              ResNet-18's conv2d shapes as one-op programs -> build/vision (the export venv)
+# make bench-vision  `bench --vision` natively and in Chromium on those, and the conv shapes:
+#              docs/bench/vision_$(VISION_TAG)_*.json, docs/images/vision_$(VISION_TAG)_*.png
 
 PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: llm-accuracy setup dist test test-gpu fuzz fuzz-exec fuzz-gguf bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps
+.PHONY: llm-accuracy setup dist test test-gpu fuzz fuzz-exec fuzz-gguf bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps vision-bench-programs bench-vision
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -137,3 +141,33 @@ $(TRANSFORMERS_JS):
 	mkdir -p build/transformersjs
 	cd build/transformersjs && npm install --no-audit --no-fund --ignore-scripts --omit=optional \
 		@huggingface/transformers@$(TRANSFORMERS_JS_VERSION)
+
+# --- Vision models (issue 19): bench --vision's programs and the benchmark (docs/performance.md) ---
+# Exported in the export venv from bench/vision_models.py (tests/fixtures/vision/models.py's
+# modules, seeded weights): NAME.pte (VulkanPartitioner), NAME.onnx (ORT Web), NAME.npz (in0 and
+# eager torch's out0), NAME.json (what torch rebuilds on the GPU machine). On the lent H200:
+# tools/h200_vision_bench.sh (docs/performance.md, "Vision models (issue 19)").
+VISION_DIR := build/vision
+VISION_MODELS ?= mobilenet_v2 resnet18
+VISION_SIZE ?= full
+VISION_TAG ?= local
+VISION_RUNS ?= 50
+
+$(VISION_DIR)/%.pte: | llm-export-deps
+	$(EXPORT_PYTHON) -c "import onnx, onnxruntime" 2>/dev/null || $(EXPORT_PYTHON) -m pip install -e '.[onnx]'
+	PYTHONPATH=pkg $(EXPORT_PYTHON) bench/vision_export.py model $* --size $(VISION_SIZE) --out-dir $(VISION_DIR)
+$(VISION_DIR)/convs/convs.json: | llm-export-deps
+	PYTHONPATH=pkg $(EXPORT_PYTHON) bench/vision_export.py convs --out-dir $(VISION_DIR)/convs
+vision-bench-programs: $(VISION_MODELS:%=$(VISION_DIR)/%.pte) $(VISION_DIR)/convs/convs.json
+
+bench-vision: vision-bench-programs $(ORT_WEB)
+	mkdir -p docs/bench docs/images
+	for m in $(VISION_MODELS); do \
+	  $(PYTHON) -m pte_webgpu bench --vision $(VISION_DIR)/$$m.pte --backend native --runs $(VISION_RUNS) \
+	    --output docs/bench/vision_$(VISION_TAG)_$$m.json --plot docs/images/vision_$(VISION_TAG)_$$m.png || exit 1; \
+	  $(PYTHON) -m pte_webgpu bench --vision $(VISION_DIR)/$$m.pte --backend browser --runs $(VISION_RUNS) \
+	    --output docs/bench/vision_$(VISION_TAG)_browser_$$m.json \
+	    --plot docs/images/vision_$(VISION_TAG)_browser_$$m.png || exit 1; \
+	done
+	PYTHONPATH=pkg $(PYTHON) bench/vision_bench.py convs --programs $(VISION_DIR)/convs \
+	  --output docs/bench/vision_$(VISION_TAG)_convs.json --plot docs/images/vision_$(VISION_TAG)_convs.png

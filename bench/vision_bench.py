@@ -11,6 +11,8 @@ ours against cuDNN.
         the browser side driven over Chrome's DevTools protocol (no Playwright: the H200)
     python bench/vision_bench.py convs [--programs DIR] [--convs 3x3s1-64x56-64,...]
         [--no-torch] [--output F.json] [--plot F.png] [--markdown F.md]
+    python bench/vision_bench.py report F.json [--plot F.png] [--markdown F.md]
+        the table and plot again from the records of a run
 
 The model: ours (bench/vision_job.py) natively or in the page; natively also torch eager and
 torch.compile (bench/vision_torch.py) on the same module with the same seeded weights
@@ -170,8 +172,15 @@ def native(pte: bytes, image, runs: int, warmup: int, progress) -> tuple[list[di
     import vision_job
     from pte_webgpu.app.run_job import run_coroutine
 
-    got = run_coroutine(vision_job.vision_job(pte, image.astype("<f4").tobytes(), runs=runs,
-                                              warmup=warmup, backend="native", progress=progress))
+    from pte_webgpu.errors import PteError
+
+    try:
+        got = run_coroutine(vision_job.vision_job(pte, image.astype("<f4").tobytes(), runs=runs,
+                                                  warmup=warmup, backend="native",
+                                                  progress=progress))
+    except PteError as e:  # an op we lack: torch still runs
+        progress(f"ours failed: {type(e).__name__}: {e}")
+        return [{"impl": "ours", "backend": "native", "error": f"{type(e).__name__}: {e}"}], {}
     return got["records"], {"ours": vision_browser.decode_output(got["output"])}
 
 
@@ -293,6 +302,17 @@ async def ours_conv(pte: bytes, conv) -> list[dict]:
         return [dict(r, shape=conv.name, kind=conv.kind, adapter=adapter) for r in out]
     finally:
         rt.close()
+
+
+def conv_list(text: str | None, programs: Path) -> list:
+    """--convs, else the shapes of DIR's conv_SHAPE.pte programs, else ResNet-18's."""
+    if text or not programs.is_dir():
+        return vision_shapes.parse_convs(text)
+    names = sorted(p.name.removeprefix("conv_").removesuffix(".pte")
+                   for p in programs.glob("conv_*.pte"))
+    order = [c.name for c in vision_shapes.RESNET18_CONVS]
+    names.sort(key=lambda n: order.index(n) if n in order else len(order))
+    return vision_shapes.parse_convs(",".join(names))
 
 
 def main_convs(programs: Path, convs, *, torch: bool = True, output=None, plot_path=None,
@@ -475,14 +495,25 @@ def main(argv=None) -> int:
                    help="Chromium's flags, one string (the H200: unpack.sh's $CHROME_FLAGS)")
     c = sub.add_parser("convs", help="ResNet-18's conv2d shapes: ours, copy, cuDNN")
     c.add_argument("--programs", type=Path, default=CONV_DIR)
-    c.add_argument("--convs")
+    c.add_argument("--convs", help="shapes (default: those of DIR's programs)")
     c.add_argument("--no-torch", action="store_true")
     c.add_argument("--output", type=Path)
     c.add_argument("--plot", type=Path)
     c.add_argument("--markdown", type=Path)
+    r = sub.add_parser("report", help="the table and plot again from a run's records "
+                       "(e.g. written where matplotlib was missing)")
+    r.add_argument("records", type=Path)
+    r.add_argument("--plot", type=Path)
+    r.add_argument("--markdown", type=Path)
     args = parser.parse_args(argv)
+    if args.cmd == "report":
+        records = json.loads(args.records.read_text())
+        convs = any("shape" in rec for rec in records)
+        return write(records, (conv_markdown if convs else markdown)(records), None,
+                     args.plot or args.records.with_suffix(".png"), args.markdown, "",
+                     conv_plot if convs else plot, print)
     if args.cmd == "convs":
-        return main_convs(args.programs, vision_shapes.parse_convs(args.convs),
+        return main_convs(args.programs, conv_list(args.convs, args.programs),
                           torch=not args.no_torch, output=args.output, plot_path=args.plot,
                           markdown_path=args.markdown)
     common = dict(runs=args.runs, warmup=args.warmup, inputs=args.inputs, output=args.output,

@@ -6,8 +6,9 @@ build the same module with the same seeded weights from a name and a size.
 
 ``size`` is "ci" (the small-width variant of the same graph) or "full" (224x224). The
 issue-19 models (mobilenet_v2, resnet18, ...) come from tests/fixtures/vision/models.py
-(``build(name, full=...)``); two stand-ins of this file serve the bench's own tests with
-ops the runtime has had from the start:
+(``build(name, full=...)``; $PTE_WEBGPU_VISION_MODELS names another such file); two
+stand-ins of this file serve the bench's own tests with ops the runtime has had from the
+start:
 
     tiny_mlp      flatten -> linear -> hardswish -> linear: an image in, class scores out
     tiny_convnet  conv 3x3 s2 -> relu -> conv 3x3 -> global mean -> linear
@@ -16,6 +17,7 @@ ops the runtime has had from the start:
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -78,7 +80,7 @@ def _seeded(module, seed: int = 0):
 def zoo():
     """tests/fixtures/vision/models.py as a module (the issue-19 models), or None when this
     checkout has none yet."""
-    path = VISION / "models.py"
+    path = Path(os.environ.get("PTE_WEBGPU_VISION_MODELS") or VISION / "models.py")
     if not path.is_file():
         return None
     if "vision_zoo" not in sys.modules:

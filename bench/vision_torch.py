@@ -3,10 +3,11 @@ with CUDA); here on CPU torch, to test it. fp32 with TF32 off everywhere (cuDNN'
 matmuls'), batch 1.
 
 ``model_records``: the model bench/vision_models.build gives (the same seeded weights as
-the exported program) in eval mode under inference_mode, eager and ``torch.compile``
-(mode "reduce-overhead": CUDA graphs), per image: the latency a caller waits for (the
-image copied from the host, the forward, the output copied back; perf_counter) and the
-GPU time of the forward alone (CUDA events around it, the input already on the device).
+the exported program) in eval mode under inference_mode: eager, eager captured in a CUDA
+graph (torch.cuda.graphs) and ``torch.compile`` (mode "reduce-overhead": inductor's kernels
+in CUDA graphs), per image: the latency a caller waits for (the image copied from the
+host, the forward, the output copied back; perf_counter) and the GPU time of the forward
+alone (CUDA events around it, the input already on the device).
 ``conv_records``: torch.nn.functional.conv2d (cuDNN) at each shape, CUDA events around
 many calls after a warm-up, as bench/rms_norm_bench.py times torch.
 On CPU: perf_counter only, and compile only when asked (inductor builds C++ there).
@@ -81,19 +82,21 @@ def model_records(name: str, size: str, image, *, device: str | None = None, run
     module = module.to(device)
     x = torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))
     compile = device == "cuda" if compile is None else compile
-    forms = [("torch-eager", module)]
+    forms = [("torch-eager", lambda: module)]
+    if device == "cuda":
+        forms.append(("torch-cuda-graph", lambda: cuda_graph(module, x.to(device))))
     if compile:
         mode = "reduce-overhead" if device == "cuda" else "default"
-        forms.append((f"torch-compile ({mode})", torch.compile(module, mode=mode)))
+        forms.append((f"torch-compile ({mode})", lambda: torch.compile(module, mode=mode)))
     base = {"adapter": adapter, "device": device, "version": f"torch {torch.__version__}",
             "model": name, "size": size, "input": list(shape)}
     records, outputs = [], {}
     with torch.inference_mode():
-        for impl, fn in forms:
+        for impl, make in forms:
             progress(f"{impl}: {warmup} warm-up runs, {runs} timed")
             t0 = time.perf_counter()
             try:
-                wall, gpu, out = _latency(fn, x, device, runs, max(warmup, 3 if compile else 1))
+                wall, gpu, out = _latency(make(), x, device, runs, max(warmup, 3))
             except Exception as e:  # a compile failure must not lose eager's records
                 progress(f"{impl} failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
                 records.append(dict(base, impl=impl, error=f"{type(e).__name__}: {e}"[:2000]))
@@ -105,6 +108,29 @@ def model_records(name: str, size: str, image, *, device: str | None = None, run
             records.append(rec)
             outputs[impl] = out.numpy()
     return {"records": records, "outputs": outputs}
+
+
+def cuda_graph(module, example):
+    """``module`` captured in one CUDA graph (torch.cuda.graphs: no compiler needed, unlike
+    torch.compile): a function that copies its input into the graph's and replays it."""
+    import torch
+
+    static_in = example.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the default stream, as capture wants
+        for _ in range(3):
+            module(static_in)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = module(static_in)
+
+    def run(x):
+        static_in.copy_(x)
+        graph.replay()
+        return static_out
+    return run
 
 
 def _time_cuda(fn) -> tuple[float, int]:

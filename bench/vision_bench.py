@@ -179,7 +179,7 @@ def native(pte: bytes, image, runs: int, warmup: int, progress) -> tuple[list[di
                                                   warmup=warmup, backend="native",
                                                   progress=progress))
     except PteError as e:  # an op we lack: torch still runs
-        progress(f"ours failed: {type(e).__name__}: {e}")
+        progress(f"ours failed: {type(e).__name__}: {str(e)[:300]}")
         return [{"impl": "ours", "backend": "native", "error": f"{type(e).__name__}: {e}"}], {}
     return got["records"], {"ours": vision_browser.decode_output(got["output"])}
 
@@ -373,7 +373,7 @@ def markdown(records) -> str:
                      f"{rel} | {ratio} |")
     for r in records:
         if "error" in r:
-            lines.append(f"\n{_label(r)} failed: {r['error'].splitlines()[0]}")
+            lines.append(f"\n{_label(r)} failed: {r['error'].splitlines()[0][:300]}")
     copies = [r for r in records if r["impl"] == "copy"]
     if copies:
         best = min(copies, key=lambda r: r["us"])
@@ -382,6 +382,10 @@ def markdown(records) -> str:
                      f"{best['timing']})")
     lines.append("\nours / this: ours' median latency over this one's (below 1: ours is faster).")
     return "\n".join(lines)
+
+
+def _cell(r: dict, key: str, form: str) -> str:
+    return form.format(r[key]) if key in r else "-"
 
 
 def conv_markdown(records) -> str:
@@ -395,15 +399,14 @@ def conv_markdown(records) -> str:
         o = (impls.get("ours") or [{}])[0]
         t = (impls.get("torch-cudnn") or impls.get("torch-cpu") or [{}])[0]
         c = min(impls.get("copy", []), key=lambda r: r["us"], default={})
-        cell = (lambda r, k, f: f.format(r[k]) if k in r else "-")
         speed = f"{t['us'] / o['us']:.2f}x" if "us" in o and "us" in t else "-"
         if speed != "-":
             ratios.setdefault(o.get("kind", t.get("kind")), []).append(t["us"] / o["us"])
         lines.append(f"| {shape} | {o.get('kind', t.get('kind', '?'))} | "
-                     f"{cell(o, 'us', '{:.1f}')}{' (' + o['variant'] + ')' if 'variant' in o else ''}"
+                     f"{_cell(o, 'us', '{:.1f}')}{' (' + o['variant'] + ')' if 'variant' in o else ''}"
                      f"{' ' + o['error'].splitlines()[0][:80] if 'error' in o else ''} | "
-                     f"{cell(o, 'tflops', '{:.2f}')} | {cell(t, 'us', '{:.1f}')} | "
-                     f"{cell(t, 'tflops', '{:.2f}')} | {speed} | {cell(c, 'us', '{:.1f}')} |")
+                     f"{_cell(o, 'tflops', '{:.2f}')} | {_cell(t, 'us', '{:.1f}')} | "
+                     f"{_cell(t, 'tflops', '{:.2f}')} | {speed} | {_cell(c, 'us', '{:.1f}')} |")
     for kind, rs in ratios.items():
         lines.append(f"\n{kind}: ours / cuDNN speed, geometric mean over {len(rs)} shapes: "
                      f"{statistics.geometric_mean(rs):.2f}x")

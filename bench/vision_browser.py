@@ -125,10 +125,11 @@ _image = await (await _pyfetch({input_url!r})).bytes()
 try:
     _r = await _vj.vision_job(_pte, _image, runs={runs}, warmup={warmup}, backend="browser",
                               progress=lambda t: _js.console.info("vision-bench: ours: " + t))
-except Exception as _e:
+except Exception as _e:  # a PteError (an op we lack) needs no traceback
     import traceback as _tb
+    from pte_webgpu.errors import PteError as _PteError
     _r = {{"error": {{"type": type(_e).__name__, "message": str(_e),
-                      "traceback": _tb.format_exc()[-3000:]}}}}
+                      "traceback": "" if isinstance(_e, _PteError) else _tb.format_exc()[-3000:]}}}}
 del _pte
 _json.dumps(_r)
 """
@@ -198,7 +199,7 @@ def run(model: Path, image, onnx: Path | None, *, runs: int = 50, warmup: int = 
                              "\n_d.close()\njson.dumps(_s)")
             if "error" in got:  # an op we lack: ORT Web still runs
                 e = got["error"]
-                progress(f"ours failed: {e['type']}: {e['message']}\n{e.get('traceback', '')}")
+                progress(f"ours failed: {e['type']}: {e['message'][:300]}\n{e['traceback']}".strip())
                 records.append({"impl": "ours", "error": f"{e['type']}: {e['message']}",
                                 "adapter": adapter, "backend": "browser"})
             else:

@@ -145,8 +145,9 @@ async def vision_job(pte: bytes, image: bytes, *, runs: int = 50, warmup: int = 
                 say("GPU time from timestamps")
                 rec.update(await _gpu_times(method, inputs))
             out = outs[0]
-            result = {"records": [rec], "output": {"shape": list(out.shape), "dtype": getattr(out.dtype, "name", str(out.dtype)),
-                                                   "b64": base64.b64encode(out.tobytes()).decode()}}
+            result = {"records": [rec], "output": {
+                "shape": list(out.shape), "dtype": getattr(out.dtype, "name", str(out.dtype)),
+                "b64": base64.b64encode(out.tobytes()).decode()}}
             if copy:
                 nbytes = weight_bytes(pte)
                 say(f"copy kernel over {nbytes / 1e6:.2f} MB (the weights)")

@@ -63,9 +63,10 @@ def stem(path: Path) -> str:
 
 
 def beside(model: Path, suffix: str) -> Path | None:
-    """NAME.suffix beside the program (NAME-fp16.pte also finds NAME.suffix)."""
+    """NAME.suffix beside the program (NAME-fp16.pte and NAME_fp16.pte also find
+    NAME.suffix)."""
     name = stem(model)
-    for n in (name, name.removesuffix("-fp16")):
+    for n in (name, name.removesuffix("-fp16").removesuffix("_fp16")):
         p = model.parent / f"{n}{suffix}"
         if p.is_file():
             return p

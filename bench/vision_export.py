@@ -6,6 +6,10 @@ onnx). Run with ``PYTHONPATH=pkg .venv-export/bin/python bench/vision_export.py 
         D/NAME.npz (in0: a seeded input; out0: eager torch's output for it),
         D/NAME.onnx (torch.onnx.export of the same module: ORT Web's side) and
         D/NAME.json ({"model", "size", "input", ...}: what the torch side rebuilds)
+    onnx NAME [--size ci|full] [--out-dir D]
+        D/NAME.onnx alone, checked with onnxruntime (CPU) against D/NAME.npz's in0 -> out0
+        where that exists (the programs of tests/fixtures/vision/make_vision.py), else
+        against eager torch
     convs [--out-dir D] [--convs 3x3s1-64x56-64,...]
         D/conv_SHAPE.pte: one aten.convolution each (ResNet-18's conv2d shapes, no bias):
         ours' side of the conv comparison where bench/conv_gpu.py is absent
@@ -126,6 +130,33 @@ def export_model(name: str, size: str, out_dir: Path, *, fp16: bool = False, pte
     return meta
 
 
+def export_onnx_beside(name: str, size: str, out_dir: Path, log=print) -> dict:
+    """NAME.onnx for a program exported elsewhere: the same module, checked on NAME.npz."""
+    import numpy as np
+    import torch
+
+    module, shape = vision_models.build(name, size)
+    ref = out_dir / f"{name}.npz"
+    if ref.is_file():
+        arrays = np.load(ref)
+        x, want = torch.from_numpy(arrays["in0"]), arrays["out0"]
+    else:
+        x = seeded_input(shape)
+        with torch.no_grad():
+            want = module(x).numpy()
+    path = out_dir / f"{name}.onnx"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    export_onnx(module, x, path)
+    diff = float(np.abs(onnx_cpu_output(path, x.numpy()) - want).max())
+    scale = float(np.abs(want).max()) or 1.0
+    log(f"{path}: {path.stat().st_size / 1e6:.2f} MB, onnxruntime CPU vs "
+        f"{ref.name if ref.is_file() else 'eager torch'}: {diff:.2e} ({diff / scale:.1e} of "
+        "its largest value)")
+    if diff > 1e-3 * scale:
+        raise SystemExit(f"{path} does not compute {name} ({size}): off by {diff / scale:.1e}")
+    return {"file": path.name, "max_abs": diff, "max_rel": diff / scale}
+
+
 class OneConv:
     """torch.nn.Conv2d (no bias) as the model: a program of one aten.convolution."""
 
@@ -165,6 +196,10 @@ def main(argv=None) -> int:
     m.add_argument("--fp16", action="store_true", help="force_fp16 (NAME-fp16.pte)")
     m.add_argument("--no-pte", action="store_true")
     m.add_argument("--no-onnx", action="store_true")
+    o = sub.add_parser("onnx")
+    o.add_argument("name")
+    o.add_argument("--size", choices=vision_models.SIZES, default="full")
+    o.add_argument("--out-dir", type=Path, default=HERE.parent / "build" / "vision")
     c = sub.add_parser("convs")
     c.add_argument("--out-dir", type=Path, default=HERE.parent / "build" / "vision" / "convs")
     c.add_argument("--convs", help="shapes (default: ResNet-18's)")
@@ -172,6 +207,8 @@ def main(argv=None) -> int:
     if args.cmd == "model":
         export_model(args.name, args.size, args.out_dir, fp16=args.fp16, pte=not args.no_pte,
                      onnx=not args.no_onnx)
+    elif args.cmd == "onnx":
+        export_onnx_beside(args.name, args.size, args.out_dir)
     else:
         export_convs(vision_shapes.parse_convs(args.convs), args.out_dir)
     return 0

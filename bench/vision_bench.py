@@ -10,7 +10,8 @@ ours against cuDNN.
         [--chrome-flags "$CHROME_FLAGS"] [--builds jsep,webgpu-ep] ...
         the browser side driven over Chrome's DevTools protocol (no Playwright: the H200)
     python bench/vision_bench.py convs [--programs DIR] [--convs 3x3s1-64x56-64,...]
-        [--no-torch] [--output F.json] [--plot F.png] [--markdown F.md]
+        [--via auto|programs|conv_gpu] [--no-torch] [--output F.json] [--plot F.png]
+        [--markdown F.md]
     python bench/vision_bench.py report F.json [--plot F.png] [--markdown F.md]
         the table and plot again from the records of a run
 
@@ -22,10 +23,12 @@ on NAME.onnx (bench/vision_browser.py). One image for all: in0 of NAME.npz (besi
 program, or --inputs) when it has one, else a seeded normal image; its out0 (eager torch)
 is the reference every side's output is compared with, and each side with ours.
 
-The convs: per shape (bench/vision_shapes.py), ours through the one aten.convolution of
-DIR/conv_SHAPE.pte (bench/vision_export.py convs) timed as the op benches time kernels
-(gpu_bench.measure: GPU timestamps where present), the copy kernel over the same bytes, and
-torch.nn.functional.conv2d (cuDNN, TF32 off; CUDA events) in the same run.
+The convs: per shape (bench/vision_shapes.py), ours through bench/conv_gpu.py where it
+exists (the rule's pick and every candidate variant of the conv family, through the real op
+handler), else through the one aten.convolution of DIR/conv_SHAPE.pte (bench/vision_export.py
+convs); timed as the op benches time kernels (gpu_bench.measure: GPU timestamps where
+present), the copy kernel beside, and torch.nn.functional.conv2d (cuDNN, TF32 off; CUDA
+events) in the same run.
 
 Records: a JSON list; ``impl`` ours | torch-eager | torch-compile (MODE) | ort-web | copy |
 torch-cudnn, latency fields median_ms, p10_ms, p90_ms, min_ms, max_ms, ms (the samples).
@@ -305,6 +308,32 @@ async def ours_conv(pte: bytes, conv) -> list[dict]:
         rt.close()
 
 
+def conv_gpu_module():
+    """bench/conv_gpu.py (our conv family's variants, timed one by one) where it exists."""
+    try:
+        import conv_gpu
+    except ImportError:
+        return None
+    return conv_gpu if hasattr(conv_gpu, "bench_conv") and hasattr(conv_gpu, "conv_spec") else None
+
+
+async def ours_conv_variants(conv_gpu, conv) -> list[dict]:
+    """conv_gpu.bench_conv at the shape: the rule's pick ("chosen ...") and every candidate
+    variant through the real op handler, and the copy kernel."""
+    from pte_webgpu.gpu.native import NativeDevice
+
+    device = await NativeDevice.create()
+    try:
+        spec = conv_gpu.conv_spec(conv.cin, conv.hw, conv.hw, conv.cout, conv.k, conv.stride,
+                                  conv.pad)
+        records = await conv_gpu.bench_conv(device, spec)
+    finally:
+        device.close()
+    return [dict(r, shape=conv.name, kind=conv.kind, source="conv_gpu",
+                 **({"tflops": conv.flops / (r["us"] * 1e-6) / 1e12} if r["impl"] == "ours" else {}))
+            for r in records]
+
+
 def conv_list(text: str | None, programs: Path) -> list:
     """--convs, else the shapes of DIR's conv_SHAPE.pte programs, else ResNet-18's."""
     if text or not programs.is_dir():
@@ -316,13 +345,25 @@ def conv_list(text: str | None, programs: Path) -> list:
     return vision_shapes.parse_convs(",".join(names))
 
 
-def main_convs(programs: Path, convs, *, torch: bool = True, output=None, plot_path=None,
-               markdown_path=None, progress=print) -> int:
+def main_convs(programs: Path, convs, *, torch: bool = True, via: str = "auto", output=None,
+               plot_path=None, markdown_path=None, progress=print) -> int:
+    """``via``: "programs" (the one-op programs), "conv_gpu" (bench/conv_gpu.py: every
+    variant of the conv family at the shape), "auto" (conv_gpu where it exists)."""
     from pte_webgpu.app.run_job import run_coroutine
     from pte_webgpu.errors import PteError
 
     records = []
+    conv_gpu = conv_gpu_module() if via != "programs" else None
+    if via == "conv_gpu" and conv_gpu is None:
+        raise SystemExit("bench/conv_gpu.py (bench_conv, conv_spec) is not in this checkout")
     for conv in convs:
+        if conv_gpu is not None:
+            got = run_coroutine(ours_conv_variants(conv_gpu, conv))
+            records += got
+            chosen = next((r for r in got if r["variant"].startswith("chosen")), got[0])
+            progress(f"ours conv {conv.name}: {chosen['variant']} {chosen['us']:.1f} µs, "
+                     f"{sum(r['impl'] == 'ours' for r in got)} variants")
+            continue
         path = programs / f"conv_{conv.name}.pte"
         if not path.is_file():
             progress(f"{path} is missing (bench/vision_export.py convs): no ours record")
@@ -394,10 +435,15 @@ def conv_markdown(records) -> str:
     for r in records:
         by.setdefault(r["shape"], {}).setdefault(r["impl"], []).append(r)
     lines = ["| shape | kind | ours µs (variant) | ours TFLOP/s | cuDNN µs | cuDNN TFLOP/s | "
-             "ours / cuDNN speed | copy µs (same bytes) |", "|---|---|---|---|---|---|---|---|"]
+             "ours / cuDNN speed | copy µs (same bytes) | best variant µs |",
+             "|---|---|---|---|---|---|---|---|---|"]
     ratios = {}
     for shape, impls in by.items():
-        o = (impls.get("ours") or [{}])[0]
+        mine = impls.get("ours") or [{}]
+        o = next((r for r in mine if r.get("variant", "").startswith("chosen")), mine[0])
+        whole = [r for r in mine if "us" in r and not r.get("part")]
+        best = min(whole, key=lambda r: r["us"]) if len(whole) > 1 else None
+        best_cell = f"{best['us']:.1f} ({best['variant']})" if best else "-"
         t = (impls.get("torch-cudnn") or impls.get("torch-cpu") or [{}])[0]
         c = min(impls.get("copy", []), key=lambda r: r["us"], default={})
         speed = f"{t['us'] / o['us']:.2f}x" if "us" in o and "us" in t else "-"
@@ -406,8 +452,9 @@ def conv_markdown(records) -> str:
         lines.append(f"| {shape} | {o.get('kind', t.get('kind', '?'))} | "
                      f"{_cell(o, 'us', '{:.1f}')}{' (' + o['variant'] + ')' if 'variant' in o else ''}"
                      f"{' ' + o['error'].splitlines()[0][:80] if 'error' in o else ''} | "
-                     f"{_cell(o, 'tflops', '{:.2f}')} | {_cell(t, 'us', '{:.1f}')} | "
-                     f"{_cell(t, 'tflops', '{:.2f}')} | {speed} | {_cell(c, 'us', '{:.1f}')} |")
+                     f"{_cell(o, 'tflops', '{:.3g}')} | {_cell(t, 'us', '{:.1f}')} | "
+                     f"{_cell(t, 'tflops', '{:.3g}')} | {speed} | {_cell(c, 'us', '{:.1f}')} | "
+                     f"{best_cell} |")
     for kind, rs in ratios.items():
         lines.append(f"\n{kind}: ours / cuDNN speed, geometric mean over {len(rs)} shapes: "
                      f"{statistics.geometric_mean(rs):.2f}x")
@@ -501,6 +548,9 @@ def main(argv=None) -> int:
     c.add_argument("--programs", type=Path, default=CONV_DIR)
     c.add_argument("--convs", help="shapes (default: those of DIR's programs)")
     c.add_argument("--no-torch", action="store_true")
+    c.add_argument("--via", choices=("auto", "programs", "conv_gpu"), default="auto",
+                   help="ours through the one-op programs or bench/conv_gpu.py's variants "
+                   "(auto: conv_gpu where it exists)")
     c.add_argument("--output", type=Path)
     c.add_argument("--plot", type=Path)
     c.add_argument("--markdown", type=Path)
@@ -518,7 +568,8 @@ def main(argv=None) -> int:
                      conv_plot if convs else plot, print)
     if args.cmd == "convs":
         return main_convs(args.programs, conv_list(args.convs, args.programs),
-                          torch=not args.no_torch, output=args.output, plot_path=args.plot,
+                          torch=not args.no_torch, via=args.via, output=args.output,
+                          plot_path=args.plot,
                           markdown_path=args.markdown)
     common = dict(runs=args.runs, warmup=args.warmup, inputs=args.inputs, output=args.output,
                   plot_path=args.plot, markdown_path=args.markdown)

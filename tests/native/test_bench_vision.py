@@ -50,9 +50,10 @@ def test_bench_vision_records_latency_gpu_time_copy_and_the_output_check(tmp_pat
 
 def test_conv_programs_are_timed_or_name_the_missing_op(tmp_path):
     convs = vision_shapes.parse_convs("3x3s1-4x8-4,1x1s2-4x8-8")
+    assert vision_bench.conv_list(None, HERE / "convs") == convs[::-1]  # the folder's, sorted
     out = tmp_path / "c.json"
     assert _GPU_THREAD.submit(vision_bench.main_convs, HERE / "convs", convs, torch=False,
-                              output=out, progress=lambda text: None).result() == 0
+                              via="programs", output=out, progress=lambda text: None).result() == 0
     records = json.loads(out.read_text())
     ours = [r for r in records if r["impl"] == "ours"]
     assert [r["shape"] for r in ours] == [c.name for c in convs]
@@ -64,6 +65,21 @@ def test_conv_programs_are_timed_or_name_the_missing_op(tmp_path):
                                                                           "copy4-64x16"}
     else:
         assert all("aten.convolution.default" in r["error"] for r in ours), ours
+
+
+def test_conv_variants_through_conv_gpu_where_it_exists(tmp_path):
+    if vision_bench.conv_gpu_module() is None:
+        pytest.skip("bench/conv_gpu.py is not in this checkout")
+    (conv,) = vision_shapes.parse_convs("3x3s2-8x9-8")
+    out = tmp_path / "g.json"
+    assert _GPU_THREAD.submit(vision_bench.main_convs, tmp_path, [conv], torch=False,
+                              via="conv_gpu", output=out, progress=lambda text: None).result() == 0
+    records = json.loads(out.read_text())
+    ours = [r for r in records if r["impl"] == "ours"]
+    assert sum(r["variant"].startswith("chosen") for r in ours) == 1 and len(ours) >= 2
+    assert all(r["shape"] == conv.name and r["us"] > 0 for r in ours)
+    assert all(r["tflops"] == pytest.approx(conv.flops / r["us"] / 1e6) for r in ours)
+    assert "chosen" in vision_bench.conv_markdown(records)
 
 
 def test_torch_side_runs_the_same_module_with_the_same_weights():

@@ -148,10 +148,19 @@ def test_the_conv_table_gives_speed_over_cudnn_per_kind():
                {"impl": "ours", "shape": "1x1s2-64x56-128", "kind": "1x1 s2",
                 "error": "UnsupportedError: aten.convolution.default"}]
     text = vision_bench.conv_markdown(records)
-    assert "| 3x3s1-64x56-64 | 3x3 s1 | 20.0 (gemm-64x64) | 1.00 | 10.0 | 2.00 | 0.50x | 4.0 |" \
+    assert "| 3x3s1-64x56-64 | 3x3 s1 | 20.0 (gemm-64x64) | 1 | 10.0 | 2 | 0.50x | 4.0 | - |" \
         in text
     assert "3x3 s1: ours / cuDNN speed, geometric mean over 1 shapes: 0.50x" in text
     assert "UnsupportedError: aten.convolution.default" in text
+    # conv_gpu's records: the rule's pick is the row, the fastest variant beside it
+    records[0]["variant"] = "gemm-64x64"
+    records += [{"impl": "ours", "shape": conv.name, "kind": conv.kind, "us": 25.0,
+                 "tflops": 0.8, "variant": "chosen direct"},
+                {"impl": "ours", "shape": conv.name, "kind": conv.kind, "us": 5.0,
+                 "variant": "split 1st dispatch", "part": True}]
+    text = vision_bench.conv_markdown(records)
+    assert "| 3x3s1-64x56-64 | 3x3 s1 | 25.0 (chosen direct) | 0.8 | 10.0 | 2 | 0.40x | 4.0 | " \
+        "20.0 (gemm-64x64) |" in text
 
 
 def test_the_files_beside_a_program_and_the_torch_module_they_name(tmp_path):

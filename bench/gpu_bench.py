@@ -79,6 +79,35 @@ async def measure(timer, steps, nbytes: int) -> dict:
     return rec
 
 
+def cuda_events_us(fn, target_s: float = 0.25, warmup: int = 20, min_iters: int = 20,
+                   max_iters: int = 2000) -> tuple[float, int]:
+    """Torch's side of the benches (the GPU machine): median µs per call of ``fn`` over 3
+    batches of ``iters`` back-to-back calls (sized for ``target_s``), CUDA events around each
+    batch, after ``warmup`` calls. torch is imported here, not above: this file also runs in
+    the page."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    torch.cuda.synchronize()
+    iters = int(max(min_iters, min(max_iters, target_s / max(start.elapsed_time(end) * 1e-3,
+                                                             1e-7))))
+    times = []
+    for _ in range(3):
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / iters)
+    return statistics.median(times), iters
+
+
 # --- building the work ------------------------------------------------------------------
 # the copy kernel ours is measured against (shipped with the shaders, so the page has it)
 COPY_WGSL = resources.files("pte_webgpu.shaders").joinpath("bench_copy.wgsl").read_text()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -97,6 +96,8 @@ def torch_cuda(shapes, dtypes, adapter: str) -> list[dict]:
         return []
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    _import_gpu_side()
+    import gpu_bench
     out = []
     name = torch.cuda.get_device_name()
     for m, k, n in shapes:
@@ -108,24 +109,8 @@ def torch_cuda(shapes, dtypes, adapter: str) -> list[dict]:
             w = torch.rand(n, k, device="cuda", dtype=t) * 2 - 1
             b = torch.rand(n, device="cuda", dtype=t) * 2 - 1
             fn = lambda: torch.nn.functional.linear(x, w, b)  # noqa: E731
-            for _ in range(10):
-                fn()
-            torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            iters = int(max(10, min(1000, TARGET_S / max(start.elapsed_time(end) * 1e-3, 1e-7))))
-            times = []
-            for _ in range(3):
-                start.record()
-                for _ in range(iters):
-                    fn()
-                end.record()
-                torch.cuda.synchronize()
-                times.append(start.elapsed_time(end) * 1e3 / iters)
-            us = statistics.median(times)
+            us, iters = gpu_bench.cuda_events_us(fn, TARGET_S, warmup=10, min_iters=10,
+                                                 max_iters=1000)
             es = 2 if dt == "float16" else 4
             nbytes = es * (m * k + n * k + m * n + n)
             out.append({"backend": "native", "adapter": adapter, "shape": [m, k, n],

@@ -371,7 +371,7 @@ def main_convs(programs: Path, convs, *, torch: bool = True, via: str = "auto", 
         try:
             got = run_coroutine(ours_conv(path.read_bytes(), conv))
         except PteError as e:  # an op we lack: say so and go on with the others
-            progress(f"ours {conv.name}: {type(e).__name__}: {e}")
+            progress(f"ours {conv.name}: {type(e).__name__}: {str(e)[:300]}")
             records.append({"impl": "ours", "shape": conv.name, "kind": conv.kind,
                             "error": f"{type(e).__name__}: {e}"})
             continue

@@ -55,15 +55,21 @@ class PlaywrightPage:
         return self.session.log_text()
 
 
+def _fixtures_driver():
+    """tools/h200_browser_fixtures.py: its stdlib DevTools-protocol driver and page helpers."""
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        import h200_browser_fixtures
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    return h200_browser_fixtures
+
+
 class CdpPage:
     """The harness page through Chrome's DevTools protocol (tools/h200_browser_fixtures)."""
 
     def __init__(self, base_url: str, index_url: str, chrome: str, flags, progress):
-        sys.path.insert(0, str(REPO / "tools"))
-        try:
-            from h200_browser_fixtures import Chrome
-        finally:
-            sys.path.remove(str(REPO / "tools"))
+        Chrome = _fixtures_driver().Chrome
         self._make = lambda: Chrome(chrome, list(flags), "/tmp/vision-bench-chromium.log")
         self.url = f"{base_url}harness.html?indexURL={index_url}"
         self.progress = progress
@@ -99,11 +105,7 @@ class CdpPage:
 
 def python(page, code: str, timeout_s: float = TIMEOUT_S):
     """runPythonAsync(code) in the page; code's value is JSON text, returned decoded."""
-    expr = ("(async (code) => { const py = await window.pyodideReady;"
-            " try { return {value: await py.runPythonAsync(code)}; }"
-            " catch (e) { return {error: String(e && e.message || e)}; } })"
-            f"({json.dumps(code)})")
-    out = page.evaluate(expr, timeout_s)
+    out = page.evaluate(_fixtures_driver().python_expression(code), timeout_s)
     if "error" in out:
         raise RuntimeError(f"in the page: {out['error']}")
     return json.loads(out["value"])

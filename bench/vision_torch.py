@@ -134,26 +134,9 @@ def cuda_graph(module, example):
 
 
 def _time_cuda(fn) -> tuple[float, int]:
-    """Median µs per call of ``fn`` over 3 batches of back-to-back calls (CUDA events)."""
-    import torch
+    import gpu_bench
 
-    for _ in range(20):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    end.record()
-    end.synchronize()
-    iters = int(max(20, min(5000, TARGET_S / max(start.elapsed_time(end) * 1e-3, 1e-7))))
-    times = []
-    for _ in range(3):
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / iters)
-    return statistics.median(times), iters
+    return gpu_bench.cuda_events_us(fn, TARGET_S, max_iters=5000)
 
 
 def _time_cpu(fn) -> tuple[float, int]:

@@ -9,8 +9,9 @@
 // performance.now() steps by 0.1 ms). JSEP also gives its kernels' GPU time for one run
 // (its profiler: timestamps around each kernel) where the adapter has timestamp queries.
 
+import { kernelTimes, loadOrt } from "./ort_common.js";
+
 const now = () => performance.now();
-const ortModules = {};
 
 function base64(bytes) {
   let text = "";
@@ -20,33 +21,9 @@ function base64(bytes) {
   return btoa(text);
 }
 
-async function kernelTimes(ort, run) {
-  const dev = await ort.env.webgpu.device;
-  if (!["chromium-experimental-timestamp-query-inside-passes", "timestamp-query"]
-    .some((f) => dev.features.has(f))) return null;
-  const rows = {};
-  ort.env.webgpu.profiling = { mode: "default", ondata: (d) => {
-    const row = (rows[d.kernelType] ??= { op: d.kernelType, us: 0, dispatches: 0 });
-    row.us += Number(d.endTime - d.startTime) / 1e3;
-    row.dispatches += 1;
-  } };
-  try {
-    await run();
-    await dev.queue.onSubmittedWorkDone();
-    await new Promise((done) => setTimeout(done, 1000));  // the timestamps are mapped async
-  } finally {
-    ort.env.webgpu.profiling = { mode: "off" };
-  }
-  const out = Object.values(rows).sort((a, b) => b.us - a.us);
-  return out.length ? out : null;
-}
-
 export async function benchOrtVision(spec) {
   const file = spec.build === "jsep" ? "ort.mjs" : "ort.webgpu.mjs";
-  const ort = (ortModules[file] ??= await import(`/ort/${file}`));
-  ort.env.wasm.wasmPaths = "/ort/";
-  ort.env.wasm.numThreads = 1;  // no cross-origin isolation here: no wasm threads
-  ort.env.logLevel = "error";
+  const ort = await loadOrt(file);
   let t0 = now();
   const session = await ort.InferenceSession.create(spec.modelUrl, {
     executionProviders: ["webgpu"], graphOptimizationLevel: "all" });
@@ -72,7 +49,10 @@ export async function benchOrtVision(spec) {
   const output = { shape: [...last.dims], dtype: last.type,
     b64: base64(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)) };
   let profile = null;
-  if (spec.build === "jsep") profile = await kernelTimes(ort, run).catch((e) => `profile failed: ${e}`);
+  if (spec.build === "jsep") {
+    profile = await kernelTimes(ort, run, 1000).catch((e) => `profile failed: ${e}`);
+    if (Array.isArray(profile)) profile.sort((a, b) => b.us - a.us);
+  }
   await session.release();
   return { ms, group, load_ms: loadMs, output, profile, version: ort.env.versions?.web ?? "?",
     build: spec.build };

@@ -19,15 +19,9 @@ MODELS=${VISION_MODELS:-mobilenet_v2 resnet18}
 RUNS=${RUNS:-100}
 TAG=${VISION_TAG:-h200}
 DIST=${DIST:-build/web/pyodide}
-STAGE=${TMPDIR:-/tmp}/pte-webgpu-vision-bench
-rm -rf "$STAGE" && mkdir -p "$STAGE/site" "$STAGE/pkg" "$OUT"
-if compgen -G ".whl/*.whl" >/dev/null; then
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "$STAGE/site" .whl/*.whl
-fi
-cp -r pkg/pte_webgpu "$STAGE/pkg/" && rm -rf "$STAGE/pkg/pte_webgpu/shaders" \
-  && cp -r shaders "$STAGE/pkg/pte_webgpu/shaders"
-export PYTHONPATH="$STAGE/pkg:$STAGE/site${PYTHONPATH:+:$PYTHONPATH}"
+source tools/stage_package.sh
+stage_package "${TMPDIR:-/tmp}/pte-webgpu-vision-bench" "$PY"
+mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 "$PY" -c "import pte_webgpu, wgpu; print('vision bench: pte_webgpu', pte_webgpu.__file__, '| wgpu', wgpu.__version__)"
 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())" || true

@@ -79,35 +79,6 @@ async def measure(timer, steps, nbytes: int) -> dict:
     return rec
 
 
-def cuda_events_us(fn, target_s: float = 0.25, warmup: int = 20, min_iters: int = 20,
-                   max_iters: int = 2000) -> tuple[float, int]:
-    """Torch's side of the benches (the GPU machine): median µs per call of ``fn`` over 3
-    batches of ``iters`` back-to-back calls (sized for ``target_s``), CUDA events around each
-    batch, after ``warmup`` calls. torch is imported here, not above: this file also runs in
-    the page."""
-    import torch
-
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    end.record()
-    torch.cuda.synchronize()
-    iters = int(max(min_iters, min(max_iters, target_s / max(start.elapsed_time(end) * 1e-3,
-                                                             1e-7))))
-    times = []
-    for _ in range(3):
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / iters)
-    return statistics.median(times), iters
-
-
 # --- building the work ------------------------------------------------------------------
 # the copy kernel ours is measured against (shipped with the shaders, so the page has it)
 COPY_WGSL = resources.files("pte_webgpu.shaders").joinpath("bench_copy.wgsl").read_text()
@@ -199,3 +170,65 @@ def chosen_variant(device, rows: int, width: int) -> dict:
     return {"name": v.name, "shader": v.shader, "entry": v.entry, "constants": v.constants,
             "workgroups": v.workgroups(rows), "dispatches": 2 if v.rescue == "split" else 1,
             "wgsl": rms_norm.KERNELS[v.shader].source(False)}
+
+
+def run_native(cases, log) -> list[dict]:
+    """Each of ``cases`` (label, async fn(device) -> records) in order on one native
+    device (wgpu), each case's seconds logged; their records together."""
+    import asyncio
+    import time
+
+    from pte_webgpu.gpu.native import NativeDevice
+
+    async def go():
+        device = await NativeDevice.create()
+        log(f"adapter: {device.info.summary()}")
+        records = []
+        try:
+            for label, fn in cases:
+                t0 = time.perf_counter()
+                records += await fn(device)
+                log(f"  {label}: {time.perf_counter() - t0:.1f} s")
+        finally:
+            device.close()
+        return records
+
+    return asyncio.run(go())
+
+
+def cuda_torch():
+    """torch with a CUDA device, TF32 off (what the benches set ours beside), or None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return torch
+
+
+def cuda_us(torch, fn, target_s: float, least: int = 10) -> tuple[float, int]:
+    """(median microseconds of one ``fn()`` over 3 runs of many, iterations per run), by
+    CUDA events after ``least`` warm-up calls; the iterations sized to ``target_s`` a run,
+    ``least`` to 100 ``least``."""
+    for _ in range(least):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    torch.cuda.synchronize()
+    iters = int(max(least, min(100 * least, target_s / max(start.elapsed_time(end) * 1e-3,
+                                                          1e-7))))
+    times = []
+    for _ in range(3):
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / iters)
+    return statistics.median(times), iters

@@ -76,19 +76,17 @@ def run_native(shapes, variants=None) -> list[dict]:
 
 
 def torch_cuda(shapes, adapter: str) -> list[dict]:
-    try:
-        import torch
-    except ImportError:
-        return []
-    if not torch.cuda.is_available():
+    gpu_bench = _import_gpu_bench()
+    torch = gpu_bench.cuda_torch()
+    if torch is None:
         return []
     out = []
     name = torch.cuda.get_device_name()
     for rows, width in shapes:
         x = torch.randn(rows, width, device="cuda")
         w = torch.randn(width, device="cuda")
-        fn = lambda: torch.nn.functional.rms_norm(x, (width,), w, EPS)  # noqa: E731
-        us, iters = _import_gpu_bench().cuda_events_us(fn, 0.2)
+        us, iters = gpu_bench.cuda_us(
+            torch, lambda: torch.nn.functional.rms_norm(x, (width,), w, EPS), 0.2, least=20)
         nbytes = 8 * rows * width + 4 * width
         out.append({"backend": "native", "adapter": adapter, "shape": [rows, width],
                     "impl": "torch-cuda", "variant": f"torch {torch.__version__} ({name})",

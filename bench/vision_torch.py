@@ -135,8 +135,9 @@ def cuda_graph(module, example):
 
 def _time_cuda(fn) -> tuple[float, int]:
     import gpu_bench
+    import torch
 
-    return gpu_bench.cuda_events_us(fn, TARGET_S, max_iters=5000)
+    return gpu_bench.cuda_us(torch, fn, TARGET_S, least=20)
 
 
 def _time_cpu(fn) -> tuple[float, int]:

@@ -105,6 +105,40 @@ fn strided_offset(i: u32, strides: array<vec4<u32>, 2>) -> u32 {
   return offset;
 }
 
+// ==== box_offset
+// Offset of the i-th point of a row-major box of `rank` dims with the given strides.
+fn offset_of(i: u32, rank: u32, shape: array<vec4<u32>, 2>,
+             strides: array<vec4<u32>, 2>) -> u32 {
+  var rest = i;
+  var off = 0u;
+  for (var d = rank; d > 0u; d -= 1u) {
+    let size = at(shape, d - 1u);
+    off += (rest % size) * at(strides, d - 1u);
+    rest = rest / size;
+  }
+  return off;
+}
+
+// ==== softmax_weighted
+// sum over j < n of softmax(score)_j * value_j for one output element, in two passes
+// (the scores' max, NaN propagating, then the weights), recomputing each score; a row of
+// -inf scores gives NaN, as torch's softmax. The including shader defines `struct Row`
+// (what locates the element) and `row_score(r, j)`, `row_value(r, j)`; needs nan_minmax.
+fn softmax_weighted(r: Row, n: u32) -> f32 {
+  var best = row_score(r, 0u);
+  for (var j = 1u; j < n; j++) {
+    best = max_nan(best, row_score(r, j));
+  }
+  var total = 0.0;
+  var acc = 0.0;
+  for (var j = 0u; j < n; j++) {
+    let w = exp(row_score(r, j) - best);
+    total += w;
+    acc += w * row_value(r, j);
+  }
+  return acc / total;
+}
+
 // ==== tree
 var<workgroup> partial: array<f32, wg_size>;
 

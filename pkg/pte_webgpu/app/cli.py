@@ -269,7 +269,7 @@ def cmd_bench(args) -> int:
     if args.vision:
         return cmd_bench_vision(args)
     name = ("roundtrip" if args.roundtrip else
-            "matmul_bench" if args.op == "linear" else "rms_norm_bench")
+            {"linear": "matmul_bench", "conv": "conv_bench"}.get(args.op, "rms_norm_bench"))
     bench = _bench_script(name)
     if args.roundtrip:
         if args.backend != "browser":
@@ -279,6 +279,12 @@ def cmd_bench(args) -> int:
         bench.parse_shapes(args.shapes)
     except ValueError as e:
         raise PteError(str(e)) from None
+    if args.op == "conv":
+        dts = tuple(d.strip() for d in (args.dtypes or "float32").split(","))
+        if args.backend != "native" or not set(dts) <= {"float32", "float16"}:
+            raise PteError("--op conv: --backend native, --dtypes float32,float16")
+        return bench.main(args.backend, args.shapes, args.output, args.plot, args.markdown,
+                          args.variants, dts)
     if args.op == "linear":
         dts = tuple(d.strip() for d in (args.dtypes or "float32,float16").split(","))
         if not set(dts) <= {"float32", "float16", "q4", "q4f16"}:
@@ -391,11 +397,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "256; 0: none); at a context with a longer prefill their decode starts from "
                    "a zero-filled KV cache of that length on the GPU, at our decode positions, "
                    "and gives no prefill record (records say cache: seeded)")
-    p.add_argument("--op", choices=("rms_norm", "linear"), default="rms_norm",
-                   help="the op to measure (linear: bench/matmul_bench.py)")
+    p.add_argument("--op", choices=("rms_norm", "linear", "conv"), default="rms_norm",
+                   help="the op to measure (linear: bench/matmul_bench.py; conv: "
+                   "bench/conv_bench.py, native)")
     p.add_argument("--backend", choices=("browser", "native"), default="browser")
     p.add_argument("--shapes", metavar="RxW,...", help="rms_norm: ROWSxWIDTH, e.g. "
-                   "512x4096,4096x64 (default: six); linear: MxKxN, e.g. 1x4096x4096")
+                   "512x4096,4096x64 (default: six); linear: MxKxN, e.g. 1x4096x4096; conv: "
+                   "CinxHxW-CoutkKsSpP[gG], e.g. 64x56x56-64k3s1p1")
     p.add_argument("--dtypes", metavar="D,...", help="linear: float32,float16 (default both), "
                    "q4,q4f16 (4-bit weights)")
     p.add_argument("--output", metavar="FILE.json", help="write the records as JSON")

@@ -36,8 +36,12 @@ for m in $MODELS; do
 done
 if [ -d "$DIR/convs" ]; then
   echo "=== ResNet-18 conv2d shapes"
+  # ours through bench/conv_gpu.py (the pick and every variant), then through the one-op
+  # programs (the conv as a program loads it): both beside cuDNN
   "$PY" bench/vision_bench.py convs --programs "$DIR/convs" --output "$OUT/vision_${TAG}_convs.json" \
     --markdown "$OUT/vision_${TAG}_convs.md" || rc=1
+  "$PY" bench/vision_bench.py convs --programs "$DIR/convs" --via programs \
+    --output "$OUT/vision_${TAG}_convs_programs.json" --markdown "$OUT/vision_${TAG}_convs_programs.md" || rc=1
 fi
 if [ -n "${CHROME:-}" ]; then
   for m in $MODELS; do

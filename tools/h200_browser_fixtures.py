@@ -205,6 +205,15 @@ def serve(dist: Path) -> ThreadingHTTPServer:
 
 
 # ---------------------------------------------------------------- DevTools protocol over a pipe
+def python_expression(code: str) -> str:
+    """The JS expression that runs ``code`` with runPythonAsync in the harness page:
+    {value} (the code's value) or {error} (the Python traceback's text)."""
+    return ("(async (code) => { const py = await window.pyodideReady;"
+            " try { return {value: await py.runPythonAsync(code)}; }"
+            " catch (e) { return {error: String(e && e.message || e)}; } })"
+            f"({json.dumps(code)})")
+
+
 class Chrome:
     def __init__(self, chrome: str, flags: list[str], log_path: str):
         self._r, w_chrome = os.pipe()
@@ -281,11 +290,7 @@ class Chrome:
 
     def python(self, code: str, timeout=180.0):
         """runPythonAsync(code) in the page; its value (a str here), or raises with the traceback."""
-        expr = ("(async (code) => { const py = await window.pyodideReady;"
-                " try { return {value: await py.runPythonAsync(code)}; }"
-                " catch (e) { return {error: String(e && e.message || e)}; } })"
-                f"({json.dumps(code)})")
-        out = self.evaluate(expr, timeout)
+        out = self.evaluate(python_expression(code), timeout)
         if "error" in out:
             raise RuntimeError(out["error"])
         return out.get("value")

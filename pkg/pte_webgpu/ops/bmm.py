@@ -16,7 +16,8 @@ PARAMS = Uniform(("numel", "u32"), ("m", "u32"), ("k", "u32"), ("n", "u32"),
                  ("alpha", "f32"), ("beta", "f32"), ("has_bias", "u32"),
                  ("bias_row", "u32"), ("bias_col", "u32"))  # bias strides over [M, N]
 KERNEL = Kernel("bmm", (Binding(0, "a"), Binding(1, "w"), Binding(2, "out", "read_write"),
-                        Binding(4, "bias")), PARAMS, uniform_binding=3, snippets=("flat_index",), entries=(Entry("main", "bmm_item", "params.numel"),))
+                        Binding(4, "bias")), PARAMS, uniform_binding=3,
+                snippets=("flat_index",), entries=(Entry("main", "bmm_item", "params.numel"),))
 
 
 def _dims(a_shape, w_shape, out_shape, where):

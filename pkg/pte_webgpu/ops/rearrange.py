@@ -9,7 +9,6 @@ stride, wrapping in u32), ``aten.repeat.default [self, repeats, out]`` (out seen
 
 from __future__ import annotations
 
-from math import prod
 
 from ..errors import FormatError, UnsupportedError
 from ..model.graph import ListValue

@@ -4,7 +4,8 @@
 ``aten.amax.default`` / ``aten.amin.default [self, dims, keepdim, out]`` over any set of
 dims (empty or Null: all of them; a max or min is NaN where the line holds one, as
 torch); ``aten._softmax.default`` / ``aten._log_softmax.default [self, dim,
-half_to_float, out]`` over any dim. Float tensors only (dtype, where given, a float). A tensor's dims are split into kept dims (which pick the line) and reduced
+half_to_float, out]`` over any dim. Float tensors only (dtype, where given, a float).
+A tensor's dims are split into kept dims (which pick the line) and reduced
 dims (which walk it); adjacent dims of one kind are merged and size-1 dims dropped.
 """
 

@@ -35,16 +35,16 @@ def layout(q_shape, k_shape, v_shape, out_shape, mask_shape, name: str):
     if len(q_shape) < 2 or len(k_shape) != len(q_shape) or len(v_shape) != len(q_shape):
         raise FormatError(f"{name}: q {list(q_shape)}, k {list(k_shape)}, v {list(v_shape)} "
                           "should be [..., S, D], [..., L, D], [..., L, Dv]")
-    batch, (s, d), (l, dk), (lv, dv) = q_shape[:-2], q_shape[-2:], k_shape[-2:], v_shape[-2:]
-    if k_shape[:-2] != batch or v_shape[:-2] != batch or dk != d or lv != l:
+    batch, (s, d), (n_kv, dk), (lv, dv) = q_shape[:-2], q_shape[-2:], k_shape[-2:], v_shape[-2:]
+    if k_shape[:-2] != batch or v_shape[:-2] != batch or dk != d or lv != n_kv:
         raise FormatError(f"{name}: q {list(q_shape)}, k {list(k_shape)}, v {list(v_shape)} "
                           "do not share a batch shape, D and L")
     if tuple(out_shape) != tuple(batch) + (s, dv):
         raise FormatError(f"{name}: output {list(out_shape)}, expected "
                           f"{list(batch) + [s, dv]}")
     mask = None if mask_shape is None else \
-        broadcast_strides(mask_shape, tuple(batch) + (s, l), name)
-    return tuple(batch), s, l, d, dv, mask
+        broadcast_strides(mask_shape, tuple(batch) + (s, n_kv), name)
+    return tuple(batch), s, n_kv, d, dv, mask
 
 
 def _scale(value, d: int) -> float:
@@ -57,7 +57,7 @@ async def build(ctx, op):
     has_mask = not isinstance(ctx.graph.values[mask_id], Null)
     mask_shape = ctx.float_tensor(mask_id, op).shape if has_mask else None
     try:
-        batch, s, l, d, dv, mstrides = layout(q.shape, k.shape, v.shape, out.shape, mask_shape,
+        batch, s, n_kv, d, dv, mstrides = layout(q.shape, k.shape, v.shape, out.shape, mask_shape,
                                               op.name)
     except FormatError as e:
         raise FormatError(str(e), field=ctx.where(op)) from None
@@ -65,11 +65,11 @@ async def build(ctx, op):
         raise UnsupportedError(f"{op.name}: {len(batch)} batch dims exceed {MAX_RANK}")
     if out.numel == 0:
         return
-    if l == 0:
+    if n_kv == 0:
         raise UnsupportedError(f"{op.name}: attention over no keys ({ctx.where(op)})")
     scale = ctx.float_scalar(scale_id, 1.0 / math.sqrt(d))  # Null: the default
     mstrides = mstrides or [0] * (len(batch) + 2)
-    params = PARAMS.pack(numel=out.numel, s=s, l=l, d=d, dv=dv, batch_rank=len(batch),
+    params = PARAMS.pack(numel=out.numel, s=s, l=n_kv, d=d, dv=dv, batch_rank=len(batch),
                          scale=scale, has_mask=int(has_mask), mask_s=mstrides[-2],
                          mask_l=mstrides[-1], batch_shape=list(batch),
                          mask_batch=mstrides[:-2])
@@ -85,26 +85,26 @@ def reference(read, values, args):
     q, k, v = (read(a) for a in args[:3])
     has_mask = not isinstance(values[args[3]], Null)
     mask = read(args[3]) if has_mask else None
-    batch, s, l, d, dv, mstrides = layout(q.shape, k.shape, v.shape, values[args[5]].shape,
+    batch, s, n_kv, d, dv, mstrides = layout(q.shape, k.shape, v.shape, values[args[5]].shape,
                                           mask.shape if mask else None, "et_vk.sdpa")
     scale = cpu.to_f32(_scale(values[args[4]], d))
-    moffs = cpu.strided_index(tuple(batch) + (s, l), mstrides) if mask else None
+    moffs = cpu.strided_index(tuple(batch) + (s, n_kv), mstrides) if mask else None
     out = []
     for b in range(prod(batch)):
         for i in range(s):
             qr = q.values[(b * s + i) * d:(b * s + i + 1) * d]
             scores = []
-            for j in range(l):
-                kr = k.values[(b * l + j) * d:(b * l + j + 1) * d]
+            for j in range(n_kv):
+                kr = k.values[(b * n_kv + j) * d:(b * n_kv + j + 1) * d]
                 x = cpu.to_f32(math.fsum(a * c for a, c in zip(qr, kr))) * scale
                 if mask:
-                    x += mask.values[moffs[(b * s + i) * l + j]]
+                    x += mask.values[moffs[(b * s + i) * n_kv + j]]
                 scores.append(x)
             top = max(scores) if not any(x != x for x in scores) else math.nan
             weights = [cpu.exp(x - top) for x in scores]
             total = sum(weights)
             for e in range(dv):
-                acc = sum(w * v.values[(b * l + j) * dv + e] for j, w in enumerate(weights))
+                acc = sum(w * v.values[(b * n_kv + j) * dv + e] for j, w in enumerate(weights))
                 out.append(acc / total if total else math.nan)
     return out
 

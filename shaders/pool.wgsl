@@ -6,15 +6,18 @@
 // any NaN take over (the last NaN wins), on the bits (less_bits, is_nan) so no compiler
 // folds the NaN test; its index is h * W + w within the plane. Avg sums in f32 in
 // window order and divides by divisor_override, the window clamped to the padded input
-// (count_include_pad) or the elements it covers.
+// (count_include_pad) or the elements it covers. Adaptive avg: the window of output o
+// is [floor(o * in / out), ceil((o + 1) * in / out)), its sum divided by its height,
+// then its width, as torch's CPU kernel.
 //
 // Prelude (Params, bindings): shaders/compose.py from ops/pool.py.
 
 override wg_size: u32 = 256;
-override op: u32 = 0u;  // 0 max, 1 avg
+override op: u32 = 0u;  // 0 max, 1 avg, 2 adaptive avg
 override has_indices: bool = true;
 
 const AVG = 1u;
+const ADAPTIVE = 2u;
 
 // Entry point main (generated): pool_item(i) for each output element.
 fn pool_item(i: u32) {
@@ -27,6 +30,10 @@ fn pool_item(i: u32) {
   let w_start = i32(ow * params.sw) - i32(params.pw);
   if (op == AVG) {
     y[i] = elem(average(base, h_start, w_start));
+    return;
+  }
+  if (op == ADAPTIVE) {
+    y[i] = elem(adaptive(base, oh, ow));
     return;
   }
   let h_end = min(h_start + i32((params.kh - 1u) * params.dh + 1u), i32(params.in_h));
@@ -77,4 +84,18 @@ fn average(base: u32, h_start: i32, w_start: i32) -> f32 {
     count = padded;
   }
   return sum / f32(count);
+}
+
+fn adaptive(base: u32, oh: u32, ow: u32) -> f32 {
+  let h0 = oh * params.in_h / params.out_h;
+  let h1 = ((oh + 1u) * params.in_h + params.out_h - 1u) / params.out_h;
+  let w0 = ow * params.in_w / params.out_w;
+  let w1 = ((ow + 1u) * params.in_w + params.out_w - 1u) / params.out_w;
+  var sum = 0.0;
+  for (var ih = h0; ih < h1; ih++) {
+    for (var iw = w0; iw < w1; iw++) {
+      sum += f32(x[base + ih * params.in_w + iw]);
+    }
+  }
+  return sum / f32(h1 - h0) / f32(w1 - w0);
 }

@@ -323,3 +323,112 @@ def test_upsample_bad_arguments(device):
     g.op("aten.upsample_nearest2d.vec", g.input(rand(4, 4)), g.ints([4, 8]), g.null(), out)
     with pytest.raises(UnsupportedError, match="rank 2"):
         g.run(device, out)
+
+
+# --- adaptive avg pool (a plan kernel) -----------------------------------------------
+
+@pytest.mark.parametrize("hw,out_hw", [((9, 11), (3, 4)), ((7, 7), (7, 7)), ((5, 6), (10, 4)),
+                                       ((6, 8), (1, 1)), ((5, 9), (2, 1))])
+def test_adaptive_avg_pool(device, hw, out_hw):
+    x = rand(2, 3, *hw)
+    g = VG()
+    out = g.tensor((2, 3) + out_hw)
+    g.op("aten._adaptive_avg_pool2d.default", g.input(x), g.ints(out_hw), out)
+    (got,), (cpu,) = run_both(g, device, out)
+    want = ref.adaptive_avg_pool(x, out_hw)
+    close(got, want)
+    close(cpu, want, 1e-6, 1e-6)
+
+
+# --- pixel shuffle and padding -------------------------------------------------------
+
+@pytest.mark.parametrize("shape,r", [((1, 8, 3, 5), 2), ((2, 9, 2, 3), 3), ((12, 4, 4), 2),
+                                     ((2, 1, 4, 3, 3), 2), ((1, 5, 2, 2), 1)])
+def test_pixel_shuffle(device, shape, r):
+    x = rand(*shape)
+    g = VG()
+    want = ref.pixel_shuffle(x, r)
+    out = g.tensor(want.shape)
+    g.op("aten.pixel_shuffle.default", g.input(x), g.int(r), out)
+    (got,), (cpu,) = run_both(g, device, out)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(cpu, want)
+
+
+PAD_CASES = [((2, 3, 4, 5), [1, 2, 0, 3], 1.5), ((2, 3, 4, 5), [-1, 2, 1, -2], 0.0),
+             ((2, 3, 4, 5), [1, 1, 1, 1, 1, 1], -2.0), ((3, 7), [2, -3], float("inf")),
+             ((2, 3, 4), [0, 0, 0, 0, 1, 0], 3), ((1, 2, 3, 4, 5), [-2, -2, 1, 0], 0.25),
+             ((4,), [3, 1], float("nan"))]
+
+
+@pytest.mark.parametrize("shape,pad,value", PAD_CASES, ids=str)
+def test_constant_pad(device, shape, pad, value):
+    x = rand(*shape)
+    want = ref.constant_pad(x, pad, value)
+    g = VG()
+    out = g.tensor(want.shape)
+    g.op("aten.constant_pad_nd.default", g.input(x), g.ints(pad),
+         g.int(value) if isinstance(value, int) else g.double(value), out)
+    (got,), (cpu,) = run_both(g, device, out)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(cpu, want)
+
+
+def test_constant_pad_f16_and_errors(device):
+    needs_f16(device)
+    x = rand(2, 3, 5).astype(np.float16)
+    g = VG(HALF)
+    out = g.tensor((2, 4, 7), dtype=F16)
+    g.op("aten.constant_pad_nd.default", g.input(x, F16), g.ints([1, 1, 0, 1]), g.double(0.1),
+         out)
+    (got,) = g.run(device, out)
+    np.testing.assert_array_equal(got, ref.constant_pad(x, [1, 1, 0, 1], np.float16(0.1)))
+    g = VG()
+    out = g.tensor((2, 3, 0))
+    g.op("aten.constant_pad_nd.default", g.input(rand(2, 3, 5)), g.ints([-3, -3]), g.double(0),
+         out)
+    with pytest.raises(FormatError, match="size -1"):
+        g.run(device, out)
+
+
+# --- grid sampler (a plan kernel) ----------------------------------------------------
+
+@pytest.mark.parametrize("mode", [0, 1])
+@pytest.mark.parametrize("padding", [0, 1, 2])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample(device, mode, padding, align):
+    x = rand(2, 3, 5, 7)
+    grid = (RNG.random((2, 4, 6, 2)) * 3.0 - 1.5).astype(np.float32)
+    grid[0, 0, 0] = [-1, 1]
+    grid[0, 0, 1] = [1, -1]
+    grid[0, 0, 2] = [0, 0]
+    grid[1, 0, 0] = [np.nan, 0]
+    grid[1, 0, 1] = [np.inf, 0.2]
+    grid[1, 0, 2] = [-7.3, 9.1]  # several reflections
+    grid[1, 1, 0] = [2 / 7 - 1, 2 / 5 - 1]  # a pixel corner: nearest's half-way case
+    g = VG()
+    out = g.tensor((2, 3, 4, 6))
+    g.op("aten.grid_sampler_2d.default", g.input(x), g.input(grid), g.int(mode),
+         g.int(padding), g.bool(align), out)
+    (got,), (cpu,) = run_both(g, device, out)
+    want = ref.grid_sample(x, grid, mode, padding, align)
+    close(got, want)
+    close(cpu, want, 1e-6, 1e-6)
+
+
+def test_grid_sample_f16_and_bicubic(device):
+    needs_f16(device)
+    x = rand(1, 2, 4, 5).astype(np.float16)
+    grid = (RNG.random((1, 3, 3, 2)) * 2 - 1).astype(np.float16)
+    g = VG(HALF)
+    out = g.tensor((1, 2, 3, 3), dtype=F16)
+    g.op("aten.grid_sampler_2d.default", g.input(x, F16), g.input(grid, F16), g.int(0),
+         g.int(0), g.bool(False), out)
+    (got,) = g.run(device, out)
+    close16(got, ref.grid_sample(x, grid, 0, 0, False))
+    g = VG()
+    out = g.tensor((1, 2, 3, 3))
+    g.op("aten.grid_sampler_2d.default", g.input(rand(1, 2, 4, 5)), g.input(rand(1, 3, 3, 2)),
+         g.int(2), g.int(0), g.bool(False), out)
+    with pytest.raises(UnsupportedError, match="bicubic"):
+        g.run(device, out)

@@ -175,3 +175,80 @@ def upsample_bilinear(x, out_hw, align, factors=(None, None)):
             bottom = x[..., h1, w0] * b0 + x[..., h1, w1] * b1
             out[..., i, j] = top * a0 + bottom * a1
     return out
+
+
+def adaptive_avg_pool(x, out_hw):
+    x = np.asarray(x, np.float64)
+    H, W = x.shape[-2:]
+    out = np.empty(x.shape[:-2] + tuple(out_hw))
+    for i in range(out_hw[0]):
+        h0, h1 = i * H // out_hw[0], -(-(i + 1) * H // out_hw[0])
+        for j in range(out_hw[1]):
+            w0, w1 = j * W // out_hw[1], -(-(j + 1) * W // out_hw[1])
+            out[..., i, j] = x[..., h0:h1, w0:w1].mean(axis=(-2, -1))
+    return out
+
+
+def pixel_shuffle(x, r):
+    *lead, c, h, w = x.shape
+    y = x.reshape(*lead, c // (r * r), r, r, h, w)
+    k = len(lead)
+    y = y.transpose(*range(k), k, k + 3, k + 1, k + 4, k + 2)
+    return y.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def constant_pad(x, pad, value):
+    """F.pad(x, pad, value=value) with crops for negative pads."""
+    x = np.asarray(x, np.float64)
+    widths = [(0, 0)] * x.ndim
+    for k in range(len(pad) // 2):
+        widths[x.ndim - 1 - k] = (pad[2 * k], pad[2 * k + 1])
+    grow = [(max(a, 0), max(b, 0)) for a, b in widths]
+    y = np.pad(x, grow, constant_values=value)
+    crop = tuple(slice(-min(a, 0), y.shape[d] + min(b, 0)) for d, (a, b) in enumerate(widths))
+    return y[crop]
+
+
+def _grid_coord(v, size, padding, align):
+    f = np.float32
+    v = f(v)
+    x = (v + f(1)) * (f(size - 1) / f(2)) if align else (v + f(1)) * (f(size) / f(2)) - f(0.5)
+    if padding == 0:
+        return x
+    if padding == 2:
+        low, span2 = (f(0), f(2) * f(size - 1)) if align else (f(-0.5), f(2) * f(size))
+        if align and size <= 1:
+            x = f(0)
+        else:
+            a = np.abs(x - low)
+            extra = a - np.trunc(a / span2) * span2
+            x = min(extra, span2 - extra) + low
+    return x if np.isnan(x) else f(min(max(x, f(0)), f(size - 1)))
+
+
+def grid_sample(x, grid, mode, padding, align):
+    """torch.nn.functional.grid_sample (mode 0 bilinear, 1 nearest; padding 0 zeros, 1
+    border, 2 reflection) in torch's float32 coordinate steps, float64 sums."""
+    x = np.asarray(x, np.float64)
+    n, c, H, W = x.shape
+    ho, wo = grid.shape[1:3]
+    out = np.zeros((n, c, ho, wo))
+
+    def tap(b, h, w):
+        return x[b, :, h, w] if 0 <= h < H and 0 <= w < W else np.zeros(c)
+    for b in range(n):
+        for i in range(ho):
+            for j in range(wo):
+                sx = _grid_coord(grid[b, i, j, 0], W, padding, align)
+                sy = _grid_coord(grid[b, i, j, 1], H, padding, align)
+                if not (np.isfinite(sx) and np.isfinite(sy)):
+                    continue
+                if mode == 1:
+                    out[b, :, i, j] = tap(b, int(np.rint(sy)), int(np.rint(sx)))
+                    continue
+                x0, y0 = int(np.floor(sx)), int(np.floor(sy))
+                we, ns = float(sx - np.float32(x0)), float(sy - np.float32(y0))
+                out[b, :, i, j] = (tap(b, y0, x0) * (1 - ns) * (1 - we) + tap(b, y0, x0 + 1)
+                                   * (1 - ns) * we + tap(b, y0 + 1, x0) * ns * (1 - we)
+                                   + tap(b, y0 + 1, x0 + 1) * ns * we)
+    return out

@@ -3,7 +3,7 @@ its ops (ops/registry.py); this is the one place that names the families."""
 
 from . import (any_reduce, attention, batch_norm, binary, bmm, choose_qparams,  # noqa: F401
                copying, dequantize_weight, embedding, embedding_byte, embedding_q4, fill,
-               fused_elementwise, fused_linear, index_put, indexing, linear_dq8, linear_q4,
-               linear_q8, matmul, mixed, norm, pool, quantize_tensor, reduce, rms_norm, rope,
-               symint, unary, upsample, view)
+               fused_elementwise, fused_linear, grid_sample, index_put, indexing, linear_dq8,
+               linear_q4, linear_q8, matmul, mixed, norm, pad, pixel_shuffle, pool,
+               quantize_tensor, reduce, rms_norm, rope, symint, unary, upsample, view)
 from . import registry  # noqa: F401

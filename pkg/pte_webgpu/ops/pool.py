@@ -7,7 +7,12 @@ ceil_mode, out_list]`` (what ``F.max_pool2d`` becomes, with or without
 ``return_indices``): ``out_list`` is a ValueList ``[out, indices]`` (indices int64, held
 as int32: the flat ``h * W + w`` of the maximum within its plane).
 ``aten.avg_pool2d.default [self, kernel_size, stride, padding, ceil_mode,
-count_include_pad, divisor_override (Int|Null), out]``.
+count_include_pad, divisor_override (Int|Null), out]``. ``aten._adaptive_avg_pool2d.default
+[self, output_size, out]``: the Vulkan partitioner turns ``adaptive_avg_pool2d(x, 1)``
+into ``mean.dim`` and leaves other output sizes to the plan kernel
+``aten::_adaptive_avg_pool2d.out``, which runs here; output o's window is
+``[floor(o * in / out), ceil((o + 1) * in / out))``, its sum divided by its height, then
+its width (torch's CPU order).
 
 Lists hold one or two ints (one is used for both dims); an empty stride is the kernel
 size, as torch. The output size is torch's ``pooling_output_shape``; a graph whose
@@ -31,7 +36,7 @@ from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size
 from .registry import define
 
-MAX, AVG = 0, 1  # pool.wgsl's op codes
+MAX, AVG, ADAPTIVE = 0, 1, 2  # pool.wgsl's op codes
 
 PARAMS = Uniform(("numel", "u32"), ("in_h", "u32"), ("in_w", "u32"), ("out_h", "u32"),
                  ("out_w", "u32"), ("kh", "u32"), ("kw", "u32"), ("sh", "u32"), ("sw", "u32"),
@@ -136,6 +141,31 @@ async def _dispatch(ctx, op, code: int, x_id: int, out_id: int, idx_id: int | No
     follow_actual_size(ctx, out_id, wg)
 
 
+async def build_adaptive_avg_pool(ctx, op):
+    x_id, size_id, out_id = ctx.args(op, 3)
+    x, out = ctx.float_tensor(x_id, op), ctx.float_tensor(out_id, op)
+    size = _pair(int_list_arg(ctx, size_id, op), op.name, "output_size")
+    if len(x.shape) not in (3, 4) or min(size) < 1 or 0 in x.shape[-2:]:
+        raise UnsupportedError(f"{op.name}: input {list(x.shape)} to output size {list(size)}; "
+                               "adaptive pooling takes a non-empty (C, H, W) or (N, C, H, W)")
+    want = tuple(x.shape[:-2]) + size
+    if tuple(out.shape) != want:
+        raise FormatError(f"{op.name}: output shape {list(out.shape)}, expected {list(want)}",
+                          field=ctx.where(op))
+    in_h, in_w = x.shape[-2:]
+    numel = out.numel
+    if numel == 0:
+        return
+    wg = elementwise_workgroup(ctx)
+    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg, "op": ADAPTIVE, "has_indices": 0},
+                                  half=ctx.half(x_id))
+    params = PARAMS.pack(numel=numel, in_h=in_h, in_w=in_w, out_h=size[0], out_w=size[1])
+    ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id),
+                                (2, ctx.resources.buffer(4, f"{op.name} no indices")),
+                                (3, ctx.uniform(params, f"{op.name} params"))],
+                 ctx.grid(-(-numel // wg)))
+
+
 def _max_outputs(ctx, op) -> tuple[int, int | None]:
     """(out, indices) of the ValueList."""
     out_list = ctx.graph.values[ctx.args(op, 7)[6]]
@@ -230,6 +260,23 @@ def avg_pool_reference(read, values, args):
     return out
 
 
+def adaptive_avg_pool_reference(read, values, args):
+    x = read(args[0])
+    oh, ow = _pair(int_list(values[args[1]]), "adaptive_avg_pool2d", "output_size")
+    in_h, in_w = x.shape[-2:]
+    out = []
+    for p in range(math.prod(x.shape[:-2])):
+        base = p * in_h * in_w
+        for i in range(oh):
+            h0, h1 = i * in_h // oh, -(-(i + 1) * in_h // oh)
+            for j in range(ow):
+                w0, w1 = j * in_w // ow, -(-(j + 1) * in_w // ow)
+                total = math.fsum(x.values[base + h * in_w + w]
+                                  for h in range(h0, h1) for w in range(w0, w1))
+                out.append(total / (h1 - h0) / (w1 - w0))
+    return out
+
+
 def _max_pool_sizes(op, shape, integer, values):
     """Actual output shapes on a dynamic input: the same window over its actual size."""
     a = op.args
@@ -250,3 +297,5 @@ define("aten.max_pool2d_with_indices.default", build_max_pool, max_pool_referenc
        half=True, sizes=_max_pool_sizes)
 define("aten.avg_pool2d.default", build_avg_pool, avg_pool_reference, 8, half=True,
        sizes=_avg_pool_sizes)
+define("aten._adaptive_avg_pool2d.default", build_adaptive_avg_pool,
+       adaptive_avg_pool_reference, 3, half=True)

@@ -1,0 +1,16 @@
+"""The exported pooling, normalization, resampling and padding programs
+(tests/fixtures/vision_ops) natively against eager torch (tests/support/vision_fixtures.py)."""
+
+import pytest
+from pte_webgpu.ops.registry import supported_ops
+
+from tests.support.gpu_thread import run_fixture
+from tests.support.vision_fixtures import NAMES, check_outputs, ops_of
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_program_matches_torch(runtime, name):
+    assert ops_of(name) <= set(supported_ops()), ops_of(name) - set(supported_ops())
+    got, want = run_fixture(runtime, f"vision_ops/{name}")
+    check_outputs(name, got, want)
+    assert runtime.device.live_buffer_count == 0

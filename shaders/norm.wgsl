@@ -15,6 +15,9 @@
 // sums small numbers; the mean is k + m with m = sum(x - k) / width, and the second
 // pass sums ((x - k) - m)^2, never E[x^2] - E[x]^2. A constant row gives var 0.
 //
+// The "row" form (entry rows): one whole row per invocation, no workgroup memory and no
+// barrier (ops/norm.py picks it on CPU adapters for many rows), the same two passes.
+//
 // Prelude (Params, bindings): shaders/compose.py from ops/norm.py.
 
 override wg_size: u32 = 64;  // a power of two
@@ -65,6 +68,37 @@ fn normalize_row(row: u32, lane: u32) {
     mean_out[row] = elem(k + m);
     rstd_out[row] = elem(rstd);
   }
+}
+
+// Entry point rows (generated): whole_row(row) for each row.
+fn whole_row(row: u32) {
+  let width = params.width;
+  let n = f32(width);
+  let base = row * width;
+  let k = f32(x[base]);
+  var s = 0.0;
+  for (var j = 0u; j < width; j++) {
+    s += f32(x[base + j]) - k;
+  }
+  let m = s / n;
+  var total = 0.0;
+  for (var j = 0u; j < width; j++) {
+    let d = (f32(x[base + j]) - k) - m;
+    total += d * d;
+  }
+  let eps_bits = bitcast<u32>(params.eps);
+  if (bitcast<u32>(total) == 0x7f800000u ||
+      (below_flt_min(total) && (eps_bits >= 0x80000000u || eps_bits < NORM_TINY_EPS))) {
+    mean_out[row] = elem(k + m);
+    rstd_out[row] = elem(rescue_row(row, base, k + m, total));
+    return;
+  }
+  let rstd = inverseSqrt(total / n + params.eps);
+  for (var j = 0u; j < width; j++) {
+    y[base + j] = elem(affine(row, j, ((f32(x[base + j]) - k) - m) * rstd));
+  }
+  mean_out[row] = elem(k + m);
+  rstd_out[row] = elem(rstd);
 }
 
 fn affine(row: u32, j: u32, normalized: f32) -> f32 {

@@ -224,6 +224,28 @@ def test_group_norm(device, shape, groups, affine):
         close(c, w, 1e-6, 1e-6)
 
 
+@pytest.mark.parametrize("variant", ["tree", "row"])
+@pytest.mark.parametrize("shape,groups", [((40, 6, 3, 5), 3), ((2, 4, 33), 2)])
+def test_group_norm_variants(device, variant, shape, groups):
+    """Both norm kernels forced (layer norm's too: one kernel), with a rare row whose sum
+    of squares overflows float32 (the rescaled pass)."""
+    x = rand(*shape, scale=3.0)
+    x[1] *= np.float32(3e18)
+    g, ids, want = gn_graph(x, groups, True)
+    g.options = {"variants": {"norm": variant}}
+    got = g.run(device, *ids)
+    for a, w in zip(got, want):
+        close(a, w, 1e-4, 1e-5)
+
+
+def test_norm_rule():
+    """A row per invocation on a CPU adapter with rows enough; trees on GPUs."""
+    from pte_webgpu.ops.norm import VARIANTS
+    assert VARIANTS.typical(rows=64, width=96) == {"chromium-swiftshader": "row",
+                                                   "discrete-gpu": "tree"}
+    assert VARIANTS.typical(rows=4, width=96)["chromium-swiftshader"] == "tree"
+
+
 def test_group_norm_f16(device):
     needs_f16(device)
     x = rand(2, 4, 3, 5).astype(np.float16)
@@ -284,7 +306,8 @@ def test_upsample_nearest(device, hw, size, scales):
 
 @pytest.mark.parametrize("align", [False, True])
 @pytest.mark.parametrize("hw,size,scales", NEAREST_CASES + [((1, 5), [4, 9], None),
-                                                            ((6, 6), [1, 1], None)], ids=str)
+                                                            ((6, 6), [1, 1], None),
+                                                            ((1, 1), [8, 8], None)], ids=str)
 def test_upsample_bilinear(device, hw, size, scales, align):
     x = rand(2, 3, *hw)
     g, out = upsample_graph(x, size, scales, align)

@@ -22,9 +22,10 @@ from ..model.graph import ListValue, Null
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from . import cpu_reference as cpu
 from .args import int_arg, int_list, int_list_arg, number
-from .common import pow2_workgroup
+from .common import elementwise_workgroup, pow2_workgroup
 from .exec_ints import follow_actual_size
 from .registry import define
+from .variants import declare
 
 F32_EPS = 2.0 ** -23  # eps when the graph has none (docs/FORMATS.md §5.4)
 
@@ -35,7 +36,15 @@ KERNEL = Kernel("norm", (Binding(0, "x"), Binding(1, "weight"), Binding(2, "bias
                          Binding(3, "y", "read_write"), Binding(4, "mean_out", "read_write"),
                          Binding(5, "rstd_out", "read_write")), PARAMS,
                 snippets=("bits", "nan_minmax", "tree"),
-                entries=(Entry("main", "normalize_row", "params.rows", per="group"),))
+                entries=(Entry("main", "normalize_row", "params.rows", per="group"),
+                         Entry("rows", "whole_row", "params.rows")))
+# A workgroup per row with a halving tree on GPUs; on CPU adapters, where barriers cost
+# most, one row per invocation once there are rows enough to spread over the threads.
+VARIANTS = declare("norm", ("tree", "row"), doc="tree: a workgroup per row; row: a row "
+                   "per invocation, no barrier",
+                   choose=lambda traits, rows, width: "row" if traits.is_cpu and rows >= 32
+                   else "tree")
+ROW_WG = 16  # rows per workgroup in the "row" form
 
 
 def _optional(ctx, vid: int, op, width: int, what: str) -> int | None:
@@ -94,18 +103,22 @@ async def _normalize(ctx, op, x_id: int, affine, outs, rows: int, width: int, ep
                               f"elements, expected one per row ({rows})", field=ctx.where(op))
     if rows == 0:
         return  # nothing to normalize
-    wg = pow2_workgroup(ctx, width)
+    form = VARIANTS.pick(ctx, op, rows=rows, width=width)
+    row_form = form == "row"
+    wg = min(ROW_WG, elementwise_workgroup(ctx)) if row_form else pow2_workgroup(ctx, width)
     constants = {"wg_size": wg, "has_weight": int(weight is not None),
                  "has_bias": int(bias is not None)}
-    pipeline = await ctx.pipeline(KERNEL, constants, half=ctx.half(x_id))
+    pipeline = await ctx.pipeline(KERNEL, constants, "rows" if row_form else "main",
+                                  half=ctx.half(x_id))
     params = ctx.uniform(PARAMS.pack(rows=rows, width=width, eps=eps, groups=groups,
                                      inner=inner), f"{op.name} params")
     # An absent weight or bias binds the input (read-only, never read by the shader).
     bindings = [(0, x_id), (1, x_id if weight is None else weight),
                 (2, x_id if bias is None else bias), (3, out_id), (4, mean_id),
                 (5, rstd_id), (6, params)]
-    ctx.dispatch(op, pipeline, bindings, ctx.grid(rows))
-    follow_actual_size(ctx, out_id, lambda n: -(-n // width))  # one workgroup per row
+    ctx.dispatch(op, pipeline, bindings, ctx.grid(-(-rows // wg) if row_form else rows))
+    # one workgroup per row, or wg rows per workgroup
+    follow_actual_size(ctx, out_id, lambda n: -(-n // (width * (wg if row_form else 1))))
     ctx.note_kernel(op, wg_size=wg)
 
 

@@ -1,7 +1,10 @@
 """A plan seen as a graph (so non-delegated kernels reuse the op library), and the
 instruction-chain facts both the GPU runtime and the CPU reference need.
 
-Plan tensors become TensorValue (dedicated buffers, never pooled); kernel names
+Plan tensors become TensorValue (dedicated buffers, never pooled); a plan's IntList holds
+the ids of its Int values (ExecuTorch boxes them, so a SymInt could stand in), and
+becomes the list of those ints when every id names an Int (as a delegate's IntList holds
+them; e.g. ``aten::_adaptive_avg_pool2d.out``'s output_size); kernel names
 map from the out-variant schema to the op name the registry uses:
 ``aten::add`` + ``Scalar_out`` -> ``aten.add.Scalar``; ``out`` -> ``default``.
 """
@@ -9,14 +12,24 @@ map from the out-variant schema to the op name the registry uses:
 from __future__ import annotations
 
 from ..errors import FormatError, UnsupportedError
-from .graph import Graph, OpCall, Scalar, TensorValue
+from .graph import Graph, ListValue, OpCall, Scalar, TensorValue
 from .program_file import VULKAN_BACKEND_ID, JumpFalseCall, PlanTensor
 
 
 def plan_as_graph(plan) -> Graph:
-    values = [TensorValue(v.dtype, tuple(v.sizes)) if isinstance(v, PlanTensor) else v
-              for v in plan.values]
+    values = [TensorValue(v.dtype, tuple(v.sizes)) if isinstance(v, PlanTensor)
+              else _int_list(v, plan.values) for v in plan.values]
     return Graph(values, [], list(plan.inputs), list(plan.outputs), [])
+
+
+def _int_list(v, values):
+    """A plan IntList of Int value ids as the ints; anything else as it is."""
+    if not (isinstance(v, ListValue) and v.kind == "int_list"):
+        return v
+    items = [values[i] if 0 <= i < len(values) else None for i in v.items]
+    if all(isinstance(x, Scalar) and x.kind == "int" for x in items):
+        return ListValue("int_list", tuple(int(x.value) for x in items))
+    return v
 
 
 def kernel_op_name(name: str, overload: str) -> str:

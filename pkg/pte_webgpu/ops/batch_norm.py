@@ -22,6 +22,7 @@ from . import cpu_reference as cpu
 from .args import number
 from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size
+from .norm import optional_terms
 from .registry import define
 
 PARAMS = Uniform(("numel", "u32"), ("channels", "u32"), ("inner", "u32"), ("eps", "f32"))
@@ -44,16 +45,6 @@ def _outputs(ctx, op, vid: int) -> list[int]:
     return [int(v) for v in value.items]
 
 
-def _per_channel(ctx, op, vid: int, channels: int, what: str, optional: bool) -> int | None:
-    if optional and isinstance(ctx.graph.values[vid], Null):
-        return None
-    t = ctx.float_tensor(vid, op)
-    if t.numel != channels:
-        raise FormatError(f"{op.name}: {what} has {t.numel} elements, the input has "
-                          f"{channels} channels", field=ctx.where(op))
-    return vid
-
-
 async def build(ctx, op):
     x_id, w_id, b_id, mean_id, var_id, _momentum, eps_id, list_id = ctx.args(op, 8)
     x = ctx.float_tensor(x_id, op)
@@ -66,10 +57,10 @@ async def build(ctx, op):
         raise FormatError(f"{op.name}: output shape {list(out.shape)} differs from input "
                           f"{list(x.shape)}", field=ctx.where(op))
     channels, inner = x.shape[1], math.prod(x.shape[2:])
-    weight = _per_channel(ctx, op, w_id, channels, "weight", True)
-    bias = _per_channel(ctx, op, b_id, channels, "bias", True)
+    weight = optional_terms(ctx, w_id, op, channels, "weight")
+    bias = optional_terms(ctx, b_id, op, channels, "bias")
     for vid, what in ((mean_id, "running_mean"), (var_id, "running_var")):
-        _per_channel(ctx, op, vid, channels, what, False)
+        optional_terms(ctx, vid, op, channels, what, optional=False)
     if x.numel == 0:
         return
     eps = ctx.float_scalar(eps_id, 1e-5)

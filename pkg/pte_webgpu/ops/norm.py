@@ -47,14 +47,15 @@ VARIANTS = declare("norm", ("tree", "row"), doc="tree: a workgroup per row; row:
 ROW_WG = 16  # rows per workgroup in the "row" form
 
 
-def _optional(ctx, vid: int, op, width: int, what: str) -> int | None:
-    """A weight or bias tensor of ``width`` elements, or None for Null."""
-    if isinstance(ctx.graph.values[vid], Null):
+def optional_terms(ctx, vid: int, op, width: int, what: str, optional: bool = True):
+    """A weight, bias or statistics tensor of ``width`` elements; None for Null where
+    ``optional`` (FormatError naming ``what`` otherwise)."""
+    if optional and isinstance(ctx.graph.values[vid], Null):
         return None
     t = ctx.float_tensor(vid, op)
     if t.numel != width:
-        raise FormatError(f"{op.name}: {what} has {t.numel} elements, the normalized "
-                          f"width is {width}", field=ctx.where(op))
+        raise FormatError(f"{op.name}: {what} has {t.numel} elements, expected {width} "
+                          "(the normalized width or the channels)", field=ctx.where(op))
     return vid
 
 
@@ -82,8 +83,8 @@ async def build_layer_norm(ctx, op):
     if tuple(out.shape) != tuple(x.shape):
         raise FormatError(f"{op.name}: output shape {list(out.shape)} differs from input "
                           f"{list(x.shape)}", field=ctx.where(op))
-    weight = _optional(ctx, w_id, op, width, "weight")
-    bias = _optional(ctx, b_id, op, width, "bias")
+    weight = optional_terms(ctx, w_id, op, width, "weight")
+    bias = optional_terms(ctx, b_id, op, width, "bias")
     if rows and not width:
         raise UnsupportedError(f"{op.name}: normalizing over an empty shape "
                                f"{list(norm_shape)}")
@@ -136,8 +137,8 @@ async def build_group_norm(ctx, op):
     if tuple(ctx.float_tensor(out_id, op).shape) != tuple(x.shape):
         raise FormatError(f"{op.name}: output shape {list(ctx.graph.values[out_id].shape)} "
                           f"differs from input {list(x.shape)}", field=ctx.where(op))
-    weight = _optional(ctx, w_id, op, c, "weight")
-    bias = _optional(ctx, b_id, op, c, "bias")
+    weight = optional_terms(ctx, w_id, op, c, "weight")
+    bias = optional_terms(ctx, b_id, op, c, "bias")
     width = c // groups * hw
     if n * groups and not width:
         raise UnsupportedError(f"{op.name}: normalizing empty groups (shape {list(x.shape)})")

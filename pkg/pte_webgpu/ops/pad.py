@@ -17,7 +17,7 @@ from ..model import f32
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .args import int_list, int_list_arg, scalar_value
 from .common import check_rank, contiguous_strides, elementwise_workgroup
-from .exec_ints import follow_actual_size
+from .exec_ints import dispatch_per_element
 from .registry import define
 
 CONSTANT = 0  # pad.wgsl's modes
@@ -64,10 +64,9 @@ async def build(ctx, op):
     params = PARAMS.pack(numel=out.numel, rank=len(want), value=value, shape=list(want),
                          in_shape=list(x.shape), in_strides=contiguous_strides(x.shape),
                          before=[b % 2 ** 32 for b in before])
-    ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id),
-                                (2, ctx.uniform(params, f"{op.name} params"))],
-                 ctx.grid(-(-out.numel // wg)))
-    follow_actual_size(ctx, out_id, wg)
+    dispatch_per_element(ctx, op, pipeline, [(0, x_id), (1, out_id),
+                                             (2, ctx.uniform(params, f"{op.name} params"))],
+                         out_id, wg)
 
 
 def reference(read, values, args):

@@ -33,7 +33,7 @@ from ..model.graph import ListValue, Null
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .args import bool_arg, int_arg, int_list, int_list_arg
 from .common import elementwise_workgroup
-from .exec_ints import follow_actual_size
+from .exec_ints import dispatch_per_element
 from .registry import define
 
 MAX, AVG, ADAPTIVE = 0, 1, 2  # pool.wgsl's op codes
@@ -135,10 +135,9 @@ async def _dispatch(ctx, op, code: int, x_id: int, out_id: int, idx_id: int | No
                          dw=w.dilation[1], divisor=divisor, count_pad=int(count_pad))
     # Without an indices output a 4-byte buffer stands in (has_indices: never written).
     idx = ctx.resources.buffer(4, f"{op.name} no indices") if idx_id is None else idx_id
-    ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id), (2, idx),
-                                (3, ctx.uniform(params, f"{op.name} params"))],
-                 ctx.grid(-(-numel // wg)))
-    follow_actual_size(ctx, out_id, wg)
+    dispatch_per_element(ctx, op, pipeline, [(0, x_id), (1, out_id), (2, idx),
+                                             (3, ctx.uniform(params, f"{op.name} params"))],
+                         out_id, wg)
 
 
 async def build_adaptive_avg_pool(ctx, op):
@@ -160,10 +159,9 @@ async def build_adaptive_avg_pool(ctx, op):
     pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg, "op": ADAPTIVE, "has_indices": 0},
                                   half=ctx.half(x_id))
     params = PARAMS.pack(numel=numel, in_h=in_h, in_w=in_w, out_h=size[0], out_w=size[1])
-    ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id),
-                                (2, ctx.resources.buffer(4, f"{op.name} no indices")),
-                                (3, ctx.uniform(params, f"{op.name} params"))],
-                 ctx.grid(-(-numel // wg)))
+    dispatch_per_element(ctx, op, pipeline, [
+        (0, x_id), (1, out_id), (2, ctx.resources.buffer(4, f"{op.name} no indices")),
+        (3, ctx.uniform(params, f"{op.name} params"))], out_id, wg)
 
 
 def _max_outputs(ctx, op) -> tuple[int, int | None]:

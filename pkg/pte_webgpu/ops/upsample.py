@@ -24,7 +24,7 @@ from ..model.graph import ListValue, Null
 from ..shaders.compose import Binding, Entry, Kernel, Uniform
 from .args import bool_arg
 from .common import elementwise_workgroup
-from .exec_ints import follow_actual_size
+from .exec_ints import dispatch_per_element
 from .registry import define
 
 COPY, HALF, SCALED = 0, 1, 2  # upsample.wgsl's index rules, per dim
@@ -38,22 +38,14 @@ KERNEL = Kernel("upsample", (Binding(0, "x"), Binding(1, "y", "read_write")), PA
                 entries=(Entry("main", "upsample_item", "params.numel"),))
 
 
-def _double_list(values, vid: int, name: str):
+def _list_or_null(values, vid: int, name: str, kind: str, what: str):
+    """A ``kind`` list argument's items (floats or ints), or None for Null."""
     v = values[vid]
     if isinstance(v, Null):
         return None
-    if isinstance(v, ListValue) and v.kind == "double_list":
-        return [float(d) for d in v.items]
-    raise FormatError(f"{name}: scale_factors should be a DoubleList or Null, found {v.kind}")
-
-
-def _int_list(values, vid: int, name: str):
-    v = values[vid]
-    if isinstance(v, Null):
-        return None
-    if isinstance(v, ListValue) and v.kind == "int_list":
-        return [int(d) for d in v.items]
-    raise FormatError(f"{name}: output_size should be an IntList or Null, found {v.kind}")
+    if isinstance(v, ListValue) and v.kind == kind:
+        return [(float if kind == "double_list" else int)(d) for d in v.items]
+    raise FormatError(f"{name}: {what} should be a {kind} or Null, found {v.kind}")
 
 
 def output_size(name: str, in_hw, sizes, scales) -> tuple[int, int]:
@@ -115,10 +107,10 @@ def bilinear_source(rule: int, scale: float, dst: int, size: int, align: bool):
 
 def _args(values, args, mode: int, name: str):
     """(output_size, align_corners, scale_factors) from the op's arguments."""
-    sizes = _int_list(values, args[1], name)
-    if mode == NEAREST:
-        return sizes, False, _double_list(values, args[2], name)
-    return sizes, bool(values[args[2]].value), _double_list(values, args[3], name)
+    sizes = _list_or_null(values, args[1], name, "int_list", "output_size")
+    scales = args[2] if mode == NEAREST else args[3]
+    align = mode == BILINEAR and bool(values[args[2]].value)
+    return sizes, align, _list_or_null(values, scales, name, "double_list", "scale_factors")
 
 
 async def _build(ctx, op, mode: int):
@@ -151,10 +143,9 @@ async def _build(ctx, op, mode: int):
     pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg, "mode": mode}, half=ctx.half(x_id))
     params = PARAMS.pack(numel=out.numel, in_h=in_h, in_w=in_w, out_h=out_h, out_w=out_w,
                          rule_h=rh, rule_w=rw, align=int(align), scale_h=sh, scale_w=sw)
-    ctx.dispatch(op, pipeline, [(0, x_id), (1, out_id),
-                                (2, ctx.uniform(params, f"{op.name} params"))],
-                 ctx.grid(-(-out.numel // wg)))
-    follow_actual_size(ctx, out_id, wg)
+    dispatch_per_element(ctx, op, pipeline, [(0, x_id), (1, out_id),
+                                             (2, ctx.uniform(params, f"{op.name} params"))],
+                         out_id, wg)
 
 
 async def build_nearest(ctx, op):

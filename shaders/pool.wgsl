@@ -42,13 +42,18 @@ fn pool_item(i: u32) {
   while (h0 < 0) { h0 += i32(params.dh); }
   var w0 = w_start;
   while (w0 < 0) { w0 += i32(params.dw); }
-  var best = bitcast<f32>(0xff800000u);  // -inf
+  // torch starts from -inf at the first element; taking the first element as it comes
+  // is the same (and no -inf constant, which WGSL's constant evaluation refuses). The
+  // window is never empty: padding is at most half the kernel.
+  var best = 0.0;
   var at = u32(h0) * params.in_w + u32(w0);
+  var found = false;
   for (var ih = h0; ih < h_end; ih += i32(params.dh)) {
     for (var iw = w0; iw < w_end; iw += i32(params.dw)) {
       let j = u32(ih) * params.in_w + u32(iw);
       let v = f32(x[base + j]);
-      if (less_bits(best, v) || is_nan(v)) {
+      if (!found || less_bits(best, v) || is_nan(v)) {
+        found = true;
         best = v;
         at = j;
       }

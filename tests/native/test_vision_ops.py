@@ -455,3 +455,14 @@ def test_grid_sample_f16_and_bicubic(device):
          g.int(2), g.int(0), g.bool(False), out)
     with pytest.raises(UnsupportedError, match="bicubic"):
         g.run(device, out)
+
+
+def test_abs_of_ints(device):
+    """aten.abs on int32 (the plan kernel of F.pad's reflect decomposition)."""
+    x = np.array([[-3, 0, 7], [-2147483647, 5, -1]], np.int32)
+    g = VG()
+    out = g.tensor(x.shape, dtype=dtypes.BY_NAME["int32"])
+    g.op("aten.abs.default", g.input(x, dtypes.BY_NAME["int32"]), out)
+    got, cpu = run_both(g, device, out)
+    np.testing.assert_array_equal(got[0], np.abs(x))
+    np.testing.assert_array_equal(cpu[0], np.abs(x))

@@ -6,9 +6,9 @@ count, the WGSL expression of the loaded operands ``x``, ``y``, ``z`` (f32 for f
 tensors, i32 for int32/int64, u32 0/1 for bool; ``{s}`` is the scalar argument as the
 same type as ``x``, ``{zx}``/``{zy}`` the zero of x's/y's type) and the CPU reference
 ``ref(x, y, z, s)``. Comparisons with a Scalar and the logical ops give bool; ``where``
-gives its value operands' type. The integer form of ``aten.sub.Tensor`` (ops/binary.py
-sends int tensors on) and int/bool -> float conversion (ops/view.py's
-``_to_dim_order_copy``) live here too.
+gives its value operands' type. The integer forms of ``aten.sub.Tensor`` (ops/binary.py
+sends int tensors on) and ``aten.abs.default`` (ops/unary.py does) and int/bool -> float
+conversion (ops/view.py's ``_to_dim_order_copy``) live here too.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ TABLE = [
     Mixed("aten.where.self", 4, 3, "select(z, y, x != {zx})",
           lambda x, y, z, s: y if x else z),
     Mixed("sub_int", 4, 2, "x - {s} * y", lambda x, y, z, s: x - s * y),
+    Mixed("abs_int", 2, 1, "abs(x)", lambda x, y, z, s: abs(x)),
     Mixed("to_float", 2, 1, "f32(x)", lambda x, y, z, s: float(x), "float"),
 ]
 ROW = {row.name: row for row in TABLE}
@@ -134,7 +135,7 @@ async def dispatch(ctx, op, row: Mixed, args, into=None) -> None:
         raise UnsupportedError(f"{op.name} ({where}): {e}") from None
     want = row.out or (types[1] if row.name == "aten.where.self" else types[0])
     if out_type != want or (row.name == "aten.where.self" and (types[0] != "bool" or types[1] != types[2])) \
-            or (row.name == "sub_int" and types != ("int", "int")):
+            or (row.name.endswith("_int") and set(types) != {"int"}):
         raise UnsupportedError(f"{op.name} ({where}): operands {list(types)} -> {out_type} "
                                "are not supported")
     halves = {ctx.half(v) for v, t in zip(list(ids) + [out_id], list(types) + [out_type])
@@ -171,6 +172,12 @@ async def sub_int(ctx, op) -> None:
     await dispatch(ctx, op, ROW["sub_int"], ctx.args(op, 4))
 
 
+async def abs_int(ctx, op) -> None:
+    """``aten.abs.default`` on int32/int64 tensors (the plan kernel ``aten::abs.out`` of
+    the index arithmetic F.pad's reflect mode decomposes into)."""
+    await dispatch(ctx, op, ROW["abs_int"], ctx.args(op, 2))
+
+
 async def to_float(ctx, op, x_id: int, out_id: int, into=None) -> None:
     """int32/int64/bool -> float (``_to_dim_order_copy``; ops/view.py sends it here);
     ``into``: a scratch Buffer written instead of out."""
@@ -192,6 +199,6 @@ def _reference(row: Mixed):
 
 
 for _row in TABLE:
-    if _row.name not in ("sub_int", "to_float"):
+    if _row.name not in ("sub_int", "abs_int", "to_float"):
         # elementwise: correct inside the padded layout of dynamic shapes as recorded
         define(_row.name, _build(_row), _reference(_row), _row.args, half=True, sizes=broadcast)

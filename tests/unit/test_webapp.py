@@ -50,7 +50,7 @@ def test_summary_explains_what_cannot_run(monkeypatch):
 def test_summary_names_the_unsupported_ops():
     result = summary("extra/conv_pool_1x2x8x8")
     assert not result["runnable"]
-    assert result["unsupported_ops"] == ["aten.convolution.default", "aten.max_pool2d_with_indices.default"]
+    assert result["unsupported_ops"] == ["aten.convolution.default"]  # max-pool runs
     assert summary("extra/activations_3x17")["unsupported_ops"] == []
     assert summary("block_1x8x64")["unsupported_ops"] == []
 

@@ -28,6 +28,13 @@ def close(got, want, rtol=1e-5, atol=1e-5):
         np.where(np.isfinite(want), want, 0)), initial=0)))
 
 
+def check_both(g, device, out, want):
+    """The GPU within 1e-5 and the op's CPU reference within float32 rounding of want."""
+    (got,), (cpu,) = run_both(g, device, out)
+    close(got, want)
+    close(cpu, want, 1e-6, 1e-6)
+
+
 def close16(got, want):
     want16 = want.astype(np.float16).astype(np.float64)
     np.testing.assert_allclose(got, want16, atol=2e-3, rtol=2e-3)
@@ -135,9 +142,7 @@ def test_avg_pool(device, case):
     out = g.tensor(want.shape)
     g.op("aten.avg_pool2d.default", g.input(x), g.ints(k), g.ints(s), g.ints(p),
          g.bool(ceil), g.bool(count_pad), g.null() if div is None else g.int(div), out)
-    (got,), (cpu,) = run_both(g, device, out)
-    close(got, want)
-    close(cpu, want, 1e-6, 1e-6)
+    check_both(g, device, out, want)
 
 
 def test_avg_pool_f16_and_inf(device):
@@ -183,9 +188,7 @@ def bn_graph(x, affine, eps=1e-5, dtype=dtypes.FLOAT32, storage=None, np_dtype=n
 @pytest.mark.parametrize("affine", [True, False])
 def test_batch_norm(device, shape, affine):
     g, out, want = bn_graph(rand(*shape, scale=2.0), affine, eps=1e-3)
-    (got,), (cpu,) = run_both(g, device, out)
-    close(got, want)
-    close(cpu, want, 1e-6, 1e-6)
+    check_both(g, device, out, want)
 
 
 def test_batch_norm_f16(device):
@@ -311,10 +314,8 @@ def test_upsample_nearest(device, hw, size, scales):
 def test_upsample_bilinear(device, hw, size, scales, align):
     x = rand(2, 3, *hw)
     g, out = upsample_graph(x, size, scales, align)
-    (got,), (cpu,) = run_both(g, device, out)
     want = ref.upsample_bilinear(x, g.values[out].shape[-2:], align, scales or (None, None))
-    close(got, want)
-    close(cpu, want, 1e-6, 1e-6)
+    check_both(g, device, out, want)
 
 
 def test_upsample_f16(device):
@@ -357,10 +358,8 @@ def test_adaptive_avg_pool(device, hw, out_hw):
     g = VG()
     out = g.tensor((2, 3) + out_hw)
     g.op("aten._adaptive_avg_pool2d.default", g.input(x), g.ints(out_hw), out)
-    (got,), (cpu,) = run_both(g, device, out)
     want = ref.adaptive_avg_pool(x, out_hw)
-    close(got, want)
-    close(cpu, want, 1e-6, 1e-6)
+    check_both(g, device, out, want)
 
 
 # --- pixel shuffle and padding -------------------------------------------------------
@@ -433,10 +432,8 @@ def test_grid_sample(device, mode, padding, align):
     out = g.tensor((2, 3, 4, 6))
     g.op("aten.grid_sampler_2d.default", g.input(x), g.input(grid), g.int(mode),
          g.int(padding), g.bool(align), out)
-    (got,), (cpu,) = run_both(g, device, out)
     want = ref.grid_sample(x, grid, mode, padding, align)
-    close(got, want)
-    close(cpu, want, 1e-6, 1e-6)
+    check_both(g, device, out, want)
 
 
 def test_grid_sample_f16_and_bicubic(device):

@@ -221,7 +221,8 @@ def _grid_coord(v, size, padding, align):
             x = f(0)
         else:
             a = np.abs(x - low)
-            extra = a - np.trunc(a / span2) * span2
+            with np.errstate(invalid="ignore"):  # inf: NaN, as torch's
+                extra = a - np.trunc(a / span2) * span2
             x = min(extra, span2 - extra) + low
     return x if np.isnan(x) else f(min(max(x, f(0)), f(size - 1)))
 

@@ -463,3 +463,17 @@ def test_abs_of_ints(device):
     got, cpu = run_both(g, device, out)
     np.testing.assert_array_equal(got[0], np.abs(x))
     np.testing.assert_array_equal(cpu[0], np.abs(x))
+
+
+def test_clamp_of_ints(device):
+    """aten.clamp on int32 with Int and Null bounds (F.pad's replicate decomposition)."""
+    i32 = dtypes.BY_NAME["int32"]
+    x = np.array([[-3, 0, 7], [-1234567, 5, 9]], np.int32)
+    for lo, hi in ((0, 5), (None, 4), (-2, None)):
+        g = VG()
+        out = g.tensor(x.shape, dtype=i32)
+        g.op("aten.clamp.default", g.input(x, i32), g.null() if lo is None else g.int(lo),
+             g.null() if hi is None else g.int(hi), out)
+        got, cpu = run_both(g, device, out)
+        np.testing.assert_array_equal(got[0], np.clip(x, lo, hi))
+        np.testing.assert_array_equal(cpu[0], np.clip(x, lo, hi))

@@ -16,11 +16,9 @@ INDEX = {e["name"]: e for e in json.loads((VISION / "index.json").read_text())}
 NAMES = list(INDEX)
 
 
-# Programs that stop at load on an op outside this family, and the op the error names:
-# F.pad's replicate mode decomposes into arange, clamp on int32 indices (the elementwise
-# clamp is float only) and index.Tensor. Take a name out when its op lands (the test
-# then fails until it does).
-PENDING = {"replicate_pad_1x2x5x6": "aten.clamp.default"}
+# Programs that stop at load on an op outside this family, and the op the error names
+# (none now; take a name out when its op lands: the test then fails until it does).
+PENDING: dict[str, str] = {}
 
 
 def rtol(name: str) -> float:

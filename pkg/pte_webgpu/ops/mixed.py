@@ -9,8 +9,9 @@ are named beside TABLE) and the CPU reference ``ref(x, y, z, s)`` (``s``: the sc
 x's type for rows without one). Comparisons and the logical ops give bool (two tensors
 compared as one promoted type, as torch), the bitwise ops x's type (bool or int), the
 div rounding modes float, or int for int operands; ``where`` gives its value operands'
-type. The integer form of ``aten.sub.Tensor`` (ops/binary.py sends int tensors on) and
-int/bool -> float conversion (ops/view.py's ``_to_dim_order_copy``) live here too.
+type. The integer forms of ``aten.sub.Tensor`` (ops/binary.py sends int tensors on),
+``aten.abs.default`` and ``aten.clamp.default`` (ops/unary.py does) and int/bool -> float
+conversion (ops/view.py's ``_to_dim_order_copy``) live here too.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import FormatError, UnsupportedError
-from ..model.graph import Scalar
+from ..model.graph import Null, Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill
 from . import cpu_reference as cpu
 from .common import check_rank, elementwise_workgroup
@@ -132,11 +133,15 @@ TABLE = [
     Mixed("aten.where.self", 4, 3, "select(z, y, x != {zx})",
           lambda x, y, z, s: y if x else z),
     Mixed("sub_int", 4, 2, "x - {s} * y", lambda x, y, z, s: x - s * y),
+    Mixed("abs_int", 2, 1, "abs(x)", lambda x, y, z, s: abs(x)),
+    # torch.clamp on ints: max with the low bound, then min with the high one
+    Mixed("clamp_int", 4, 1, "min(max(x, params.n), params.m)",
+          lambda x, y, z, s: min(max(x, s[0]), s[1])),
     Mixed("to_float", 2, 1, "f32(x)", lambda x, y, z, s: float(x), "float"),
 ]
 ROW = {row.name: row for row in TABLE}
 
-PARAMS = Uniform(("numel", "u32"), ("rank", "u32"), ("a", "f32"), ("n", "i32"),
+PARAMS = Uniform(("numel", "u32"), ("rank", "u32"), ("a", "f32"), ("n", "i32"), ("m", "i32"),
                  ("out_shape", "vec8"), ("a_strides", "vec8"), ("b_strides", "vec8"),
                  ("c_strides", "vec8"))
 _WGSL_TYPE = {"float": "elem", "int": "i32", "bool": "u32"}
@@ -166,8 +171,8 @@ def operand_types(row: Mixed, types: tuple) -> tuple[str | None, str | None]:
     if row.name == "aten.where.self":
         ok = types[0] == "bool" and types[1] == types[2]
         return (None, types[1]) if ok else (None, None)
-    if row.name == "sub_int":
-        return (None, "int") if types == ("int", "int") else (None, None)
+    if row.name.endswith("_int"):  # sub_int, abs_int, clamp_int: int operands only
+        return (None, "int") if set(types) == {"int"} else (None, None)
     common = "float" if "float" in types else "int" if "int" in types else "bool"
     if row.out == "bits":  # bool or int, x's type (both operands one type)
         ok = common != "float" and len(set(types)) == 1
@@ -213,6 +218,8 @@ def _kernel(row: Mixed, types: tuple, out_type: str, scalar_int: bool) -> Kernel
 
 def _scalar(row: Mixed, values, args, x_type: str, where: str):
     """(scalar value, whether the kernel compares it as i32)."""
+    if row.name == "clamp_int":
+        return _int_bounds(values, args, where), True
     if row.name == "sub_int":
         v = values[args[2]]
         alpha = 1 if not isinstance(v, Scalar) else v.value
@@ -231,6 +238,23 @@ def _scalar(row: Mixed, values, args, x_type: str, where: str):
         raise UnsupportedError(f"{where}: {row.name} with the Scalar {v.value!r} "
                                f"({x_type} tensor): bool or int operands only")
     return cpu.to_f32(float(v.value)), False
+
+
+I32_MIN, I32_MAX = -2 ** 31, 2 ** 31 - 1
+
+
+def _int_bounds(values, args, where: str) -> tuple[int, int]:
+    """clamp's (min, max) on int tensors: Int or Null (no bound); a Double is refused."""
+    bounds = []
+    for vid, none in ((args[1], I32_MIN), (args[2], I32_MAX)):
+        v = values[vid]
+        if isinstance(v, Scalar) and v.kind == "int":
+            bounds.append(min(max(int(v.value), I32_MIN), I32_MAX))
+        elif isinstance(v, Null):
+            bounds.append(none)
+        else:
+            raise UnsupportedError(f"{where}: clamp of an integer tensor with a {v.kind} bound")
+    return tuple(bounds)
 
 
 async def dispatch(ctx, op, row: Mixed, args, into=None) -> None:
@@ -258,8 +282,9 @@ async def dispatch(ctx, op, row: Mixed, args, into=None) -> None:
         return
     scalar, scalar_int = _scalar(row, ctx.graph.values, args, types[0], where)
     kernel = _kernel(row, types, out_type, scalar_int)
+    lo, hi = scalar if isinstance(scalar, tuple) else (scalar, 0)
     params = PARAMS.pack(numel=out.numel, rank=len(out.shape),
-                         a=scalar if not scalar_int else 0, n=scalar if scalar_int else 0,
+                         a=scalar if not scalar_int else 0, n=lo if scalar_int else 0, m=hi,
                          out_shape=out.shape, **dict(zip(("a_strides", "b_strides", "c_strides"),
                                                          strides)))
     wg = elementwise_workgroup(ctx)
@@ -280,6 +305,18 @@ def _build(row: Mixed):
 async def sub_int(ctx, op) -> None:
     """``aten.sub.Tensor`` on int32/int64 tensors (wrapping in int32, as stored)."""
     await dispatch(ctx, op, ROW["sub_int"], ctx.args(op, 4))
+
+
+async def clamp_int(ctx, op) -> None:
+    """``aten.clamp.default`` on int32/int64 tensors with Int or Null bounds (the index
+    arithmetic F.pad's replicate mode decomposes into)."""
+    await dispatch(ctx, op, ROW["clamp_int"], ctx.args(op, 4))
+
+
+async def abs_int(ctx, op) -> None:
+    """``aten.abs.default`` on int32/int64 tensors (the plan kernel ``aten::abs.out`` of
+    the index arithmetic F.pad's reflect mode decomposes into)."""
+    await dispatch(ctx, op, ROW["abs_int"], ctx.args(op, 2))
 
 
 async def to_float(ctx, op, x_id: int, out_id: int, into=None) -> None:
@@ -328,6 +365,6 @@ def _reference_div_mode(read, values, args):
 define("aten.div.Tensor_mode", build_div_mode, _reference_div_mode, 4, half=True,
        sizes=broadcast)
 for _row in TABLE:
-    if _row.name not in ("sub_int", "to_float", "div_floor", "div_trunc"):
+    if _row.name not in ("sub_int", "abs_int", "clamp_int", "to_float", "div_floor", "div_trunc"):
         # elementwise: correct inside the padded layout of dynamic shapes as recorded
         define(_row.name, _build(_row), _reference(_row), _row.args, half=True, sizes=broadcast)

@@ -246,6 +246,10 @@ async def round_buffer_to_half(ctx, op, src, out_id: int) -> None:
 
 
 async def build(ctx, op):
+    if op.name in ("aten.abs.default", "aten.clamp.default") and \
+            ctx.tensor(op.args[-1], op).dtype.name in ("int32", "int64"):
+        from .mixed import abs_int, clamp_int  # integer operands: a kernel of their own
+        return await (abs_int if op.name == "aten.abs.default" else clamp_int)(ctx, op)
     row = TABLE[ROW[op.name]]
     args = ctx.args(op, row.args)
     scalars = _scalars(row, ctx.graph.values, args, ctx.where(op))

@@ -48,15 +48,32 @@ fn div_trunc_f32(x: f32, y: f32) -> f32 {
   return trunc(x / y);
 }
 
-// Integer division by zero gives 0 (torch raises; a kernel cannot).
-fn div_trunc_i32(x: i32, y: i32) -> i32 {
-  return select(x / y, 0i, y == 0i);
+// Integer division on the magnitudes as u32 (on the H200 signed i32 division and remainder
+// gave floor(-9 / 3) = -4): |MIN| is 2^31, and the signed result wraps as int32 does.
+// Division by zero gives 0 (torch raises; a kernel cannot).
+fn magnitude(v: i32) -> u32 {
+  return select(bitcast<u32>(v), 0u - bitcast<u32>(v), v < 0i);
 }
 
-fn div_floor_i32(x: i32, y: i32) -> i32 {
+// x / y rounded toward zero (round_down: toward -inf where the signs differ).
+fn div_i32(x: i32, y: i32, round_down: bool) -> i32 {
   if (y == 0i) {
     return 0i;
   }
-  let q = x / y;
-  return select(q, q - 1i, x % y != 0i && (x < 0i) != (y < 0i));
+  let ax = magnitude(x);
+  let ay = magnitude(y);
+  let q = ax / ay;
+  if ((x < 0i) == (y < 0i)) {
+    return bitcast<i32>(q);
+  }
+  let inexact = select(0u, 1u, round_down && ax - q * ay != 0u);
+  return bitcast<i32>(0u - q - inexact);
+}
+
+fn div_trunc_i32(x: i32, y: i32) -> i32 {
+  return div_i32(x, y, false);
+}
+
+fn div_floor_i32(x: i32, y: i32) -> i32 {
+  return div_i32(x, y, true);
 }

@@ -15,12 +15,16 @@
 #              (224x224 batch 1, Whisper-tiny's encoder on 3000 frames) -> build/vision/
 # make llm-onnx  the same model as ONNX with its KV cache + onnxruntime-web and transformers.js
 #              from npm (all in build/): the browser references of `bench --llm`
+# make vision-bench-programs  MobileNetV2 and ResNet-18 at 224x224 (.pte, .npz, .onnx) and
+#              ResNet-18's conv2d shapes as one-op programs -> build/vision (the export venv)
+# make bench-vision  `bench --vision` natively and in Chromium on those, and the conv shapes:
+#              docs/bench/vision_$(VISION_BENCH_TAG)_*.json, docs/images/vision_*.png
 
 PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: vision-models llm-accuracy setup dist test test-gpu fuzz fuzz-exec fuzz-gguf bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps
+.PHONY: vision-models llm-accuracy setup dist test test-gpu fuzz fuzz-exec fuzz-gguf bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps vision-bench-programs bench-vision
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -120,9 +124,9 @@ llm-accuracy: $(LLM_GGUF) | llm-export-deps
 # --- Vision and audio programs at full size (docs/vision-models.md), for the benchmarks ---
 # Seeded random weights, fp32 and force_fp16; the small CI variants are committed in
 # tests/fixtures/vision (the same script without --full).
-VISION_DIR := build/vision
+# (into the bench's folder, VISION_BENCH_DIR below: build/vision)
 vision-models: | llm-export-deps
-	PYTHONPATH=pkg $(EXPORT_PYTHON) tests/fixtures/vision/make_vision.py $(VISION_DIR) --full
+	PYTHONPATH=pkg $(EXPORT_PYTHON) tests/fixtures/vision/make_vision.py $(VISION_BENCH_DIR) --full
 
 # --- The same model as ONNX (bench --llm --backend browser: ORT Web and transformers.js) ---
 # Host only, in the export venv (+ the extra [onnx]: onnx, and onnxruntime to check the file);
@@ -146,3 +150,39 @@ $(TRANSFORMERS_JS):
 	mkdir -p build/transformersjs
 	cd build/transformersjs && npm install --no-audit --no-fund --ignore-scripts --omit=optional \
 		@huggingface/transformers@$(TRANSFORMERS_JS_VERSION)
+
+# --- Vision models (issue 19): bench --vision's programs and the benchmark (docs/performance.md) ---
+# In the export venv: the full-size programs of tests/fixtures/vision/make_vision.py (NAME.pte,
+# NAME.npz with in0 and eager torch's out0, NAME.json naming the model and size, all of which the
+# bench reads), the same modules as ONNX for ORT Web (bench/vision_export.py onnx, checked on
+# NAME.npz) and ResNet-18's conv2d shapes as one-op programs. Files already there are kept.
+# On the lent H200: tools/h200_vision_bench.sh (docs/performance.md, "Vision models (issue 19)").
+VISION_BENCH_DIR := build/vision
+VISION_BENCH_MODELS ?= mobilenet_v2 resnet18
+VISION_BENCH_TAG ?= local
+VISION_BENCH_RUNS ?= 50
+
+vision-bench-programs: | llm-export-deps
+	$(EXPORT_PYTHON) -c "import onnx, onnxruntime" 2>/dev/null || $(EXPORT_PYTHON) -m pip install -e '.[onnx]'
+	for m in $(VISION_BENCH_MODELS); do \
+	  [ -f $(VISION_BENCH_DIR)/$$m.pte ] || PYTHONPATH=pkg $(EXPORT_PYTHON) tests/fixtures/vision/make_vision.py \
+	    $(VISION_BENCH_DIR) --full --only $$m --variants fp32 || exit 1; \
+	  [ -f $(VISION_BENCH_DIR)/$$m.onnx ] || PYTHONPATH=pkg $(EXPORT_PYTHON) bench/vision_export.py onnx $$m \
+	    --size full --out-dir $(VISION_BENCH_DIR) || exit 1; \
+	done
+	[ -f $(VISION_BENCH_DIR)/convs/convs.json ] || \
+	  PYTHONPATH=pkg $(EXPORT_PYTHON) bench/vision_export.py convs --out-dir $(VISION_BENCH_DIR)/convs
+
+bench-vision: vision-bench-programs $(ORT_WEB)
+	mkdir -p docs/bench docs/images
+	for m in $(VISION_BENCH_MODELS); do \
+	  $(PYTHON) -m pte_webgpu bench --vision $(VISION_BENCH_DIR)/$$m.pte --backend native \
+	    --runs $(VISION_BENCH_RUNS) --output docs/bench/vision_$(VISION_BENCH_TAG)_$$m.json \
+	    --plot docs/images/vision_$(VISION_BENCH_TAG)_$$m.png || exit 1; \
+	  $(PYTHON) -m pte_webgpu bench --vision $(VISION_BENCH_DIR)/$$m.pte --backend browser \
+	    --runs $(VISION_BENCH_RUNS) --output docs/bench/vision_$(VISION_BENCH_TAG)_browser_$$m.json \
+	    --plot docs/images/vision_$(VISION_BENCH_TAG)_browser_$$m.png || exit 1; \
+	done
+	PYTHONPATH=pkg $(PYTHON) bench/vision_bench.py convs --programs $(VISION_BENCH_DIR)/convs \
+	  --output docs/bench/vision_$(VISION_BENCH_TAG)_convs.json \
+	  --plot docs/images/vision_$(VISION_BENCH_TAG)_convs.png

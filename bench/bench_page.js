@@ -5,6 +5,8 @@
 // Both time like bench/gpu_bench.py: warm-up, then wall time over many ops after one
 // wait, and GPU timestamps where available (ours: one pass per op; JSEP: its profiler).
 
+import { loadOrt } from "./ort_common.js";
+
 const TARGET_S = 0.25;
 const median = (a) => { const s = [...a].sort((p, q) => p - q); const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
@@ -107,15 +109,10 @@ export async function benchJs(spec) {
   return rec;
 }
 
-const ortModules = {};
-
 // spec: {build: "jsep" | "webgpu-ep", modelUrl, rows, width}
 export async function benchOrt(spec) {
   const file = spec.build === "jsep" ? "ort.mjs" : "ort.webgpu.mjs";
-  const ort = (ortModules[file] ??= await import(`/ort/${file}`));
-  ort.env.wasm.wasmPaths = "/ort/";
-  ort.env.wasm.numThreads = 1;  // no cross-origin isolation here: no wasm threads
-  ort.env.logLevel = "error";
+  const ort = await loadOrt(file);
   const model = new Uint8Array(await (await fetch(spec.modelUrl)).arrayBuffer());
   const session = await ort.InferenceSession.create(model, {
     executionProviders: ["webgpu"], preferredOutputLocation: "gpu-buffer",

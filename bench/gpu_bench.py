@@ -170,3 +170,65 @@ def chosen_variant(device, rows: int, width: int) -> dict:
     return {"name": v.name, "shader": v.shader, "entry": v.entry, "constants": v.constants,
             "workgroups": v.workgroups(rows), "dispatches": 2 if v.rescue == "split" else 1,
             "wgsl": rms_norm.KERNELS[v.shader].source(False)}
+
+
+def run_native(cases, log) -> list[dict]:
+    """Each of ``cases`` (label, async fn(device) -> records) in order on one native
+    device (wgpu), each case's seconds logged; their records together."""
+    import asyncio
+    import time
+
+    from pte_webgpu.gpu.native import NativeDevice
+
+    async def go():
+        device = await NativeDevice.create()
+        log(f"adapter: {device.info.summary()}")
+        records = []
+        try:
+            for label, fn in cases:
+                t0 = time.perf_counter()
+                records += await fn(device)
+                log(f"  {label}: {time.perf_counter() - t0:.1f} s")
+        finally:
+            device.close()
+        return records
+
+    return asyncio.run(go())
+
+
+def cuda_torch():
+    """torch with a CUDA device, TF32 off (what the benches set ours beside), or None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return torch
+
+
+def cuda_us(torch, fn, target_s: float, least: int = 10) -> tuple[float, int]:
+    """(median microseconds of one ``fn()`` over 3 runs of many, iterations per run), by
+    CUDA events after ``least`` warm-up calls; the iterations sized to ``target_s`` a run,
+    ``least`` to 100 ``least``."""
+    for _ in range(least):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    torch.cuda.synchronize()
+    iters = int(max(least, min(100 * least, target_s / max(start.elapsed_time(end) * 1e-3,
+                                                          1e-7))))
+    times = []
+    for _ in range(3):
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / iters)
+    return statistics.median(times), iters

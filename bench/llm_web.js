@@ -13,6 +13,8 @@
 // `prefill` rows of zeros on the GPU, made once per context. A step's time depends on the
 // cache's length, not its values, so the decode positions are ours; the picks are not.
 
+import { kernelTimes, loadOrt } from "./ort_common.js";
+
 const now = () => performance.now();
 // progress lines the host prints (bench/llm_browser.py listens to the console)
 const say = (text) => console.info(`llm-bench: ${text}`);
@@ -45,10 +47,7 @@ function argmax(data, offset, n) {
 // ONNX Runtime Web, JSEP build (ort.mjs: the faster of its two WebGPU builds on SwiftShader,
 // docs/performance.md rms_norm); present.* stay on the GPU and go back in as past_*.
 export async function benchOrtLlm(spec) {
-  const ort = await import("/ort/ort.mjs");
-  ort.env.wasm.wasmPaths = "/ort/";
-  ort.env.wasm.numThreads = 1;  // no cross-origin isolation here: no wasm threads
-  ort.env.logLevel = "error";
+  const ort = await loadOrt("ort.mjs");
   const layers = range(0, spec.nLayers);
   const pastNames = layers.flatMap((i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`]);
   const presentNames = layers.flatMap((i) => [`present.${i}.key`, `present.${i}.value`]);
@@ -116,31 +115,12 @@ export async function benchOrtLlm(spec) {
   return { records, load_ms: loadMs, version: ort.env.versions?.web ?? "?", build: "jsep", profiles };
 }
 
-// Per-kernel GPU time of one run (JSEP's profiler: timestamps around each kernel), summed
-// per kernel type as ours' profile rows {op, us, dispatches}; null without timestamp-query.
-// `run` is one more decode step (it takes the cache; its own outputs are dropped here).
-async function profileStep(ort, run) {
-  const dev = await ort.env.webgpu.device;
-  // JSEP asks for the inside-passes feature when the adapter has it, else timestamp-query
-  if (!["chromium-experimental-timestamp-query-inside-passes", "timestamp-query"]
-    .some((f) => dev.features.has(f))) return null;
-  const rows = {};
-  ort.env.webgpu.profiling = { mode: "default", ondata: (d) => {
-    const row = (rows[d.kernelType] ??= { op: d.kernelType, us: 0, dispatches: 0 });
-    row.us += Number(d.endTime - d.startTime) / 1e3;
-    row.dispatches += 1;
-  } };
-  try {
-    const out = await run();
-    for (const t of out.past) t.dispose();
-    await dev.queue.onSubmittedWorkDone();
-    await new Promise((done) => setTimeout(done, 2000));  // the timestamps are mapped async
-  } finally {
-    ort.env.webgpu.profiling = { mode: "off" };
-  }
-  const out = Object.values(rows);
-  return out.length ? out : null;
-}
+// Per-kernel GPU time of one more decode step (ort_common.js kernelTimes; null without
+// timestamp-query). `run` is that step (it takes the cache; its own outputs are dropped here).
+const profileStep = (ort, run) => kernelTimes(ort, async () => {
+  const out = await run();
+  for (const t of out.past) t.dispose();
+});
 
 // transformers.js: AutoModelForCausalLM on device "webgpu" from local files only; one greedy
 // generate() per context (prompt of `prefill` ids, steps + 1 new tokens: the prefill's token,

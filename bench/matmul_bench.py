@@ -14,9 +14,7 @@ of input, weight, bias and output over the time; the copy kernel: 2x the weight'
 
 from __future__ import annotations
 
-import asyncio
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -62,41 +60,27 @@ def _import_gpu_side():
 
 def run_native(shapes, dtypes, variants=None) -> list[dict]:
     matmul_gpu, linear_q4_gpu = _import_gpu_side()
-    from pte_webgpu.gpu.native import NativeDevice
+    import gpu_bench
 
-    async def go():
-        device = await NativeDevice.create()
-        _log(f"adapter: {device.info.summary()}")
-        records = []
-        try:
-            for m, k, n in shapes:
-                for dt in dtypes:
-                    t0 = time.perf_counter()
-                    if dt in Q4_DTYPES:
-                        records += await linear_q4_gpu.bench_linear_q4(device, m, k, n,
-                                                                       dt == "q4f16", variants)
-                    else:
-                        records += await matmul_gpu.bench_linear(device, m, k, n,
-                                                                 dt == "float16", variants)
-                    _log(f"  {m}x{k}x{n} {dt}: {time.perf_counter() - t0:.1f} s")
-        finally:
-            device.close()
-        return records
-
-    records = asyncio.run(go())
+    def case(m, k, n, dt):
+        if dt in Q4_DTYPES:
+            return lambda device: linear_q4_gpu.bench_linear_q4(device, m, k, n, dt == "q4f16",
+                                                                variants)
+        return lambda device: matmul_gpu.bench_linear(device, m, k, n, dt == "float16",
+                                                      variants)
+    records = gpu_bench.run_native([(f"{m}x{k}x{n} {dt}", case(m, k, n, dt))
+                                    for m, k, n in shapes for dt in dtypes], _log)
     adapter = records[0]["adapter"] if records else "?"
     return records + torch_cuda(shapes, dtypes, adapter)
 
 
 def torch_cuda(shapes, dtypes, adapter: str) -> list[dict]:
-    try:
-        import torch
-    except ImportError:
+    _import_gpu_side()
+    import gpu_bench  # loaded by _import_gpu_side
+
+    torch = gpu_bench.cuda_torch()
+    if torch is None:
         return []
-    if not torch.cuda.is_available():
-        return []
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
     out = []
     name = torch.cuda.get_device_name()
     for m, k, n in shapes:
@@ -107,25 +91,8 @@ def torch_cuda(shapes, dtypes, adapter: str) -> list[dict]:
             x = torch.rand(m, k, device="cuda", dtype=t) * 2 - 1
             w = torch.rand(n, k, device="cuda", dtype=t) * 2 - 1
             b = torch.rand(n, device="cuda", dtype=t) * 2 - 1
-            fn = lambda: torch.nn.functional.linear(x, w, b)  # noqa: E731
-            for _ in range(10):
-                fn()
-            torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            iters = int(max(10, min(1000, TARGET_S / max(start.elapsed_time(end) * 1e-3, 1e-7))))
-            times = []
-            for _ in range(3):
-                start.record()
-                for _ in range(iters):
-                    fn()
-                end.record()
-                torch.cuda.synchronize()
-                times.append(start.elapsed_time(end) * 1e3 / iters)
-            us = statistics.median(times)
+            us, iters = gpu_bench.cuda_us(
+                torch, lambda: torch.nn.functional.linear(x, w, b), TARGET_S)
             es = 2 if dt == "float16" else 4
             nbytes = es * (m * k + n * k + m * n + n)
             out.append({"backend": "native", "adapter": adapter, "shape": [m, k, n],

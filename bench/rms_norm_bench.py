@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -77,36 +76,17 @@ def run_native(shapes, variants=None) -> list[dict]:
 
 
 def torch_cuda(shapes, adapter: str) -> list[dict]:
-    try:
-        import torch
-    except ImportError:
-        return []
-    if not torch.cuda.is_available():
+    gpu_bench = _import_gpu_bench()
+    torch = gpu_bench.cuda_torch()
+    if torch is None:
         return []
     out = []
     name = torch.cuda.get_device_name()
     for rows, width in shapes:
         x = torch.randn(rows, width, device="cuda")
         w = torch.randn(width, device="cuda")
-        fn = lambda: torch.nn.functional.rms_norm(x, (width,), w, EPS)  # noqa: E731
-        for _ in range(20):
-            fn()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        iters = int(max(20, min(2000, 0.2 / max(start.elapsed_time(end) * 1e-3, 1e-7))))
-        times = []
-        for _ in range(3):
-            start.record()
-            for _ in range(iters):
-                fn()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) * 1e3 / iters)
-        us = statistics.median(times)
+        us, iters = gpu_bench.cuda_us(
+            torch, lambda: torch.nn.functional.rms_norm(x, (width,), w, EPS), 0.2, least=20)
         nbytes = 8 * rows * width + 4 * width
         out.append({"backend": "native", "adapter": adapter, "shape": [rows, width],
                     "impl": "torch-cuda", "variant": f"torch {torch.__version__} ({name})",

@@ -1,5 +1,6 @@
 // Batched matrix product out[b, m, n] = sum_k a[b, m, k] * w[b, k, n], one invocation per
-// output element, accumulated in f32 (also in the f16 form).
+// output element, accumulated in f32 (also in the f16 form); addmm's epilogue (B = 1):
+// beta * bias[m * bias_row + n * bias_col] + alpha * the sum (beta 0: the bias unread).
 override wg_size: u32 = 256;
 
 fn bmm_item(i: u32) {
@@ -14,5 +15,9 @@ fn bmm_item(i: u32) {
     a_at += 1u;
     w_at += params.n;
   }
-  out[i] = elem(acc);
+  var v = params.alpha * acc;
+  if (params.has_bias != 0u) {
+    v = params.beta * f32(bias[(bm % params.m) * params.bias_row + n * params.bias_col]) + v;
+  }
+  out[i] = elem(v);
 }

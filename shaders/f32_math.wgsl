@@ -198,17 +198,6 @@ fn gelu(v: f32) -> f32 {
   return gelu_erf(v);
 }
 
-// ==== clamp
-// clamp and hardtanh as torch: a value below lo is lo, then one above hi is hi (so
-// lo > hi gives hi); NaN stays NaN; -0 is kept (it is not below 0).
-fn clamp_f32(v: f32, lo: f32, hi: f32) -> f32 {
-  // Compared on the bits: a compiler folds float compare-and-select into max/min, which
-  // turn -0 into +0 (and may drop NaN), and a flushing adapter sees subnormals as 0.
-  if (is_nan(v)) { return v; }
-  let r = select(v, lo, less_bits(v, lo));
-  return select(r, hi, less_bits(hi, r));
-}
-
 // ==== below_zero
 // True for v < 0 (not -0, not NaN), tested on the bits so no compiler turns a select
 // on it into a max that drops NaN or -0.

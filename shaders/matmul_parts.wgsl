@@ -32,6 +32,31 @@ fn put(row: u32, col: u32, v: f32) {
   let at = row * params.n + col;
   out[at] = elem(f32(resid[at]) + f32(elem(v)));
 }
+// ==== put_conv  a 1x1 convolution as [HW, Cin] x [Cout, Cin]: stored transposed into NCHW, clamped to [n0, n1] (f32 bits; torch.clamp: NaN stays NaN)
+fn put(row: u32, col: u32, v: f32) {
+  out[col * params.m + row] = elem(clamp_f32(v, bitcast<f32>(params.n0), bitcast<f32>(params.n1)));
+}
+// ==== fma_8x8  mm4 tiles (and conv_gemm.wgsl): one K step of a lane's 8 x 8 block; acc[2 i + h] is
+// row i (0-3: a_lo's, 4-7: a_hi's), column half h (w_lo, w_hi); constant indices only
+fn fma_8x8(acc: ptr<function, array<vec4<f32>, 16>>, a_lo: vec4<f32>, a_hi: vec4<f32>,
+           w_lo: vec4<f32>, w_hi: vec4<f32>) {
+  (*acc)[0] += a_lo.x * w_lo;
+  (*acc)[1] += a_lo.x * w_hi;
+  (*acc)[2] += a_lo.y * w_lo;
+  (*acc)[3] += a_lo.y * w_hi;
+  (*acc)[4] += a_lo.z * w_lo;
+  (*acc)[5] += a_lo.z * w_hi;
+  (*acc)[6] += a_lo.w * w_lo;
+  (*acc)[7] += a_lo.w * w_hi;
+  (*acc)[8] += a_hi.x * w_lo;
+  (*acc)[9] += a_hi.x * w_hi;
+  (*acc)[10] += a_hi.y * w_lo;
+  (*acc)[11] += a_hi.y * w_hi;
+  (*acc)[12] += a_hi.z * w_lo;
+  (*acc)[13] += a_hi.z * w_hi;
+  (*acc)[14] += a_hi.w * w_lo;
+  (*acc)[15] += a_hi.w * w_hi;
+}
 // ==== stage  mm4 tiles: one K step's staging, stage_scalar or stage_vec4 (matmul_tile8.wgsl)
 fn stage(m0: u32, n0: u32, k0: u32, li: u32) { stage_$form(m0, n0, k0, li); }
 // ==== gemv_consts  gemv: a kernel per row count, depth, column groups (naga 29: no rows override)

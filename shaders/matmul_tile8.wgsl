@@ -90,22 +90,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
       let a_hi = a_s[base + tw + lid.y];
       let w_lo = w_s[base + lid.x];
       let w_hi = w_s[base + tw + lid.x];
-      acc[0] += a_lo.x * w_lo;
-      acc[1] += a_lo.x * w_hi;
-      acc[2] += a_lo.y * w_lo;
-      acc[3] += a_lo.y * w_hi;
-      acc[4] += a_lo.z * w_lo;
-      acc[5] += a_lo.z * w_hi;
-      acc[6] += a_lo.w * w_lo;
-      acc[7] += a_lo.w * w_hi;
-      acc[8] += a_hi.x * w_lo;
-      acc[9] += a_hi.x * w_hi;
-      acc[10] += a_hi.y * w_lo;
-      acc[11] += a_hi.y * w_hi;
-      acc[12] += a_hi.z * w_lo;
-      acc[13] += a_hi.z * w_hi;
-      acc[14] += a_hi.w * w_lo;
-      acc[15] += a_hi.w * w_hi;
+      fma_8x8(&acc, a_lo, a_hi, w_lo, w_hi);
     }
     workgroupBarrier();
   }

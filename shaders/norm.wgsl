@@ -1,7 +1,11 @@
-// LayerNorm over rows (aten.native_layer_norm): for each row of `width` elements
+// LayerNorm over rows (aten.native_layer_norm) and GroupNorm (aten.native_group_norm,
+// a row being one group of one sample, contiguous in NCHW): for each row of `width`
+// elements
 //   mean = sum(x) / width, var = sum((x - mean)^2) / width (biased),
 //   rstd = inverseSqrt(var + eps), y = (x - mean) * rstd * weight + bias,
-// writing y, and mean and rstd (one value per row).
+// writing y, and mean and rstd (one value per row). The weight and bias index of element
+// j of a row: j for layer norm; its channel ((row % groups) * width + j) / inner for
+// group norm (inner: the spatial size; layer norm passes groups = inner = 1).
 //
 // One workgroup per row (wg_size lanes, a power of two) with a halving tree in
 // workgroup memory; rows beyond one grid dimension fold into y (ctx.grid).
@@ -10,6 +14,9 @@
 // element k before summing (x - k is exact for x near k), so a row like 1e4 + noise
 // sums small numbers; the mean is k + m with m = sum(x - k) / width, and the second
 // pass sums ((x - k) - m)^2, never E[x^2] - E[x]^2. A constant row gives var 0.
+//
+// The "row" form (entry rows): one whole row per invocation, no workgroup memory and no
+// barrier (ops/norm.py picks it on CPU adapters for many rows), the same two passes.
 //
 // Prelude (Params, bindings): shaders/compose.py from ops/norm.py.
 
@@ -47,7 +54,7 @@ fn normalize_row(row: u32, lane: u32) {
                (below_flt_min(total) && (eps_bits >= 0x80000000u || eps_bits < NORM_TINY_EPS));
   if (rescue) {
     if (lane == 0u) {
-      let r = rescue_row(base, k + m, total);
+      let r = rescue_row(row, base, k + m, total);
       mean_out[row] = elem(k + m);
       rstd_out[row] = elem(r);
     }
@@ -55,7 +62,7 @@ fn normalize_row(row: u32, lane: u32) {
   }
   let rstd = inverseSqrt(total / n + params.eps);
   for (var j = lane; j < width; j += wg_size) {
-    y[base + j] = elem(affine(j, ((f32(x[base + j]) - k) - m) * rstd));
+    y[base + j] = elem(affine(row, j, ((f32(x[base + j]) - k) - m) * rstd));
   }
   if (lane == 0u) {
     mean_out[row] = elem(k + m);
@@ -63,13 +70,45 @@ fn normalize_row(row: u32, lane: u32) {
   }
 }
 
-fn affine(j: u32, normalized: f32) -> f32 {
+// Entry point rows (generated): whole_row(row) for each row.
+fn whole_row(row: u32) {
+  let width = params.width;
+  let n = f32(width);
+  let base = row * width;
+  let k = f32(x[base]);
+  var s = 0.0;
+  for (var j = 0u; j < width; j++) {
+    s += f32(x[base + j]) - k;
+  }
+  let m = s / n;
+  var total = 0.0;
+  for (var j = 0u; j < width; j++) {
+    let d = (f32(x[base + j]) - k) - m;
+    total += d * d;
+  }
+  let eps_bits = bitcast<u32>(params.eps);
+  if (bitcast<u32>(total) == 0x7f800000u ||
+      (below_flt_min(total) && (eps_bits >= 0x80000000u || eps_bits < NORM_TINY_EPS))) {
+    mean_out[row] = elem(k + m);
+    rstd_out[row] = elem(rescue_row(row, base, k + m, total));
+    return;
+  }
+  let rstd = inverseSqrt(total / n + params.eps);
+  for (var j = 0u; j < width; j++) {
+    y[base + j] = elem(affine(row, j, ((f32(x[base + j]) - k) - m) * rstd));
+  }
+  mean_out[row] = elem(k + m);
+  rstd_out[row] = elem(rstd);
+}
+
+fn affine(row: u32, j: u32, normalized: f32) -> f32 {
   var v = normalized;
+  let c = ((row % params.groups) * params.width + j) / params.inner;
   if (has_weight) {
-    v *= f32(weight[j]);
+    v *= f32(weight[c]);
   }
   if (has_bias) {
-    v += f32(bias[j]);
+    v += f32(bias[c]);
   }
   return v;
 }
@@ -82,7 +121,7 @@ const NORM_TINY_EPS: u32 = 0x0d800000u;  // bits of 2^-100: a larger eps dwarfs 
 // (eps / s^2 in floats is 0 / 0 where a compiler forms s * s and the adapter flushes it).
 // Rows with inf, constant rows and rows where eps dominates after all keep the plain
 // formula.
-fn rescue_row(base: u32, mean: f32, total: f32) -> f32 {
+fn rescue_row(row: u32, base: u32, mean: f32, total: f32) -> f32 {
   let width = params.width;
   let n = f32(width);
   var smax = 0u;  // no NaN here (the total would be NaN)
@@ -105,7 +144,7 @@ fn rescue_row(base: u32, mean: f32, total: f32) -> f32 {
     r = inverseSqrt(total / n + params.eps);
   }
   for (var j = 0u; j < width; j++) {
-    y[base + j] = elem(affine(j, scale_pow2(f32(x[base + j]) - mean, k) * r));
+    y[base + j] = elem(affine(row, j, scale_pow2(f32(x[base + j]) - mean, k) * r));
   }
   return scale_pow2(r, k);
 }

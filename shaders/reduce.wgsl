@@ -9,36 +9,57 @@
 // NaN (max_nan), as torch.
 
 override wg_size: u32 = 64;  // a power of two, <= 256
-override op: u32 = 0u;  // 0 mean, 1 softmax
+override op: u32 = 0u;  // ops/reduce.py's codes: 0 mean, 1 softmax, 2 sum, 3 amax, 4 amin,
+                         // 5 log_softmax
 
 const SOFTMAX = 1u;
+const SUM = 2u;
+const AMAX = 3u;
+const AMIN = 4u;
+const LOG_SOFTMAX = 5u;
 
-// Offset of the i-th point of a row-major box of `rank` dims with the given strides.
-fn offset_of(i: u32, rank: u32, shape: array<vec4<u32>, 2>,
-             strides: array<vec4<u32>, 2>) -> u32 {
-  var rest = i;
-  var off = 0u;
-  for (var d = rank; d > 0u; d -= 1u) {
-    let size = at(shape, d - 1u);
-    off += (rest % size) * at(strides, d - 1u);
-    rest = rest / size;
+// amin is -amax(-x): one NaN-propagating max tree serves both.
+fn load(o: u32) -> f32 {
+  let v = f32(x[o]);
+  return select(v, -v, op == AMIN);
+}
+
+fn takes_max() -> bool {
+  return op == AMAX || op == AMIN;
+}
+
+// The line's value from the tree's total (a sum, or the max of the loaded values).
+fn finish(total: f32) -> f32 {
+  switch op {
+    case 0u: { return total / f32(params.r); }
+    case 4u: { return -total; }
+    default: { return total; }
   }
-  return off;
+}
+
+// softmax's exp(v - top) / sum, or log_softmax's (v - top) - log(sum), as torch.
+fn normalized(v: f32, top: f32, sum: f32) -> f32 {
+  if (op == LOG_SOFTMAX) {
+    return (v - top) - log(sum);
+  }
+  return exp(v - top) / sum;
 }
 
 fn element(base: u32, j: u32) -> u32 {
   return base + offset_of(j, params.red_rank, params.red_shape, params.red_strides);
 }
 
-// The line's mean: lane 0 writes one value.
-fn mean(line: u32, base: u32, lane: u32) {
-  var sum = 0.0;
+// The line's mean, sum, amax or amin: lane 0 writes one value. A max starts from
+// element 0 (every line has one: a safe identity for lanes past the end).
+fn one_value(line: u32, base: u32, lane: u32) {
+  var acc = select(0.0, load(element(base, 0u)), takes_max());
   for (var j = lane; j < params.r; j += wg_size) {
-    sum += f32(x[element(base, j)]);
+    let v = load(element(base, j));
+    acc = select(acc + v, max_nan(acc, v), takes_max());
   }
-  let total = tree(lane, wg_size, sum, false);
+  let total = tree(lane, wg_size, acc, takes_max());
   if (lane == 0u) {
-    y[line] = elem(total / f32(params.r));
+    y[line] = elem(finish(total));
   }
 }
 
@@ -57,17 +78,17 @@ fn softmax(base: u32, lane: u32) {
   let total = tree(lane, wg_size, sum, false);
   for (var j = lane; j < params.r; j += wg_size) {
     let o = element(base, j);
-    y[o] = elem(exp(f32(x[o]) - line_max) / total);
+    y[o] = elem(normalized(f32(x[o]), line_max, total));
   }
 }
 
 // Entry point main (generated): one workgroup per line.
 fn tree_line(line: u32, lane: u32) {
   let base = offset_of(line, params.kept_rank, params.kept_shape, params.kept_strides);
-  if (op == SOFTMAX) {
+  if (op == SOFTMAX || op == LOG_SOFTMAX) {
     softmax(base, lane);
   } else {
-    mean(line, base, lane);
+    one_value(line, base, lane);
   }
 }
 
@@ -76,12 +97,13 @@ fn tree_line(line: u32, lane: u32) {
 // Entry point lines (generated): whole_line(line) for each line.
 fn whole_line(line: u32) {
   let base = offset_of(line, params.kept_rank, params.kept_shape, params.kept_strides);
-  if (op != SOFTMAX) {
-    var sum = 0.0;
-    for (var j = 0u; j < params.r; j++) {
-      sum += f32(x[element(base, j)]);
+  if (op != SOFTMAX && op != LOG_SOFTMAX) {
+    var acc = load(element(base, 0u));
+    for (var j = 1u; j < params.r; j++) {
+      let v = load(element(base, j));
+      acc = select(acc + v, max_nan(acc, v), takes_max());
     }
-    y[line] = elem(sum / f32(params.r));
+    y[line] = elem(finish(acc));
     return;
   }
   var top = f32(x[element(base, 0u)]);
@@ -94,6 +116,6 @@ fn whole_line(line: u32) {
   }
   for (var j = 0u; j < params.r; j++) {
     let o = element(base, j);
-    y[o] = elem(exp(f32(x[o]) - top) / sum);
+    y[o] = elem(normalized(f32(x[o]), top, sum));
   }
 }

@@ -4,7 +4,10 @@
 // the angle of row s, column p of cos/sin [S, D/2]. Entry `hf`
 // (et_vk.apply_rotary_emb_hf): the first `rot` dims rotate half against half
 // (rotate_half) with cos/sin row start + s of the full tables [T, rot]; dims past `rot`
-// pass through. start is read at execute from `ints`.
+// pass through. start is read at execute from `ints`. Entry `complex`
+// (et_vk.apply_rotary_emb_interleaved, one tensor x [..., N, C] into out_q): pairs (2p,
+// 2p+1) times the complex number (cos, sin) at (n, 2p), (n, 2p+1) of freqs [N, C], read
+// through cos_t.
 override wg_size: u32 = 64;
 
 // Element i of q (which = 0) or k (1), and its store.
@@ -68,4 +71,19 @@ fn interleaved_item(i: u32) {
 fn hf_item(i: u32) {
   if (i < params.numel_q) { hf_at(0u, i, params.heads_q); }
   if (i < params.numel_k) { hf_at(1u, i, params.heads_k); }
+}
+
+fn complex_item(i: u32) {
+  if (i >= params.numel_q) {
+    return;
+  }
+  let d = i % params.head_dim;
+  let pair = ((i / params.head_dim) % params.seq) * params.head_dim + d - d % 2u;
+  let c = f32(cos_t[pair]);
+  let sn = f32(cos_t[pair + 1u]);
+  if (d % 2u == 0u) {
+    out_q[i] = elem(f32(xq[i]) * c - f32(xq[i + 1u]) * sn);
+  } else {
+    out_q[i] = elem(f32(xq[i - 1u]) * sn + f32(xq[i]) * c);
+  }
 }

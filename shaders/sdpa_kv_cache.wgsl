@@ -13,7 +13,9 @@
 // workgroup memory or barriers), `attend_rows` (one workgroup per (s, h)), and the
 // flash-decoding pair `attend_split` (one workgroup per (s, h, part): the visible rows cut
 // into params.parts spans, each reduced to a partial max, sum and weighted v) and
-// `combine` (one invocation per output element merges the parts).
+// `combine` (one invocation per output element merges the parts). Entry `update`
+// (llama's update_cache alone): value rows [0, S) into k_cache rows [start, start + S),
+// through the bindings k and k_cache.
 override wg_size: u32 = 64;
 
 fn visible(s: u32) -> u32 {  // cache rows query row s sees; 0 past the actual rows
@@ -81,19 +83,24 @@ fn attend(@builtin(global_invocation_id) gid: vec3<u32>,
   let head_at = (h / (H / params.kv_heads)) * D;
   let q_at = (s * H + h) * D;
   let start = u32(max(ints[params.start_slot], 0));
-  var best = -3.0e38;
-  for (var j = 0u; j < rows; j++) {
-    best = max(best, score(q_at, j, start, head_at));
-  }
-  var total = 0.0;
-  var acc = 0.0;
-  for (var j = 0u; j < rows; j++) {
-    let w = exp(score(q_at, j, start, head_at) - best);
-    total += w;
-    acc += w * value(j, start, head_at + d);
-  }
-  out[i] = elem(acc / total);
+  out[i] = elem(softmax_weighted(Row(q_at, start, head_at, d), rows));
   keep(s, h, head_at + d);
+}
+
+// What `attend`'s softmax_weighted (snippets.wgsl) scores and weighs: cache row j.
+struct Row {
+  q_at: u32,
+  start: u32,
+  head_at: u32,
+  d: u32,
+}
+
+fn row_score(r: Row, j: u32) -> f32 {
+  return score(r.q_at, j, r.start, r.head_at);
+}
+
+fn row_value(r: Row, j: u32) -> f32 {
+  return value(j, r.start, r.head_at + r.d);
 }
 
 // The softmax-weighted v of rows [lo, hi) for one (s, h): lane d's share of the output
@@ -237,4 +244,20 @@ fn combine(@builtin(global_invocation_id) gid: vec3<u32>,
     acc += fix * parts[at + 2u + d];
   }
   out[i] = elem(acc / sum);
+}
+
+// update_cache: element i of value [S, Hkv, D] (bound S; rows past the actual S skipped)
+// into its cache row start + s.
+@compute @workgroup_size(wg_size)
+fn update(@builtin(global_invocation_id) gid: vec3<u32>,
+          @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = flat_index(gid, groups);
+  let s = i / row_len();
+  if (s >= params.s_bound || i32(s) >= ints[params.len_slot]) {
+    return;
+  }
+  let row = u32(max(ints[params.start_slot], 0)) + s;
+  if (row < params.cache_rows) {
+    k_cache[row * row_len() + i % row_len()] = k[i];
+  }
 }

@@ -73,6 +73,16 @@ fn min_nan(p: f32, q: f32) -> f32 {
   return select(q, p, order_key(p) <= order_key(q));
 }
 
+// clamp and hardtanh as torch: a value below lo is lo, then one above hi is hi (so
+// lo > hi gives hi); NaN stays NaN; -0 is kept (it is not below 0).
+fn clamp_f32(v: f32, lo: f32, hi: f32) -> f32 {
+  // Compared on the bits: a compiler folds float compare-and-select into max/min, which
+  // turn -0 into +0 (and may drop NaN), and a flushing adapter sees subnormals as 0.
+  if (is_nan(v)) { return v; }
+  let r = select(v, lo, less_bits(v, lo));
+  return select(r, hi, less_bits(hi, r));
+}
+
 // ==== flat_index
 // One invocation per item on a grid that may be folded into two dimensions
 // (gpu/interface.py fold_grid); needs `override wg_size`.
@@ -103,6 +113,40 @@ fn strided_offset(i: u32, strides: array<vec4<u32>, 2>) -> u32 {
     rest = rest / size;
   }
   return offset;
+}
+
+// ==== box_offset
+// Offset of the i-th point of a row-major box of `rank` dims with the given strides.
+fn offset_of(i: u32, rank: u32, shape: array<vec4<u32>, 2>,
+             strides: array<vec4<u32>, 2>) -> u32 {
+  var rest = i;
+  var off = 0u;
+  for (var d = rank; d > 0u; d -= 1u) {
+    let size = at(shape, d - 1u);
+    off += (rest % size) * at(strides, d - 1u);
+    rest = rest / size;
+  }
+  return off;
+}
+
+// ==== softmax_weighted
+// sum over j < n of softmax(score)_j * value_j for one output element, in two passes
+// (the scores' max, NaN propagating, then the weights), recomputing each score; a row of
+// -inf scores gives NaN, as torch's softmax. The including shader defines `struct Row`
+// (what locates the element) and `row_score(r, j)`, `row_value(r, j)`; needs nan_minmax.
+fn softmax_weighted(r: Row, n: u32) -> f32 {
+  var best = row_score(r, 0u);
+  for (var j = 1u; j < n; j++) {
+    best = max_nan(best, row_score(r, j));
+  }
+  var total = 0.0;
+  var acc = 0.0;
+  for (var j = 0u; j < n; j++) {
+    let w = exp(row_score(r, j) - best);
+    total += w;
+    acc += w * row_value(r, j);
+  }
+  return acc / total;
 }
 
 // ==== tree

@@ -12,15 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-STAGE=${TMPDIR:-/tmp}/pte-webgpu-gpu-lane
-rm -rf "$STAGE" && mkdir -p "$STAGE/site" "$STAGE/pkg"
-if compgen -G ".whl/*.whl" >/dev/null; then
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "$STAGE/site" .whl/*.whl
-fi
-cp -r pkg/pte_webgpu "$STAGE/pkg/" && rm -rf "$STAGE/pkg/pte_webgpu/shaders" \
-  && cp -r shaders "$STAGE/pkg/pte_webgpu/shaders"
-export PYTHONPATH="$STAGE/pkg:$STAGE/site:.${PYTHONPATH:+:$PYTHONPATH}"
+source tools/stage_package.sh
+stage_package "${TMPDIR:-/tmp}/pte-webgpu-gpu-lane" "$PY"
 export PYTHONUNBUFFERED=1
 "$PY" -c "import pte_webgpu, wgpu, flatbuffers, numpy, pytest; print('GPU lane: pte_webgpu from', pte_webgpu.__file__, '| wgpu', wgpu.__version__)"
 exec "$PY" tools/gpu_lane.py ${OUT:+--copy-to "$OUT"} "$@"

@@ -2,7 +2,8 @@
 // thread stays free to draw: all parsing, GPU work and checking happen in Python there;
 // this file only moves bytes and shows results. window.pyodideReady (resolves once the
 // boot and the adapter check are done) and window.bootStages follow harness.html.
-import { renderGraph, renderResult } from "./render.js";
+import { cropBox, decodePicture, defaultNormalization, parseValues, pictureTensor, RULE } from "./image.js";
+import { drawCrop, renderGraph, renderResult } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 const STAGES = {
@@ -18,6 +19,9 @@ const state = {
   pte: null, // {name, bytes}
   ptd: [], // [[name, bytes], ...]
   inputs: null, // {name, bytes} of an .npy/.npz, or null for random inputs
+  picture: null, // {name, bitmap, width, height, rgba}: the input instead, for an image program
+  image: null, // the program's picture input {channels, height, width} (webapp), or null
+  labels: null, // class names, one per class index, from a .txt
   refusal: null, // why this program cannot run (unsupported ops, unresolved constants), or null
   busy: false,
 };
@@ -102,6 +106,7 @@ function showError(title, error) {
   $("error-message").textContent = error.message;
   $("error-traceback").textContent = error.traceback;
   $("error-details").open = false;
+  $("error-details").hidden = !error.traceback; // a page-side error has no Python traceback
   $("error-box").hidden = false;
 }
 const clearError = () => ($("error-box").hidden = true);
@@ -133,13 +138,77 @@ function setProgram(pte, ptd) {
   state.ptd = ptd;
   setRefusal(null);
   setInputs(null);
+  setImageInput(null);
+  setLabels(null); // another program's class names would mislabel this one's
   $("result-section").hidden = true;
 }
 
+// One source of inputs at a time: an .npy/.npz, a picture, or (neither) random values.
 function setInputs(inputs) {
-  state.inputs = inputs;
-  $("inputs-info").textContent = inputs ? `from ${inputs.name}` : "random normal values";
-  $("clear-inputs").hidden = !inputs;
+  Object.assign(state, { inputs, picture: null });
+  showInputs();
+}
+
+function setPicture(picture) {
+  Object.assign(state, { inputs: null, picture });
+  showInputs();
+}
+
+function showInputs() {
+  const { inputs, picture } = state;
+  $("inputs-info").textContent = picture ? `picture ${picture.name} (${picture.width} × ${picture.height})`
+    : inputs ? `from ${inputs.name}` : "random normal values";
+  $("clear-inputs").hidden = !inputs && !picture;
+  $("picture-figure").hidden = !(picture && state.image);
+  if ($("picture-figure").hidden) return;
+  const box = pictureBox();
+  drawCrop($("picture-preview"), picture, box);
+  $("picture-caption").textContent = `what the model sees: the centre ${box.width} × ${box.height} of ` +
+    `${picture.width} × ${picture.height}, resized to ${state.image.width} × ${state.image.height}`;
+}
+
+/** Shows the picture controls when the program takes a picture (webapp's image_input). */
+function setImageInput(image) {
+  state.image = image;
+  $("picture-box").hidden = !image;
+  if (image) {
+    $("picture-shape").textContent = `${image.channels === 1 ? "one channel" : "RGB"}, ${image.width} × ${image.height}`;
+    const count = (id) => $(id).value.split(/[\s,]+/).filter(Boolean).length;
+    if (count("picture-mean") !== image.channels || count("picture-std") !== image.channels) resetNormalization();
+  }
+  showInputs();
+}
+
+function resetNormalization() {
+  const { mean, std } = defaultNormalization(state.image.channels);
+  $("picture-mean").value = mean.join(", ");
+  $("picture-std").value = std.join(", ");
+}
+
+const pictureBox = () => cropBox(state.picture.width, state.picture.height, state.image.width, state.image.height);
+
+/** The picture as the method's input, [description, shape, float32 NCHW bytes] for page_run. */
+function pictureInput() {
+  const { channels, height, width } = state.image;
+  const mean = parseValues($("picture-mean").value, channels, "mean");
+  const std = parseValues($("picture-std").value, channels, "std", true);
+  const { name, rgba, width: w, height: h } = state.picture;
+  const data = pictureTensor(rgba, w, h, { channels, outHeight: height, outWidth: width, mean, std });
+  const shape = [1, channels, height, width];
+  window.pictureInput = { shape, data }; // the last picture tensor run, for tests and the curious
+  const box = pictureBox();
+  return [`${name}: centre ${box.width} × ${box.height} of ${w} × ${h}, resized to ${width} × ${height}, ` +
+    `mean ${mean.join(", ")}, std ${std.join(", ")}`, shape, new Uint8Array(data.buffer)];
+}
+
+async function choosePicture(file) {
+  clearError();
+  try {
+    setPicture({ name: file.name, ...(await decodePicture(file)) });
+  } catch (error) {
+    showError("Could not read the picture",
+      { message: `${file.name}: the browser cannot decode it as a picture (${error.message})`, traceback: "" });
+  }
 }
 
 function showFileList() {
@@ -180,6 +249,7 @@ async function describe() {
     callPython("page_describe", [state.pte.bytes, state.ptd, state.pte.name]));
   if (!summary) return;
   setRefusal(refusalOf(summary));
+  setImageInput(summary.methods.find((m) => m.name === "forward")?.image_input ?? null);
   $("graph").replaceChildren(...renderGraph(summary));
   $("graph-section").hidden = false;
 }
@@ -200,6 +270,17 @@ function refusalOf(summary) {
 
 async function run() {
   clearError();
+  let picture = null;
+  if (state.picture && state.image) {
+    try {
+      picture = pictureInput();
+    } catch (error) {
+      showError("Cannot use the picture", { message: error.message, traceback: "" });
+      $("result").dataset.state = "error";
+      return;
+    }
+  }
+  const shown = picture && { source: state.picture, box: pictureBox() };
   $("result").dataset.state = "running";
   const inputs = state.inputs ? [state.inputs.name, state.inputs.bytes] : undefined;
   const repeat = Number($("repeat").value) || 1;
@@ -208,14 +289,14 @@ async function run() {
   $("cancel-button").disabled = false;
   const result = await busy("Running…", () =>
     callPython("page_run", [state.pte.bytes, state.ptd, inputs, repeat, Number($("seed").value) || 0,
-      $("profile").checked, $("cast").checked],
+      $("profile").checked, $("cast").checked, picture, $("reference").checked],
     (done, total) => ($("run-count").textContent = `${done} / ${total}`)));
   $("cancel-button").hidden = true;
   $("run-count").textContent = result ?
     `${result.execute_ms.runs} / ${result.execute_ms.requested}${result.cancelled ? " (cancelled)" : ""}` : "";
   $("result-section").hidden = !result;
   $("result").dataset.state = result ? "done" : "error";
-  if (result) $("result").replaceChildren(...renderResult(result));
+  if (result) $("result").replaceChildren(...renderResult(result, { labels: state.labels, picture: shown }));
 }
 
 function setRefusal(text) {
@@ -271,12 +352,35 @@ $("inputs-file").addEventListener("change", async (event) => {
   event.target.value = "";
 });
 $("clear-inputs").addEventListener("click", () => setInputs(null));
-
-const zone = $("drop-zone");
-zone.addEventListener("dragover", (event) => { event.preventDefault(); zone.classList.add("over"); });
-zone.addEventListener("dragleave", () => zone.classList.remove("over"));
-zone.addEventListener("drop", (event) => {
-  event.preventDefault();
-  zone.classList.remove("over");
-  addFiles(event.dataTransfer.files);
+$("picture-input").addEventListener("change", async (event) => {
+  if (event.target.files[0]) await choosePicture(event.target.files[0]);
+  event.target.value = "";
 });
+$("picture-defaults").addEventListener("click", resetNormalization);
+$("picture-rule").textContent = RULE;
+$("labels-input").addEventListener("change", async (event) => {
+  const file = event.target.files[0];
+  if (file) {
+    const lines = (await file.text()).split(/\r?\n/).map((line) => line.trim());
+    while (lines.length && !lines.at(-1)) lines.pop();
+    setLabels(lines, file.name);
+  }
+  event.target.value = "";
+});
+
+function setLabels(labels, fileName) {
+  state.labels = labels;
+  $("labels-info").textContent = labels ? `${labels.length} labels from ${fileName}` : "";
+}
+
+function dropTarget(zone, onFiles) {
+  zone.addEventListener("dragover", (event) => { event.preventDefault(); zone.classList.add("over"); });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    zone.classList.remove("over");
+    onFiles(event.dataTransfer.files);
+  });
+}
+dropTarget($("drop-zone"), addFiles);
+dropTarget($("picture-zone"), (files) => files[0] && choosePicture(files[0]));

@@ -136,8 +136,9 @@ function renderDataflow(flow, title) {
   edges, nodes));
 }
 
-/** The run report of webapp.run. */
-export function renderResult(r) {
+/** The run report of webapp.run; an image model's outputs also by their shape, with the
+ *  class `labels` (or null) and the `picture` run ({source, box} of app.js, or null). */
+export function renderResult(r, { labels = null, picture = null } = {}) {
   const noReference = r.max_abs_error == null; // Python None arrives as undefined
   const ok = !noReference && r.max_abs_error < 1e-4;
   const card = (label, value, testid, cls = "", dataValue = undefined) =>
@@ -161,10 +162,68 @@ export function renderResult(r) {
     el("div", { class: "cards" }, cards),
     r.reference_error ? el("p", { class: "warning" }, `No CPU reference: ${r.reference_error}`) : null,
     table("outputs-table", ["output", "tensor", "first values", "max abs error"], rows),
+    ...r.outputs.filter((o) => o.view).map((o) => renderView(o, labels, picture)),
     el("p", { class: "muted" },
       `inputs: ${r.input_source} (${r.inputs.map((i) => `${i.name} ${tensorText(i)}`).join(", ")}) · adapter: ${r.adapter}`),
     r.profile ? renderProfile(r.profile, r.timestamps) : null,
   ].filter(Boolean);
+}
+
+// --- an image model's outputs ------------------------------------------------------------
+// Distinct colours for class indices (Sasha Trubetskoy's 20), repeating past 20.
+const PALETTE = ["#e6194b", "#3cb44b", "#ffe119", "#4363d8", "#f58231", "#911eb4", "#46f0f0",
+  "#f032e6", "#bcf60c", "#fabebe", "#008080", "#e6beff", "#9a6324", "#fffac8", "#800000",
+  "#aaffc3", "#808000", "#ffd8b1", "#000075", "#808080"];
+/** [r, g, b] of class `k` in the mask. */
+export const classColour = (k) => [1, 3, 5].map((i) => parseInt(PALETTE[k % PALETTE.length].slice(i, i + 2), 16));
+
+/** The crop of a picture the model sees, drawn on `canvas` (at most `largest` pixels wide or high). */
+export function drawCrop(canvas, picture, box, largest = 512) {
+  const scale = Math.min(1, largest / Math.max(box.width, box.height));
+  canvas.width = Math.max(1, Math.round(box.width * scale));
+  canvas.height = Math.max(1, Math.round(box.height * scale));
+  canvas.getContext("2d").drawImage(picture.bitmap, box.left, box.top, box.width, box.height,
+    0, 0, canvas.width, canvas.height);
+}
+
+/** webapp's image_model.output_view: a table of the top classes, or a mask of classes. */
+function renderView(output, labels, picture) {
+  const { view } = output;
+  const label = (k) => labels?.[k] || "—";
+  if (view.kind === "classes") {
+    const rows = view.top.map((c, rank) =>
+      el("tr", { "data-testid": "class-row", "data-index": c.index, "data-probability": c.probability },
+        el("td", {}, rank + 1), el("td", {}, c.index), el("td", {}, label(c.index)),
+        el("td", {}, el("span", { class: "share", style: `width: ${(6 * c.probability).toFixed(2)}rem` }),
+          `${(100 * c.probability).toFixed(2)} %`),
+        el("td", {}, num(c.logit, 5))));
+    return el("div", { class: "view", "data-testid": "classes-view" },
+      el("h3", {}, `output ${output.index}: top ${view.top.length} of ${view.classes} classes`),
+      table("top-classes", ["#", "class", "label", "probability (softmax)", "logit"], rows));
+  }
+  const mask = el("canvas", { "data-testid": "mask-canvas", class: picture ? "mask over" : "mask",
+    width: view.width, height: view.height });
+  const context = mask.getContext("2d");
+  const image = context.createImageData(view.width, view.height);
+  view.argmax.forEach((k, p) => image.data.set([...classColour(k), 255], 4 * p));
+  context.putImageData(image, 0, 0);
+  const frame = el("div", { class: "overlay" });
+  if (picture) {
+    const photo = el("canvas", { class: "picture", "data-testid": "mask-picture" });
+    drawCrop(photo, picture.source, picture.box);
+    frame.append(photo);
+  }
+  frame.append(mask);
+  const pixels = view.width * view.height;
+  const present = view.counts.map((n, k) => [k, n]).filter(([, n]) => n).sort((a, b) => b[1] - a[1]);
+  const legend = present.map(([k, n]) => el("tr", { "data-testid": "mask-class", "data-index": k, "data-pixels": n },
+    el("td", {}, el("span", { class: "swatch", style: `background: rgb(${classColour(k).join(", ")})` })),
+    el("td", {}, k), el("td", {}, label(k)), el("td", {}, `${((100 * n) / pixels).toFixed(1)} %`)));
+  return el("div", { class: "view", "data-testid": "mask-view" },
+    el("h3", {}, `output ${output.index}: class of each pixel (argmax over ${view.classes} classes, ` +
+      `${view.width} × ${view.height}${picture ? ", over the picture the model saw" : ""})`),
+    el("div", { class: "row mask-row" }, frame,
+      table("mask-legend", ["", "class", "label", "pixels"], legend)));
 }
 
 /** Where a profiled op runs: its delegate, or the plan's own (non-delegated) kernel. */

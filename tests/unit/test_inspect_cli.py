@@ -49,12 +49,12 @@ def test_inspect_text_names_ops_and_constant_sources(entry, capsys):
 
 
 def test_inspect_marks_unsupported_ops(capsys):
-    entry = next(e for e in INDEX if e["name"] == "extra/conv_pool_1x2x8x8")
+    entry = next(e for e in INDEX if e["name"] == "extra/unfold_shrink_1x4x9")
     assert cli.main(["inspect", *_args(entry, "--json")]) == 0
     ops = json.loads(capsys.readouterr().out)["plans"][0]["delegates"][0]["vulkan"]["ops"]
     assert {op["name"]: op["runs_on"] for op in ops} == {
-        "aten.convolution.default": "unsupported",
-        "aten.max_pool2d_with_indices.default": "unsupported", "aten.relu.default": "gpu"}
+        "aten.abs.default": "gpu", "aten.le.Scalar": "gpu", "aten.where.self": "gpu",
+        "aten.relu.default": "gpu", "aten.unfold_copy.default": "unsupported"}
 
 
 def test_inspect_shows_the_rms_norm_kernel_each_adapter_would_run(capsys):

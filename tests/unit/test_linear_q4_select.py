@@ -68,3 +68,15 @@ def test_dynamic_rows_get_decode_twins():
                                                    (1, "wide-32-1")]
     forms = row_forms(LAVAPIPE, 27, 64, 64, choose(LAVAPIPE, 27, 64, 64))
     assert [(top, v.name) for top, v in forms] == [(27, "tiled"), (8, "dot")]
+
+
+def test_scales_computed_at_run_time_keep_the_wide_form_out():
+    """The wide form relays constant scales at load: on scales a graph computes, the rule
+    takes the subgroup matrix-vector form, and forcing wide is refused naming why."""
+    assert choose(GPU_SG, 1, 576, 576).name == "wide-32-1"
+    assert choose(GPU_SG, 1, 576, 576, constant_scales=False).name == "gemvsg-32"
+    assert [v.name for _, v in row_forms(GPU_SG, 64, 576, 576, Variant("tiled"),
+                                         constant_scales=False)] == ["tiled", "gemvsg-32"]
+    why = VARIANTS.why_not(parse("wide-32-1"), GPU_SG, m=1, k=576, group=32,
+                           constant_scales=False)
+    assert why and "constant scales" in why

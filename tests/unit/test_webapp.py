@@ -48,9 +48,9 @@ def test_summary_explains_what_cannot_run(monkeypatch):
 
 
 def test_summary_names_the_unsupported_ops():
-    result = summary("extra/conv_pool_1x2x8x8")
+    result = summary("extra/unfold_shrink_1x4x9")
     assert not result["runnable"]
-    assert result["unsupported_ops"] == ["aten.convolution.default", "aten.max_pool2d_with_indices.default"]
+    assert result["unsupported_ops"] == ["aten.unfold_copy.default"]
     assert summary("extra/activations_3x17")["unsupported_ops"] == []
     assert summary("block_1x8x64")["unsupported_ops"] == []
 
@@ -146,3 +146,79 @@ def test_dataflow_leaves_constants_out_of_the_edges_and_counts_them():
         assert e["from"] != e["to"]
     producers = {e["from"] for e in flow["edges"]}
     assert all(n["id"] in producers for n in ops)  # every op's result is read
+
+
+# --- image models (app/image_model.py) ------------------------------------------------------
+
+def test_a_picture_input_is_one_float_nchw_tensor_of_1_or_3_channels():
+    from pte_webgpu.app.image_model import image_input
+
+    assert image_input([((1, 3, 224, 224), "float32")]) == {"channels": 3, "height": 224, "width": 224}
+    assert image_input([((1, 1, 24, 40), "float16")]) == {"channels": 1, "height": 24, "width": 40}
+    for specs in ([((2, 3, 8, 8), "float32")], [((1, 4, 8, 8), "float32")], [((1, 3, 8), "float32")],
+                  [((1, 3, 8, 8), "int64")], [((1, 3, 8, 8), "float32")] * 2, []):
+        assert image_input(specs) is None, specs
+
+
+def test_the_page_is_told_which_programs_take_a_picture():
+    image = [summary(f"image_page/{n}")["methods"][0]["image_input"]
+             for n in ("classifier_3x32x32", "classifier_1x24x40", "segmenter_3x32x32")]
+    assert image == [{"channels": 3, "height": 32, "width": 32}, {"channels": 1, "height": 24, "width": 40},
+                     {"channels": 3, "height": 32, "width": 32}]
+    assert summary("add_2x3x4")["methods"][0]["image_input"] is None
+
+
+def test_a_classifier_output_is_shown_as_its_top_classes():
+    import numpy as np
+    from pte_webgpu.app.image_model import output_view
+
+    logits = np.random.default_rng(3).normal(size=12) * 4
+    for shape in ([12], [1, 12]):
+        view = output_view(shape, logits.tolist())
+        p = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+        top = np.argsort(-p, kind="stable")[:5]
+        assert view["kind"] == "classes" and view["classes"] == 12
+        assert [c["index"] for c in view["top"]] == top.tolist()
+        np.testing.assert_allclose([c["probability"] for c in view["top"]], p[top], rtol=1e-12)
+        assert [c["logit"] for c in view["top"]] == logits[top].tolist()
+    assert len(output_view([3], [0.0, 1.0, 0.0])["top"]) == 3  # fewer than five classes
+    ties = output_view([4], [1.0, 2.0, 2.0, 0.0])["top"]
+    assert [c["index"] for c in ties] == [1, 2, 0, 3]  # equal ones by index
+    for shape in ([1], [2, 6], [1, 1], [1, 2, 3]):
+        assert output_view(shape, [0.0] * int(np.prod(shape))) is None, shape
+
+
+def test_softmax_of_extreme_logits():
+    from pte_webgpu.app.image_model import softmax
+
+    assert softmax([1000.0, 0.0]) == [1.0, 0.0]  # shifted: no overflow
+    assert softmax([float("inf"), 1.0, float("inf")]) == [0.5, 0.0, 0.5]
+    assert all(p != p for p in softmax([1.0, float("nan")]))
+
+
+def test_a_segmentation_output_is_shown_as_the_class_of_each_pixel():
+    import numpy as np
+    from pte_webgpu.app.image_model import output_view
+
+    scores = np.random.default_rng(4).normal(size=(1, 4, 3, 5))
+    scores[0, :, 0, 0] = [1.0, 3.0, 3.0, 0.0]  # a tie: the first, as torch.argmax
+    scores[0, 2, 1, 1] = float("nan")  # NaN wins, as torch.argmax
+    view = output_view([1, 4, 3, 5], scores.reshape(-1).tolist())
+    want = scores[0].argmax(axis=0)
+    want[1, 1] = 2
+    assert view["kind"] == "mask" and (view["classes"], view["height"], view["width"]) == (4, 3, 5)
+    assert view["argmax"] == want.reshape(-1).tolist() and view["argmax"][0] == 1
+    assert view["counts"] == np.bincount(want.reshape(-1), minlength=4).tolist()
+    assert output_view([1, 1, 3, 5], [0.0] * 15) is None  # one class: no argmax to show
+    assert output_view([2, 4, 3, 5], [0.0] * 120) is None
+
+
+def test_the_picture_tensor_is_checked():
+    from pte_webgpu.app.image_model import picture_tensor
+
+    t = picture_tensor([1, 3, 2, 2], bytes(48))
+    assert t.shape == (1, 3, 2, 2) and t.dtype.name == "float32"
+    with pytest.raises(InputError, match="needs 48 bytes"):
+        picture_tensor([1, 3, 2, 2], bytes(40))
+    with pytest.raises(InputError, match=r"\[1, C, H, W\]"):
+        picture_tensor([3, 2, 2], bytes(48))

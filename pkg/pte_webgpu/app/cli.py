@@ -173,7 +173,10 @@ def _contexts(text: str) -> list[int]:
     return out
 
 
-_NOT_WITH_LLM = ("op", "shapes", "dtypes", "variants", "roundtrip")
+_NOT_WITH_LLM = ("op", "shapes", "dtypes", "variants", "roundtrip", "vision", "runs", "warmup",
+                 "inputs", "onnx", "torch_model")
+_NOT_WITH_VISION = ("op", "shapes", "dtypes", "variants", "roundtrip", "export_json", "onnx_dir",
+                    "peer_prefill_max", "no_warmup", "profile")
 
 
 def cmd_bench_llm(args) -> int:
@@ -215,11 +218,58 @@ def cmd_bench_llm(args) -> int:
                           peer_prefill_max=args.peer_prefill_max, progress=progress)
 
 
+def cmd_bench_vision(args) -> int:
+    """``bench --vision MODEL.pte``: bench/vision_bench.py main_vision, arguments checked here."""
+    from pathlib import Path
+
+    given = [f"--{n.replace('_', '-')}" for n in _NOT_WITH_VISION
+             if getattr(args, n) not in (None, False, "rms_norm")]
+    given += [f"--{n}" for n, default in (("contexts", "16,256,1024"), ("steps", 8))
+              if getattr(args, n) != default]
+    if given:
+        raise PteError(f"--vision does not take {', '.join(given)}")
+    browser = args.backend == "browser"
+    for flag, wrong in (("--onnx", args.onnx and not browser),
+                        ("--torch-model", args.torch_model and browser),
+                        ("--no-torch", args.no_torch and browser)):
+        if wrong:
+            raise PteError(f"{flag} is for --backend {'browser' if flag == '--onnx' else 'native'}")
+    if args.torch_model and args.torch_model.partition(":")[2] not in ("", "ci", "full"):
+        raise PteError(f"--torch-model {args.torch_model!r}: NAME, NAME:ci or NAME:full")
+    for flag, path in (("--inputs", args.inputs), ("--onnx", args.onnx)):
+        if path and not os.path.isfile(path):
+            raise PteError(f"cannot read {flag} {path}: no such file")
+    progress = Progress(args.quiet)
+    _check_output(args.output)
+    model = Path(args.vision)
+    bench = _bench_script("vision_bench")
+    try:
+        pte = bench.read_program(model) if os.path.isfile(model) else _read(args.vision)
+        shape, _ = bench.input_spec(pte)
+        bench.image_for(shape, Path(args.inputs) if args.inputs else None)
+    except (OSError, EOFError) as e:
+        raise PteError(f"{model}: not a readable gzip file: {e}") from None
+    except ValueError as e:
+        raise PteError(str(e)) from None
+    del pte
+    return bench.main_vision(model, args.backend, runs=args.runs or 50,
+                             warmup=10 if args.warmup is None else args.warmup,
+                             inputs=Path(args.inputs) if args.inputs else None,
+                             onnx=Path(args.onnx) if args.onnx else None,
+                             torch_model=args.torch_model, torch=not args.no_torch,
+                             ort=not args.no_ort, output=args.output, plot_path=args.plot,
+                             markdown_path=args.markdown, progress=progress)
+
+
 def cmd_bench(args) -> int:
+    if args.llm and args.vision:
+        raise PteError("--llm and --vision: one model at a time")
     if args.llm:
         return cmd_bench_llm(args)
+    if args.vision:
+        return cmd_bench_vision(args)
     name = ("roundtrip" if args.roundtrip else
-            "matmul_bench" if args.op == "linear" else "rms_norm_bench")
+            {"linear": "matmul_bench", "conv": "conv_bench"}.get(args.op, "rms_norm_bench"))
     bench = _bench_script(name)
     if args.roundtrip:
         if args.backend != "browser":
@@ -229,6 +279,12 @@ def cmd_bench(args) -> int:
         bench.parse_shapes(args.shapes)
     except ValueError as e:
         raise PteError(str(e)) from None
+    if args.op == "conv":
+        dts = tuple(d.strip() for d in (args.dtypes or "float32").split(","))
+        if args.backend != "native" or not set(dts) <= {"float32", "float16"}:
+            raise PteError("--op conv: --backend native, --dtypes float32,float16")
+        return bench.main(args.backend, args.shapes, args.output, args.plot, args.markdown,
+                          args.variants, dts)
     if args.op == "linear":
         dts = tuple(d.strip() for d in (args.dtypes or "float32,float16").split(","))
         if not set(dts) <= {"float32", "float16", "q4", "q4f16"}:
@@ -313,6 +369,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--llm", metavar="MODEL.pte", help="instead: prefill and decode tok/s of a "
                    "language model (.pte or a `bench/llm_bench.py zero` .pte.gz) by context, "
                    "against ORT Web and transformers.js (browser) or torch CUDA (native)")
+    p.add_argument("--vision", metavar="MODEL.pte", help="instead: latency of an image model "
+                   "at batch 1 against torch CUDA eager and compiled (native) or ONNX Runtime "
+                   "Web (browser), outputs compared with NAME.npz's (bench/vision_bench.py)")
+    p.add_argument("--runs", type=_count, help="--vision: timed samples (default 50)")
+    p.add_argument("--warmup", type=_tokens, help="--vision: untimed runs first (default 10)")
+    p.add_argument("--inputs", metavar="in.npz", help="--vision: the image as in0 (its out0 "
+                   "the reference; default NAME.npz beside the model, else a seeded image)")
+    p.add_argument("--onnx", metavar="F.onnx", help="--vision browser: the model as ONNX for "
+                   "ORT Web (default NAME.onnx beside the model)")
+    p.add_argument("--torch-model", metavar="NAME[:ci|full]", help="--vision native: the torch "
+                   "module (bench/vision_models.py; default NAME.json's model and size)")
     p.add_argument("--contexts", default="16,256,1024", metavar="C,...",
                    help="--llm: context lengths (default 16,256,1024)")
     p.add_argument("--steps", type=_count, default=8, help="--llm: decode steps per context")
@@ -330,11 +397,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "256; 0: none); at a context with a longer prefill their decode starts from "
                    "a zero-filled KV cache of that length on the GPU, at our decode positions, "
                    "and gives no prefill record (records say cache: seeded)")
-    p.add_argument("--op", choices=("rms_norm", "linear"), default="rms_norm",
-                   help="the op to measure (linear: bench/matmul_bench.py)")
+    p.add_argument("--op", choices=("rms_norm", "linear", "conv"), default="rms_norm",
+                   help="the op to measure (linear: bench/matmul_bench.py; conv: "
+                   "bench/conv_bench.py, native)")
     p.add_argument("--backend", choices=("browser", "native"), default="browser")
     p.add_argument("--shapes", metavar="RxW,...", help="rms_norm: ROWSxWIDTH, e.g. "
-                   "512x4096,4096x64 (default: six); linear: MxKxN, e.g. 1x4096x4096")
+                   "512x4096,4096x64 (default: six); linear: MxKxN, e.g. 1x4096x4096; conv: "
+                   "CinxHxW-CoutkKsSpP[gG], e.g. 64x56x56-64k3s1p1")
     p.add_argument("--dtypes", metavar="D,...", help="linear: float32,float16 (default both), "
                    "q4,q4f16 (4-bit weights)")
     p.add_argument("--output", metavar="FILE.json", help="write the records as JSON")

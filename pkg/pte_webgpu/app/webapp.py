@@ -25,7 +25,7 @@ from ..model.program_file import DelegateCall, KernelCall
 from ..ops import registry
 from ..reference import interpreter as reference
 from ..runtime import Runtime, Tensor
-from . import describe
+from . import describe, image_model
 from . import npz_inputs as inputs_rule
 
 FIRST_VALUES = 8
@@ -95,7 +95,9 @@ def _method_summary(plan: dict, gpu_ops: set, cpu_ops: set) -> dict:
                           if not op["supported"]}
                          | {s["op"] for s in steps if not s.get("supported", True)})
     return {"name": plan["name"], **io, "steps": steps, "problems": problems,
-            "runnable": not problems, "unsupported_ops": unsupported}
+            "runnable": not problems, "unsupported_ops": unsupported,
+            "image_input": image_model.image_input([(t["shape"], t["dtype"])
+                                                    for t in io["inputs"]])}
 
 
 def _runs_on_gpu(entry: dict, op_name: str, gpu_ops: set) -> bool:
@@ -201,16 +203,21 @@ def _arg_text(v: dict) -> str:
 
 async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int = 1,
               seed: int = 0, method_name: str = "forward", profile: bool = False,
-              cast: bool = False, on_progress=None, should_stop=None) -> dict:
+              cast: bool = False, on_progress=None, should_stop=None,
+              check_reference: bool = True) -> dict:
     """Load and execute on the GPU, check against the CPU reference, time it.
 
     ``inputs``: {name: Tensor} (e.g. from an .npz; ``in0``, ``in1``... or in order)
     or None for seeded random inputs. Members named ``out0``... are taken as
-    expected outputs and compared too. With ``profile``, one more execute after
+    expected outputs and compared too. A method that takes a picture
+    (image_model.image_input) gets each output's ``view`` (image_model.output_view).
+    With ``profile``, one more execute after
     the timed runs measures each op: ``profile`` rows (method.last_profile) and
     ``timestamps`` (GPU timestamp queries, else wall time per dispatch).
     ``on_progress(done, total)`` hears of each execution; ``should_stop()`` is asked
     before each one after the first, and a True ends the runs early (``cancelled``).
+    Without ``check_reference`` the pure-Python CPU reference (minutes for a real vision
+    model in Pyodide) is skipped.
     """
     global _runtime
     pte, files = _as_bytes(pte_bytes), _data_files(data_files)
@@ -240,13 +247,16 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
         raise
     finally:
         program.close()  # also drops it from the runtime
+    ref, ref_error = None, 'skipped ("CPU reference" unticked)'
     try:
-        ref, ref_error = reference.run_program(program.file, tensors, method_name), None
+        if check_reference:
+            ref, ref_error = reference.run_program(program.file, tensors, method_name), None
     except PteError as e:
         ref, ref_error = None, f"{type(e).__name__}: {e}"
     expected = [inputs.get(f"out{i}") for i in range(len(outputs))] if inputs else []
+    image = image_model.image_input(method.input_specs())
     rows = [_output_row(i, out, ref[i] if ref else None,
-                        expected[i] if i < len(expected) else None)
+                        expected[i] if i < len(expected) else None, view=image is not None)
             for i, out in enumerate(outputs)]
     return {
         "adapter": rt.adapter.summary(),
@@ -254,6 +264,7 @@ async def run(pte_bytes, data_files=(), inputs: dict | None = None, repeat: int 
         "inputs": [{"name": n, "shape": list(t.shape), "dtype": t.dtype.name}
                    for n, t in zip(names, tensors)],
         "input_source": source,
+        "image_input": image,
         "load_ms": load_seconds * 1e3,
         "execute_ms": {"first": times[0] * 1e3,
                        "median": statistics.median(times[1:] or times) * 1e3,
@@ -338,10 +349,13 @@ def read_inputs_file(name: str, data) -> dict:
     return {name.rsplit("/", 1)[-1].rsplit(".", 1)[0]: npy.read_npy(data, name)}
 
 
-def _output_row(index: int, out: Tensor, ref: Tensor | None, expected: Tensor | None) -> dict:
+def _output_row(index: int, out: Tensor, ref: Tensor | None, expected: Tensor | None,
+                view: bool = False) -> dict:
     got = reference.from_tensor(out).values
     row = {"index": index, "shape": list(out.shape), "dtype": out.dtype.name,
            "first_values": got[:FIRST_VALUES], "max_abs_error": None, "max_rel_error": None}
+    if view:
+        row["view"] = image_model.output_view(row["shape"], got)
     if ref is not None:
         row["max_abs_error"], row["max_rel_error"] = compare(got, reference.from_tensor(ref).values)
     if expected is not None and tuple(expected.shape) == tuple(out.shape):
@@ -374,15 +388,23 @@ async def page_describe(pte_bytes, data_files, file_name="") -> dict:
 
 
 async def page_run(pte_bytes, data_files, inputs_file=None, repeat=1, seed=0,
-                   profile=False, cast=False, on_progress=None, should_stop=None) -> dict:
+                   profile=False, cast=False, picture=None, check_reference=True,
+                   on_progress=None, should_stop=None) -> dict:
+    """``inputs_file``: (name, bytes) of an .npy/.npz; ``picture``: (description, shape,
+    float32 NCHW bytes) from web/image.js, cast to the method's float dtype."""
     async def go():
-        pair = _absent_to_none(inputs_file)
+        pair, shot = _absent_to_none(inputs_file), _absent_to_none(picture)
         inputs = read_inputs_file(str(pair[0]), pair[1]) if pair is not None else None
+        if shot is not None:
+            inputs = {"in0": image_model.picture_tensor(shot[1], _as_bytes(shot[2]))}
         result = await run(pte_bytes, data_files, inputs, int(repeat), int(seed),
-                           profile=bool(profile), cast=bool(cast),
+                           profile=bool(profile), cast=bool(cast) or shot is not None,
                            on_progress=_absent_to_none(on_progress),
-                           should_stop=_absent_to_none(should_stop))
-        if inputs:
+                           should_stop=_absent_to_none(should_stop),
+                           check_reference=bool(check_reference))
+        if shot is not None:
+            result["input_source"] = f"picture {shot[0]}"
+        elif inputs:
             result["input_source"] = f"file {pair[0]}"
         return result
     return await _for_page(go)

@@ -9,14 +9,29 @@ map from the out-variant schema to the op name the registry uses:
 from __future__ import annotations
 
 from ..errors import FormatError, UnsupportedError
-from .graph import Graph, OpCall, Scalar, TensorValue
+from .graph import Graph, ListValue, OpCall, Scalar, TensorValue
 from .program_file import VULKAN_BACKEND_ID, JumpFalseCall, PlanTensor
 
 
 def plan_as_graph(plan) -> Graph:
-    values = [TensorValue(v.dtype, tuple(v.sizes)) if isinstance(v, PlanTensor) else v
-              for v in plan.values]
+    values = [TensorValue(v.dtype, tuple(v.sizes)) if isinstance(v, PlanTensor) else
+              _int_list(plan.values, v) for v in plan.values]
     return Graph(values, [], list(plan.inputs), list(plan.outputs), [])
+
+
+def _int_list(values, v):
+    """A plan's IntList holds the indices of its Int values (ExecuTorch boxes them so an
+    item may be a SymInt); the graph's holds the ints, as a Vulkan graph's does. A list
+    naming anything but an Int stays as it is."""
+    if not (isinstance(v, ListValue) and v.kind == "int_list"):
+        return v
+    items = []
+    for i in v.items:
+        item = values[i] if 0 <= i < len(values) else None
+        if not (isinstance(item, Scalar) and item.kind == "int"):
+            return v
+        items.append(int(item.value))
+    return ListValue("int_list", tuple(items))
 
 
 def kernel_op_name(name: str, overload: str) -> str:

@@ -15,11 +15,17 @@ which recomputes its row's scores (no workgroup memory or barriers; D times the 
 decode step) cuts the visible cache rows into ``parts`` spans, a workgroup each, and a
 second dispatch merges their partial softmaxes (flash-decoding): one row's 9 heads would
 otherwise keep 9 workgroups busy over the whole context.
+
+``update_cache.default [value, cache, start_pos: SymInt | Int, out]`` (llama's custom
+update_cache where no custom_sdpa joins it into sdpa_with_kv_cache): value ``[1, S, H, D]``
+into cache ``[1, T, H, D]`` rows ``[start_pos, start_pos + S)`` (the cache is state); out
+is a placeholder the op leaves as it is.
 """
 
 from __future__ import annotations
 
 import math
+from math import prod
 
 from ..errors import FormatError, InputError, UnsupportedError
 from ..model.graph import Null, Scalar
@@ -38,7 +44,8 @@ KERNEL = Kernel("sdpa_kv_cache", (
     Binding(0, "q"), Binding(1, "k"), Binding(2, "v"), Binding(3, "k_cache", "read_write"),
     Binding(4, "v_cache", "read_write"), Binding(5, "out", "read_write"),
     Binding(6, "ints", type="i32"), Binding(8, "parts", "read_write", type="f32")), PARAMS,
-    uniform_binding=7, snippets=("flat_index", "bits", "nan_minmax", "tree"))
+    uniform_binding=7,
+    snippets=("flat_index", "bits", "nan_minmax", "tree", "softmax_weighted"))
 
 
 def _choose(traits, dim: int) -> str:
@@ -208,3 +215,51 @@ async def _record_split(ctx, op, io, out_id, groups: int, row: int, lanes: int,
     ctx.dispatch(op, combine, [(5, out_id)] + io[5:] + [(8, parts)], ctx.grid(-(-row // wg)))
     follow_actual_size(ctx, out_id, lambda n: -(-row // wg) if n <= row else 0,
                        alternative=alternative)
+
+
+def reference_update_cache(read, values, args, write=None):
+    """value rows into the cache at start_pos; ``write(vid, values)`` keeps the cache."""
+    value, cache = read(args[0]), read(args[1])
+    start = ref_int(read, values, args[2])
+    row = prod(value.shape[2:])
+    seq, rows = value.shape[1], cache.shape[1]
+    if start < 0 or start + seq > rows:
+        raise InputError(f"update_cache: positions [{start}, {start + seq}) do not fit the "
+                         f"cache of {rows} rows")
+    updated = list(cache.values)
+    updated[start * row:(start + seq) * row] = value.values
+    if write is not None:
+        write(args[1], updated)
+    return [0.0] * values[args[3]].numel
+
+
+def _placeholder_size(op, shape, integer, values):
+    """update_cache's out keeps its shape; the value's actual rows are read at execute."""
+    return {op.args[-1]: tuple(values[op.args[-1]].shape)}
+
+
+@register("update_cache.default", half=True, reference=reference_update_cache, args=4,
+          sizes=_placeholder_size)
+async def build_update_cache(ctx, op):
+    value_id, cache_id, start_id, out_id = ctx.args(op, 4)
+    value, cache = ctx.float_tensor(value_id, op), ctx.float_tensor(cache_id, op)
+    if len(value.shape) != 4 or len(cache.shape) != 4 or value.shape[0] != 1 or \
+            cache.shape[0] != 1 or tuple(value.shape[2:]) != tuple(cache.shape[2:]):
+        raise FormatError(f"{op.name}: value {list(value.shape)} and cache "
+                          f"{list(cache.shape)} should be [1, S, H, D] and [1, T, H, D]",
+                          field=ctx.where(op))
+    if ctx.half(value_id) != ctx.half(cache_id):
+        raise UnsupportedError(f"{op.name}: mixed float16/float32 operands ({ctx.where(op)})")
+    _check_positions(ctx, op, start_id, value_id, cache.shape[1])
+    if not value.numel:
+        return
+    ints, (start_slot, len_slot) = slots(ctx, op, [int_key(ctx, op, start_id),
+                                                   size_key(ctx, value_id, 1)])
+    params = ctx.uniform(PARAMS.pack(heads=value.shape[2], kv_heads=value.shape[2],
+                                     head_dim=value.shape[3], cache_rows=cache.shape[1],
+                                     s_bound=value.shape[1], start_slot=start_slot,
+                                     len_slot=len_slot), f"{op.name} params")
+    wg = min(64, elementwise_workgroup(ctx))
+    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg}, "update", half=ctx.half(cache_id))
+    ctx.dispatch(op, pipeline, [(1, value_id), (3, cache_id), (6, ints), (7, params)],
+                 ctx.grid(-(-value.numel // wg)))

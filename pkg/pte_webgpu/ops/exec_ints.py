@@ -34,6 +34,13 @@ def slots(ctx, op, keys):
     return ctx.dyn.slots(ctx.resources, keys)
 
 
+def dispatch_per_element(ctx, op, pipeline, bindings, out_id: int, wg: int) -> None:
+    """Record a dispatch of one invocation per element of ``out_id`` (``wg`` per
+    workgroup) that follows its actual size."""
+    ctx.dispatch(op, pipeline, bindings, ctx.grid(-(-ctx.graph.values[out_id].numel // wg)))
+    follow_actual_size(ctx, out_id, wg)
+
+
 def follow_actual_size(ctx, out_id: int, per, alternative: bool = False) -> None:
     """Make the dispatch just recorded cover only the actual elements of ``out_id`` at
     execute, when ``out_id`` has a dynamic shape whose valid elements are the first ones of

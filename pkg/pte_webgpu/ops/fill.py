@@ -1,6 +1,9 @@
 """Tensors made from scalars (shaders/fill.wgsl): ``aten.full.default [size, fill, dtype,
 layout, device, pin_memory, out]``, ``aten.full_like.default [self, fill, dtype, layout,
-device, pin_memory, memory_format, out]``, the plan kernel ``aten::scalar_tensor.out [s,
+device, pin_memory, memory_format, out]``, ``aten.zeros/ones.default [size, dtype, layout,
+device, pin_memory, out]`` and ``aten.zeros_like/ones_like.default [self, dtype, layout,
+device, pin_memory, memory_format, out]`` (the partitioner writes full/full_like for them;
+a plan kernel may name them), the plan kernel ``aten::scalar_tensor.out [s,
 out]`` and ``aten.arange.start_step [start, end, step, dtype, ..., out]``. The output's
 dtype decides the stored value: float (f32/f16; -inf and NaN kept), int32/int64, bool
 (nonzero -> 1). The fill is a Bool, Int or Double argument.
@@ -71,6 +74,16 @@ def _fill_arg(op_name: str, fill_index: int):
     return build, reference
 
 
+def _constant_fill(value: int):
+    async def build(ctx, op):
+        await _fill(ctx, op, op.args[-1], value, 0)
+
+    def reference(read, values, args):
+        out = values[args[-1]]
+        return [_typed(value, type_of(out.dtype))] * out.numel
+    return build, reference
+
+
 def _arange_args(values, args, where):
     start, end, step = (scalar_value(values, v, where, FILL_KINDS) for v in args[:3])
     if step == 0:
@@ -100,3 +113,7 @@ define("aten.full_like.default", *_fill_arg("aten.full_like.default", 1), 8, hal
 define("aten.scalar_tensor.default", *_fill_arg("aten.scalar_tensor.default", 0), None,
        half=True)
 define("aten.arange.start_step", build_arange, reference_arange, 8, half=True)
+for _name, _value in (("zeros", 0), ("ones", 1)):
+    define(f"aten.{_name}.default", *_constant_fill(_value), 6, half=True)
+    define(f"aten.{_name}_like.default", *_constant_fill(_value), 7, half=True,
+           sizes=same_as_first)

@@ -7,6 +7,10 @@ of shape ``self[:p] + idx.shape + self[p+1:]``.
 on a dynamic dim the actual size counts, at execute).
 ``aten.slice_copy.Tensor [self, dim, start, end, step, out]``: start/end are Int, SymInt
 or Null and clamp as Python slicing does, against the actual size at execute.
+``aten.index_select.default [self, dim, index, out]``: index.Tensor's gather along dim (a
+negative index counts from the end; torch raises there).
+``aten.gather.default [self, dim, index, sparse_grad, out]`` (shaders/gather.wgsl): out has
+index's shape; an index outside the dim raises at execute, as torch.
 Float tensors (f32, or f16 stored as f16), and int32/int64/bool moved as 4-byte words.
 """
 
@@ -18,8 +22,11 @@ from ..errors import FormatError, InputError, UnsupportedError
 from ..model.graph import Null
 from ..shaders.compose import Binding, Entry, Uniform
 from . import sizes
+from . import cpu_reference as cpu
 from .args import ref_int
-from .common import elementwise_workgroup, float_and_word_kernels, normalize_dim
+from .common import (
+    check_rank, contiguous_strides, elementwise_workgroup, float_and_word_kernels, normalize_dim,
+)
 from .exec_ints import follow_actual_size, int_value, slots
 from .registry import register
 
@@ -200,3 +207,95 @@ async def build_slice(ctx, op):
     ints, (slot,) = slots(ctx, op, [key])
     await _gather(ctx, op, "strided", src_id, None, out_id, prod(src.shape[dim + 1:]),
                   out.shape[dim], src.shape[dim], step, ints, slot)
+
+
+def _index_select_layout(values, args, where):
+    src, idx = values[args[0]], values[args[2]]
+    if len(idx.shape) > 1:
+        raise FormatError(f"aten.index_select.default: index of rank {len(idx.shape)}, "
+                          "expected 0 or 1", field=where)
+    dim = normalize_dim(int(values[args[1]].value), len(src.shape), "aten.index_select")
+    shape = list(src.shape)
+    if shape:
+        shape[dim] = idx.numel
+    return dim, tuple(shape), prod(src.shape[dim + 1:]), idx.numel
+
+
+def reference_index_select(read, values, args):
+    x = read(args[0])
+    dim = _index_select_layout(values, args, "aten.index_select.default")[0]
+    size = x.shape[dim] if x.shape else 1
+    rows = [int(r) + (size if r < 0 else 0) for r in read(args[2]).values]
+    return _ref_take(x, dim, rows) if x.shape else [x.values[0]] * len(rows)
+
+
+@register("aten.index_select.default", half=True, reference=reference_index_select, args=4)
+async def build_index_select(ctx, op):
+    src_id, dim_id, idx_id, out_id = ctx.args(op, 4)
+    src, out = _tensors(ctx, op, src_id, out_id)
+    dim, want, inner, count = _index_select_layout(ctx.graph.values, op.args, ctx.where(op))
+    idx = ctx.int_tensor(idx_id, op)
+    if tuple(out.shape) != want:
+        raise FormatError(f"{op.name}: output {list(out.shape)}, expected {list(want)}",
+                          field=ctx.where(op))
+    await _gather(ctx, op, "take", src_id, idx_id, out_id, inner, idx.numel,
+                  src.shape[dim], 1, None, 0)
+
+
+GATHER_PARAMS = Uniform(("numel", "u32"), ("rank", "u32"), ("dim", "u32"), ("in_len", "u32"),
+                        ("shape", "vec8"), ("src_strides", "vec8"))
+_GATHER_BINDINGS = (Binding(0, "src", type="word"), Binding(1, "idx", type="i32"),
+                    Binding(2, "out", "read_write", type="word"),
+                    Binding(4, "flag", "read_write", type="atomic<u32>"))
+GATHER, GATHER_WORDS = float_and_word_kernels(
+    "gather", _GATHER_BINDINGS, GATHER_PARAMS, uniform_binding=3, snippets=("shape_index",),
+    entries=(Entry("main", "gather_item", "params.numel"),))
+
+
+def _gather_dim(values, args, where) -> int:
+    src, idx = values[args[0]], values[args[2]]
+    rank = len(src.shape)
+    dim = normalize_dim(int(values[args[1]].value), rank, "aten.gather.default")
+    if len(idx.shape) != rank or any(i > s for d, (i, s) in enumerate(zip(idx.shape, src.shape))
+                                     if d != dim):
+        raise FormatError(f"aten.gather.default: index {list(idx.shape)} does not fit input "
+                          f"{list(src.shape)} along dim {dim}", field=where)
+    return dim
+
+
+def reference_gather(read, values, args):
+    x, idx = read(args[0]), read(args[2])
+    dim = _gather_dim(values, args, "aten.gather.default") if x.shape else 0
+    if not x.shape:
+        return [x.values[0] for _ in idx.values]
+    strides = contiguous_strides(x.shape)
+    coords = cpu.strided_index(idx.shape, [s if d != dim else 0 for d, s in enumerate(strides)])
+    size = x.shape[dim]
+    return [x.values[base + int(r) * strides[dim]] if 0 <= r < size else 0.0
+            for base, r in zip(coords, idx.values)]
+
+
+@register("aten.gather.default", half=True, reference=reference_gather, args=5)
+async def build_gather(ctx, op):
+    src_id, dim_id, idx_id, _sparse, out_id = ctx.args(op, 5)
+    src, out = _tensors(ctx, op, src_id, out_id)
+    idx = ctx.int_tensor(idx_id, op)
+    check_rank(op, src.shape)
+    dim = _gather_dim(ctx.graph.values, op.args, ctx.where(op))
+    if tuple(out.shape) != tuple(idx.shape):
+        raise FormatError(f"{op.name}: output {list(out.shape)}, index {list(idx.shape)}",
+                          field=ctx.where(op))
+    if out.numel == 0:
+        return
+    rank = max(1, len(src.shape))
+    in_len = src.shape[dim] if src.shape else 1
+    params = GATHER_PARAMS.pack(numel=out.numel, rank=rank, dim=dim, in_len=in_len,
+                                shape=list(out.shape) or [1],
+                                src_strides=contiguous_strides(src.shape) or [1])
+    wg = min(64, elementwise_workgroup(ctx))
+    kernel = GATHER if out.dtype.name in ("float32", "float16") else GATHER_WORDS
+    pipeline = await ctx.pipeline(kernel, {"wg_size": wg}, half=kernel is GATHER and ctx.half(out_id))
+    ctx.dispatch(op, pipeline, [(0, src_id), (1, idx_id), (2, out_id),
+                                (3, ctx.uniform(params, f"{op.name} params")),
+                                (4, ctx.id_check(idx_id, in_len, op))],
+                 ctx.grid(-(-out.numel // wg)))

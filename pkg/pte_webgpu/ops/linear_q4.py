@@ -395,11 +395,13 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
         return
     half = ctx.half(out_id)
     scales_f32 = half and not ctx.half(s_id)
-    v = VARIANTS.pick(ctx, op, m=m, n=n, k=k, half=half, group=shape.group)
+    constant = ctx.constant_bytes(s_id) is not None
+    v = VARIANTS.pick(ctx, op, m=m, n=n, k=k, half=half, group=shape.group,
+                      constant_scales=constant)
     forms = [(m, v)]
     if m > 1 and ctx.dyn is not None and ctx.dyn.is_dynamic(ctx.graph_key, out_id) \
             and VARIANTS.forced(ctx.options) is None:
-        forms = row_forms(ctx.device.info.traits, m, n, k, v, half, shape.group)
+        forms = row_forms(ctx.device.info.traits, m, n, k, v, half, shape.group, constant)
         if forms[-1][0] > 1 and forms[-1][1].kind.startswith("gemv"):
             forms.append((1, forms[-1][1]))  # decode: one row per workgroup
     if len(forms) > 1:
@@ -410,9 +412,6 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
         binds = bindings
         if form.kind == "wide":
             by_column = by_column or column_scales(ctx, op, s_id, shape, split)
-            if by_column is None:
-                raise UnsupportedError(f"{op.name}: the wide form needs constant scales "
-                                       f"({ctx.where(op)})")
             binds = [(b, by_column if b == 5 else v) for b, v in bindings]
         rows = max(1, min(4, top, m))  # a gemv workgroup's rows: this form's at most
         await record(ctx, op, form, binds, shape, has_bias, half, scales_f32, epilogue,

@@ -68,11 +68,14 @@ def parse(name: str) -> Variant:
 
 
 def supported(v: Variant, adapter, m: int = 1, k: int = 0, group: int = 0,
-              **_) -> str | None:
+              constant_scales: bool = True, **_) -> str | None:
     """Why ``v`` cannot run on ``adapter`` (info or traits; None when it can) at K = ``k``
-    with groups of ``group`` (0: not known, as when listing variants)."""
+    with groups of ``group`` (0: not known, as when listing variants); the wide form relays
+    the scales at load, so it needs ``constant_scales``."""
     traits = traits_of(adapter)
     if v.kind == "wide":
+        if not constant_scales:
+            return "needs constant scales (relaid by column at load)"
         if not traits.subgroup_builtins:
             return "needs subgroups"
         if m > 1:
@@ -92,7 +95,7 @@ def supported(v: Variant, adapter, m: int = 1, k: int = 0, group: int = 0,
 
 
 def choose(adapter, m: int, n: int = 0, k: int = 0, half: bool = False,
-           group: int = 0) -> Variant:
+           group: int = 0, constant_scales: bool = True) -> Variant:
     """CPU adapters: up to CPU_GEMV_ROWS rows ``dot`` (lavapipe, 576 x 1536: dot 1.8 ms,
     gemvsg-8 7.9 ms, gemvsg-4 7.6 ms: a workgroup per column costs more there than the
     sums save); more rows, the tiles. GPUs: up to
@@ -106,7 +109,8 @@ def choose(adapter, m: int, n: int = 0, k: int = 0, half: bool = False,
     else:
         pick = Variant("gemvsg", 32) if traits.subgroup_builtins else Variant("gemv", 64)
         wide = wide_form(n, k, half)
-        if supported(wide, traits, m=m, k=k, group=group or 32) is None:
+        if supported(wide, traits, m=m, k=k, group=group or 32,
+                     constant_scales=constant_scales) is None:
             pick = wide
     return pick if supported(pick, traits, m=m, k=k, group=group) is None else Variant("dot")
 
@@ -137,13 +141,13 @@ VARIANTS = declare("linear_q4", ("dot", "gemv-64", "gemvsg-32", "tiled"), parse=
 
 
 def row_forms(adapter, m: int, n: int, k: int, v: Variant, half: bool = False,
-              group: int = 0):
+              group: int = 0, constant_scales: bool = True):
     """(up to how many rows, variant) for a dynamic M: ``v`` (the bound's pick) for any
     count, then the pick of each smaller row limit that differs (decode's)."""
     forms = [(m, v)]
     for limit in (GPU_GEMV_ROWS, CPU_GEMV_ROWS, 1):
         if limit < m:
-            pick = choose(adapter, limit, n, k, half, group)
+            pick = choose(adapter, limit, n, k, half, group, constant_scales)
             if pick == forms[-1][1]:
                 forms[-1] = (forms[-1][0], pick)
             else:

@@ -49,17 +49,21 @@ _BINDINGS = (Binding(0, "input"), Binding(1, "weight"), Binding(2, "out", "read_
 # section put[_NAME] of matmul_parts.wgsl, with the bindings it adds. "" one output;
 # "split2"/"split3": columns [0, n0), [n0, n1), [n1, n) go to out, out1, out2 (linears
 # sharing an input, their weights stacked: one dispatch); "residual": out = resid + v,
-# rounded as the unfused linear then add.Tensor round (f32(elem(v))), the add's order kept.
+# rounded as the unfused linear then add.Tensor round (f32(elem(v))), the add's order kept;
+# "conv": [HW, Cin] x [Cout, Cin] stored as NCHW [Cout, HW], clamped (n0, n1: f32 bits).
 EPILOGUES = {
     "": (),
     "split2": (Binding(5, "out1", "read_write"),),
     "split3": (Binding(5, "out1", "read_write"), Binding(6, "out2", "read_write")),
     "residual": (Binding(5, "resid"),),
+    "conv": (),  # a 1x1 convolution (ops/conv.py): out[col, row], clamped to [n0, n1]
 }
 
 
 def _with_epilogue(name: str, epilogue: str, generated: str = "", **kw) -> Kernel:
     put = sections(_PARTS)["put" + (f"_{epilogue}" if epilogue else "")]
+    if epilogue == "conv":  # clamp_f32 compares bits: GPUs' max/min drop NaN
+        kw["snippets"] = tuple(kw.get("snippets", ())) + ("bits", "nan_minmax")
     return Kernel(kw.pop("body", name), _BINDINGS + EPILOGUES[epilogue], PARAMS,
                   uniform_binding=3, generated=generated + put,
                   name=name + (f"_{epilogue}" if epilogue else ""), **kw)
@@ -83,8 +87,8 @@ def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int) ->
     if form.startswith("tile8"):
         vec = form.endswith("vec4")
         return _with_epilogue("matmul_tile8" + ("_vec4" if vec else ""), epilogue,
-                              fill(_PARTS, "stage", form="vec4" if vec else "scalar"),
-                              body="matmul_tile8")
+                              fill(_PARTS, "stage", form="vec4" if vec else "scalar")
+                              + sections(_PARTS)["fma_8x8"], body="matmul_tile8")
     subgroups = form != "gemv"
     # One kernel per row count (a const: naga 29 panics when ``rows`` is an override).
     # Chromium needs `enable subgroups;`; wgpu-native's naga rejects it and takes the

@@ -1,8 +1,11 @@
 """Reductions (reduce.wgsl): one workgroup per output line.
 
-``aten.mean.dim [self, dims, keepdim, dtype, out]`` over any set of dims (empty or
-Null: all of them); ``aten._softmax.default [self, dim, half_to_float, out]`` over
-any dim. A tensor's dims are split into kept dims (which pick the line) and reduced
+``aten.mean.dim`` and ``aten.sum.dim_IntList [self, dims, keepdim, dtype, out]``,
+``aten.amax.default`` / ``aten.amin.default [self, dims, keepdim, out]`` over any set of
+dims (empty or Null: all of them; a max or min is NaN where the line holds one, as
+torch); ``aten._softmax.default`` / ``aten._log_softmax.default [self, dim,
+half_to_float, out]`` over any dim. Float tensors only (dtype, where given, a float).
+A tensor's dims are split into kept dims (which pick the line) and reduced
 dims (which walk it); adjacent dims of one kind are merged and size-1 dims dropped.
 """
 
@@ -25,7 +28,7 @@ from .common import (
     pow2_workgroup,
 )
 from .exec_ints import follow_actual_size
-from .registry import register
+from .registry import define
 from .variants import declare
 
 
@@ -56,28 +59,65 @@ def reduced_shape(shape, dims, keepdim: bool) -> tuple[int, ...]:
     return tuple(s for d, s in enumerate(shape) if d not in dims)
 
 
-MEAN, SOFTMAX = 0, 1  # reduce.wgsl's op codes
+MEAN, SOFTMAX, SUM, AMAX, AMIN, LOG_SOFTMAX = range(6)  # reduce.wgsl's op codes
 
 
-def mean_reference(read, values, args):
-    x = read(args[0])
-    dims = int_list(values[args[1]])
-    dims = cpu.norm_dims(dims, len(x.shape)) if dims else list(range(len(x.shape)))
-    return [math.fsum(x.values[p] for p in line) / len(line)
-            for line in cpu.lines(x.shape, dims, len(x.values))]
+def _nan_max(values):
+    """torch's amax of a line: NaN if any is NaN; on a tie of -0 and +0, +0."""
+    top = None
+    for v in values:
+        if v != v:
+            return v
+        if top is None or v > top or (v == top and math.copysign(1.0, v) > 0):
+            top = v
+    return top
 
 
-def softmax_reference(read, values, args):
-    x = read(args[0])
-    dims = cpu.norm_dims([int(number(values[args[1]]))], len(x.shape)) if x.shape else []
-    out = [0.0] * len(x.values)
-    for line in cpu.lines(x.shape, dims, len(x.values)):
-        top = max(x.values[p] for p in line)
-        exps = [math.exp(x.values[p] - top) for p in line]
-        total = math.fsum(exps)
-        for p, e in zip(line, exps):
-            out[p] = e / total
-    return out
+def _nan_min(values):
+    return -_nan_max(-v for v in values)
+
+
+def _sum(vs):
+    try:
+        return math.fsum(vs)
+    except (OverflowError, ValueError):  # infinities (or NaN) among the terms
+        return sum(vs)
+
+
+_LINE_VALUE = {MEAN: lambda vs: _sum(vs) / len(vs), SUM: _sum, AMAX: _nan_max, AMIN: _nan_min}
+
+
+def _reduce_reference(code: int):
+    def fn(read, values, args):
+        x = read(args[0])
+        dims = int_list(values[args[1]])
+        dims = cpu.norm_dims(dims, len(x.shape)) if dims else list(range(len(x.shape)))
+        line_value = _LINE_VALUE[code]
+        return [line_value([x.values[p] for p in line])
+                for line in cpu.lines(x.shape, dims, len(x.values))]
+    return fn
+
+
+mean_reference = _reduce_reference(MEAN)
+
+
+def _softmax_reference(log: bool):
+    def fn(read, values, args):
+        x = read(args[0])
+        dims = cpu.norm_dims([int(number(values[args[1]]))], len(x.shape)) if x.shape else []
+        out = [0.0] * len(x.values)
+        for line in cpu.lines(x.shape, dims, len(x.values)):
+            top = _nan_max(x.values[p] for p in line)
+            shifted = [x.values[p] - top for p in line]
+            exps = [cpu.exp(v) for v in shifted]
+            total = _sum(exps)
+            for p, v, e in zip(line, shifted, exps):
+                out[p] = v - math.log(total) if log else e / total
+        return out
+    return fn
+
+
+softmax_reference = _softmax_reference(False)
 # A workgroup per line with a halving tree on GPUs; one line per invocation on CPU
 # adapters, where barriers cost most.
 VARIANTS = declare("reduce", ("tree", "lines"), doc="tree: a workgroup per line; lines: a "
@@ -90,7 +130,7 @@ PARAMS = Uniform(("lines", "u32"), ("r", "u32"),  # r: elements per line
                  ("kept_shape", "vec8"), ("kept_strides", "vec8"),
                  ("red_shape", "vec8"), ("red_strides", "vec8"))
 KERNEL = Kernel("reduce", (Binding(0, "x"), Binding(1, "y", "read_write")), PARAMS,
-                snippets=("bits", "nan_minmax", "shape_index", "tree"),
+                snippets=("bits", "nan_minmax", "shape_index", "box_offset", "tree"),
                 entries=(Entry("main", "tree_line", "params.lines", per="group"),
                          Entry("lines", "whole_line", "params.lines")))
 
@@ -124,9 +164,15 @@ async def _dispatch(ctx, op, x_id: int, out_id: int, code: int, dims) -> None:
     follow_actual_size(ctx, out_id, per)
 
 
-@register("aten.mean.dim", half=True, reference=mean_reference, args=5)
-async def build_mean(ctx, op):
-    x_id, dims_id, keep_id, _dtype_id, out_id = ctx.args(op, 5)
+# aten.sum.IntList: the plan kernel aten::sum.IntList_out (x.sum() left out of a delegate)
+_DIM_REDUCTIONS = {"aten.mean.dim": (MEAN, 5), "aten.sum.dim_IntList": (SUM, 5),
+                   "aten.sum.IntList": (SUM, 5),
+                   "aten.amax.default": (AMAX, 4), "aten.amin.default": (AMIN, 4)}
+
+
+async def build_reduction(ctx, op):
+    code, count = _DIM_REDUCTIONS[op.name]
+    x_id, dims_id, keep_id, *_dtype, out_id = ctx.args(op, count)
     x, out = ctx.float_tensor(x_id, op), ctx.float_tensor(out_id, op)
     check_rank(op, x.shape)
     dims = int_list_arg(ctx, dims_id, op, allow_null=True)
@@ -135,11 +181,13 @@ async def build_mean(ctx, op):
     if tuple(out.shape) != want:
         raise FormatError(f"{op.name}: output shape {list(out.shape)}, expected {list(want)}",
                           field=ctx.where(op))
-    await _dispatch(ctx, op, x_id, out_id, MEAN, dims)
+    await _dispatch(ctx, op, x_id, out_id, code, dims)
 
 
-@register("aten._softmax.default", half=True, reference=softmax_reference, args=4,
-          sizes=sizes.same_as_first)
+for _name, (_code, _count) in _DIM_REDUCTIONS.items():
+    define(_name, build_reduction, _reduce_reference(_code), _count, half=True)
+
+
 async def build_softmax(ctx, op):
     x_id, dim_id, _half_id, out_id = ctx.args(op, 4)
     x, out = ctx.float_tensor(x_id, op), ctx.float_tensor(out_id, op)
@@ -148,4 +196,11 @@ async def build_softmax(ctx, op):
         raise FormatError(f"{op.name}: output shape {list(out.shape)} differs from input "
                           f"{list(x.shape)}", field=ctx.where(op))
     dim = normalize_dim(int_arg(ctx, dim_id, op), len(x.shape), op.name)
-    await _dispatch(ctx, op, x_id, out_id, SOFTMAX, [dim] if x.shape else [])
+    code = LOG_SOFTMAX if op.name == "aten._log_softmax.default" else SOFTMAX
+    await _dispatch(ctx, op, x_id, out_id, code, [dim] if x.shape else [])
+
+
+define("aten._softmax.default", build_softmax, softmax_reference, 4, half=True,
+       sizes=sizes.same_as_first)
+define("aten._log_softmax.default", build_softmax, _softmax_reference(True), 4, half=True,
+       sizes=sizes.same_as_first)

@@ -9,6 +9,10 @@ xk_out]]``: the llama example's interleaved pairs, ``out[2p] = x[2p] c - x[2p+1]
 HF form, ``x * cos + rotate_half(x) * sin`` over the first R dims (R = the tables' width;
 the rest pass through), with rows ``start_pos + s`` of the full ``[T, R]`` tables;
 ``start_pos`` is an Int or a SymInt (read at execute).
+
+``et_vk.apply_rotary_emb_interleaved.default [x, freqs_cis, out]`` (EdgeTAM's complex
+RoPE; model code calls the op, no pattern makes it): x ``[..., N, C]`` with (real, imag)
+pairs along C, freqs_cis any shape of N * C values, (cos, sin) pairs along its flat [N, C].
 """
 
 from __future__ import annotations
@@ -73,7 +77,8 @@ KERNEL = Kernel("rope", (Binding(0, "xq"), Binding(1, "xk"), Binding(2, "cos_t")
                          Binding(3, "sin_t"), Binding(4, "out_q", "read_write"),
                          Binding(5, "out_k", "read_write"), Binding(6, "ints", type="i32")),
                 PARAMS, entries=(Entry("interleaved", "interleaved_item", _BOTH),
-                                 Entry("hf", "hf_item", _BOTH)))
+                                 Entry("hf", "hf_item", _BOTH),
+                                 Entry("complex", "complex_item", "params.numel_q")))
 
 
 def _outputs(ctx, op, out_id: int) -> tuple[int, int]:
@@ -155,3 +160,40 @@ async def build_rotary_hf(ctx, op):
     ints, (start_slot,) = slots(ctx, op, [int_key(ctx, op, start_id, default=0)])
     await _rotate(ctx, op, "hf", (xq_id, xk_id, q_out, k_out), cos_id, sin_id, rot, rows, ints,
                   start_slot)
+
+
+def reference_complex(read, values, args):
+    x, f = read(args[0]), read(args[1])
+    c = x.shape[-1]
+    n = x.shape[-2]
+    out = []
+    for i, v in enumerate(x.values):
+        d = i % c
+        pair = ((i // c) % n) * c + d - d % 2
+        cos, sin = f.values[pair], f.values[pair + 1]
+        out.append(v * cos - x.values[i + 1] * sin if d % 2 == 0
+                   else x.values[i - 1] * sin + v * cos)
+    return out
+
+
+@register("et_vk.apply_rotary_emb_interleaved.default", half=True, reference=reference_complex,
+          args=3, sizes=sizes.same_as_first)
+async def build_rotary_complex(ctx, op):
+    x_id, f_id, out_id = ctx.args(op, 3)
+    x, f = ctx.float_tensor(x_id, op), ctx.float_tensor(f_id, op)
+    out = ctx.float_tensor(out_id, op)
+    if len(x.shape) < 2 or x.shape[-1] % 2 or tuple(out.shape) != tuple(x.shape):
+        raise FormatError(f"{op.name}: x {list(x.shape)} should be [..., N, C] with C even, "
+                          f"out {list(out.shape)} the same", field=ctx.where(op))
+    n, c = x.shape[-2], x.shape[-1]
+    if f.numel != n * c:
+        raise FormatError(f"{op.name}: freqs_cis {list(f.shape)} should hold [{n}, {c}]",
+                          field=ctx.where(op))
+    if x.numel == 0:
+        return
+    wg = min(64, elementwise_workgroup(ctx))
+    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg}, "complex", half=ctx.half(out_id))
+    params = ctx.uniform(PARAMS.pack(numel_q=x.numel, seq=n, head_dim=c), f"{op.name} params")
+    ctx.dispatch(op, pipeline, [(0, x_id), (2, f_id), (4, out_id), (7, params)],
+                 ctx.grid(-(-x.numel // wg)))
+    follow_actual_size(ctx, out_id, wg)

@@ -204,7 +204,8 @@ PARAMS = Uniform(("numel", "u32"), ("a", "f32"), ("b", "f32"), ("flag", "u32"),
                  ("odd", "u32"), ("inf", "f32"), ("nan", "f32"))
 KERNEL = Kernel(
     "unary", (Binding(0, "x"), Binding(1, "y", "read_write")), PARAMS,
-    snippets=("bits",), entries=(Entry("main", "item", "params.numel"),), library=("f32_math",),
+    snippets=("bits", "nan_minmax"), entries=(Entry("main", "item", "params.numel"),),
+    library=("f32_math",),
     generated=fill("generated", "apply", cases=cases([row.wgsl for row in TABLE])))
 
 
@@ -245,6 +246,10 @@ async def round_buffer_to_half(ctx, op, src, out_id: int) -> None:
 
 
 async def build(ctx, op):
+    if op.name in ("aten.abs.default", "aten.clamp.default") and \
+            ctx.tensor(op.args[-1], op).dtype.name in ("int32", "int64"):
+        from .mixed import abs_int, clamp_int  # integer operands: a kernel of their own
+        return await (abs_int if op.name == "aten.abs.default" else clamp_int)(ctx, op)
     row = TABLE[ROW[op.name]]
     args = ctx.args(op, row.args)
     scalars = _scalars(row, ctx.graph.values, args, ctx.where(op))

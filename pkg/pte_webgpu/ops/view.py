@@ -9,7 +9,8 @@ memory_format, out]``, ``aten.alias_copy.default [self, out]``,
 ``dim_order_ops._clone_dim_order.default [self, non_blocking, dim_order, out]``,
 ``dim_order_ops._to_dim_order_copy.default [self, dtype, layout, device, pin_memory,
 non_blocking, dim_order, out]`` (float16 <-> float32 too), ``et_vk.prepack.default
-[src, out]`` (out gets the constant's bytes), ``aten.permute_copy.default [self, dims, out]``.
+[src, out]`` (out gets the constant's bytes), ``aten.permute_copy.default [self, dims, out]``
+(and ``aten.permute.default``, the same arguments, where a plan kernel names it).
 """
 
 from __future__ import annotations
@@ -218,8 +219,8 @@ async def build_to_dim_order_copy(ctx, op):
     _reshape(ctx, op, x_id, out_id, x.shape)  # same dtype, or float16 -> float32 (exact)
 
 
-@register("aten.permute_copy.default", half=True, reference=permute_reference, args=3,
-          sizes=sizes.permute)
+@register("aten.permute_copy.default", "aten.permute.default", half=True,
+          reference=permute_reference, args=3, sizes=sizes.permute)
 async def build_permute(ctx, op):
     x_id, dims_id, out_id = ctx.args(op, 3)
     x = ctx.float_tensor(x_id, op)

@@ -11,7 +11,9 @@ bound by the number of dispatches, not by arithmetic (docs/performance.md), so:
 3. chains of same-shape unary/binary ops (registry ``pointwise``), each output read only
    by the next, become one ``pte_webgpu.fused_elementwise`` (e.g. SwiGLU's sigmoid, mul,
    mul), every step rounded to the stored type as its tensor would be;
-4. a reshape (``VIEWS``) shares its input's memory object, so build.py binds the input's
+4. a convolution whose output only feeds a clamp, relu or hardtanh clamps in its own
+   store (et_vk.conv_with_clamp; fusion_conv.py);
+5. a reshape (``VIEWS``) shares its input's memory object, so build.py binds the input's
    buffer instead of recording a copy (a copy ends the compute pass, and it copies the
    tensor's whole bound, e.g. 1024 rows for a decode step's one).
 
@@ -35,7 +37,7 @@ from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
 from ..ops.fused_elementwise import MAX_INPUTS
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
 from ..ops.fused_linear import MAX_SPLIT
-from . import fusion_q4
+from . import fusion_conv, fusion_q4
 
 LINEAR, ADD = "aten.linear.default", "aten.add.Tensor"
 # reshapes: the same elements in the same order (ops/view.py shares or copies the buffer)
@@ -49,6 +51,7 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     f.group_linears(nbytes, max_binding)
     fusion_q4.group_q4(f, nbytes, max_binding)
     f.fold_residuals()
+    fusion_conv.fold_clamps(f)
     f.chain_pointwise()
     f.drop_dead_views()
     views = [(op.args[0], op.args[-1]) for op in f.placed.values() if op.name in VIEWS]

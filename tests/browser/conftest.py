@@ -15,10 +15,15 @@ STEPWISE_CHECK = (HERE.parent / "support" / "stepwise_check.py").read_text()
 
 
 @pytest.fixture(scope="module")
-def decoder_page(browser_session):
+def support_page(browser_session):
     browser_session.run_python(PAGE_SUPPORT)
-    browser_session.run_python(DECODER_CHECK)
     return browser_session
+
+
+@pytest.fixture(scope="module")
+def decoder_page(support_page):
+    support_page.run_python(DECODER_CHECK)
+    return support_page
 
 
 @pytest.fixture(scope="module")

@@ -2,29 +2,19 @@
 Chromium's WebGPU and match eager torch (the checks of tests/native/test_vision_models.py,
 the xfail of a program whose ops are not all in the table included)."""
 
-from pathlib import Path
-
 import pytest
 
 from tests.support.vision_models import NAMES, check_error, expect_unsupported, missing_ops
 
 pytestmark = pytest.mark.browser
 
-SUPPORT = (Path(__file__).parent / "page_support.py").read_text()
-
-
-@pytest.fixture(scope="module")
-def page(browser_session):
-    browser_session.run_python(SUPPORT)
-    return browser_session
-
 
 @pytest.mark.parametrize("name", NAMES)
-def test_vision_program_matches_torch_in_the_browser(page, name):
+def test_vision_program_matches_torch_in_the_browser(support_page, name):
     if missing_ops(name):
-        kind, message, leaked = page.run_python(
+        kind, message, leaked = support_page.run_python(
             f"await load_error(await fetch_bytes('/fixtures/vision/{name}.pte'))")
         assert kind in (None, "UnsupportedError") and leaked == 0, (kind, message, leaked)
         expect_unsupported(name, message if kind else None)
-    result = page.run_python(f"await run_fixture('vision/{name}')")
+    result = support_page.run_python(f"await run_fixture('vision/{name}')")
     check_error(name, result["shapes"], [abs_err for abs_err, _ in result["errors"]])

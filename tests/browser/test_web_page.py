@@ -387,12 +387,13 @@ def test_the_graph_is_drawn_as_a_graph(demo):
 # --- a picture as an image model's input ----------------------------------------------------
 # The programs the picture tests run, under tests/fixtures. Each has a NAME.picture.npz: in0 the
 # test picture preprocessed by the page's rule (with torch), out0 eager torch's output for it,
-# mean and std as used. A real model instead (e.g. CLASSIFIER = "vision/mobilenet_v2"): write
-# its NAME.picture.npz with tests/fixtures/image_page/make_image_page.py --picture-for NAME
-# --model EXPORTER.py:FACTORY and change the name here.
-CLASSIFIER = "image_page/classifier_3x32x32"
+# mean and std as used (tests/fixtures/image_page/make_image_page.py --picture-for NAME --model
+# tests/fixtures/vision/models.py:build:MODEL writes one for a vision program). The real image
+# models: MobileNetV2 and the DeepLabV3-style segmenter (CI width); the one-channel classifier
+# is image_page's own.
+CLASSIFIER = "vision/mobilenet_v2"
 GRAY_CLASSIFIER = "image_page/classifier_1x24x40"
-SEGMENTER = "image_page/segmenter_3x32x32"
+SEGMENTER = "vision/deeplabv3"
 PICTURE_NAME = "gradient.png"
 # The pure-Python CPU reference takes minutes on a real vision model in Pyodide: a larger
 # program runs once, without it (the checks against eager torch stay).

@@ -45,13 +45,18 @@ def max_errors(got, want):
     return abs_err, rel_err
 
 
+def numbered(arrays, prefix):
+    """arrays[prefix + "0"], [prefix + "1"], ... in index order (out10 after out9)."""
+    keys = [k for k in arrays if k.startswith(prefix) and k[len(prefix):].isdigit()]
+    return [arrays[k] for k in sorted(keys, key=lambda k: int(k[len(prefix):]))]
+
+
 async def run_fixture(name, ptd_files=(), repeat=1):
     rt = await runtime()
     pte = await fetch_bytes(f"/fixtures/{name}.pte")
     data = [(p.split("/")[-1], await fetch_bytes(f"/fixtures/{p}")) for p in ptd_files]
     arrays = npy.read_npz(await fetch_bytes(f"/fixtures/{name}.npz"))
-    inputs = [arrays[k] for k in sorted(arrays) if k.startswith("in")]
-    wants = [arrays[k] for k in sorted(arrays) if k.startswith("out")]
+    inputs, wants = numbered(arrays, "in"), numbered(arrays, "out")
     program = await rt.load_program(pte, data)
     try:
         method = program.load_method("forward")

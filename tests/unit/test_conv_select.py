@@ -48,12 +48,12 @@ def test_vec4_weights_need_k_divisible_by_4():
 # (shape, adapter, expected variant)
 TABLE = [
     # ResNet-18 at 224: 3x3 at 56/28/14/7, the stem, the 1x1 downsamples
-    (conv(64, 64), H200, "gemm4-8x16k4"),  # 49 tiles of 64 lanes; 9 K steps a split
+    (conv(64, 64), H200, "gemm4-8x16k16"),  # 49 tiles of 64 lanes; 36 K steps in all
     (conv(256, 256, pixels=56 * 56, batch=4), H200, "gemm4-16x16"),  # 2 x 25 x 4 >= 128
-    (conv(128, 128, pixels=28 * 28), H200, "gemm4-8x16k8"),  # 2 x 13 tiles of 64
+    (conv(128, 128, pixels=28 * 28), H200, "gemm4-8x16k16"),  # 2 x 13 tiles of 64
     (conv(512, 512, pixels=7 * 7), H200, "gemm4-8x16k16"),  # 8 tiles, K = 4608
-    (conv(3, 64, k=49, pixels=112 * 112), H200, "gemm-8x16"),  # K = 147
-    (conv(64, 128, k=1, pixels=28 * 28), H200, "gemm4-8x16"),  # 1x1 stride 2: not pointwise
+    (conv(3, 64, k=49, pixels=112 * 112), H200, "gemm-8x16k4"),  # K = 147: 10 steps
+    (conv(64, 128, k=1, pixels=28 * 28), H200, "gemm4-8x16k2"),  # 1x1 stride 2: 4 K steps
     (conv(256, 512, k=1, pixels=7 * 7, pointwise=True), H200, "matmul"),
     # MobileNetV2: depthwise, multiplier 1; expand/project 1x1
     (conv(96, 96, groups=96, pixels=56 * 56), H200, "depthwise"),
@@ -67,7 +67,7 @@ TABLE = [
     (conv(64, 32, transposed=True), H200, "direct"),
     (conv(6, 9, groups=3), H200, "direct"),
     (conv(16, 96, k=1, pointwise=True, batch=2), H200, "gemm4-8x16"),
-    (conv(64, 64), SMALL_GPU, "gemm4-8x8k8"),  # 64 lanes, 4 KiB: K steps of 8
+    (conv(64, 64), SMALL_GPU, "gemm4-8x8k16"),  # 64 lanes, 4 KiB: K steps of 8
 ]
 
 

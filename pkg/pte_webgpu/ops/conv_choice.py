@@ -34,8 +34,11 @@ from .variants import declare, traits_of
 _GEMM = re.compile(r"^gemm(4?)-(\d+)x(\d+)(?:k(\d+))?$")
 MAX_SPLITS = 16
 GPU_WORKGROUPS = 128  # fewer 128-wide tiles than this: 64-wide ones (H200: 132 SMs)
-GPU_LANES = 32768  # fewer lanes in all than this (128 x 256) leave a large GPU idle
-MIN_SPLIT_STEPS = 8  # K steps each split runs at least
+# K splits: on the H200 (docs/bench/conv_h200.json) ResNet-18's 3x3 and 1x1 stride-2 convs ran
+# fastest with 16 splits of as few as 2 K steps each (64x56x56: 44 us at k16, 69 at the k4 an
+# 8-step minimum gave), so the lanes counted are 64 x 1024 and a split runs at least 2 steps.
+GPU_LANES = 65536  # fewer lanes in all than this leave the large GPU idle
+MIN_SPLIT_STEPS = 2  # K steps each split runs at least
 GEMM_MIN_ROWS = 8  # out channels per group below which the tiles are mostly empty
 
 

@@ -21,14 +21,7 @@ fn out_at(i: u32) -> Out {
   return Out(t / params.cout, t % params.cout, oy, ox);
 }
 
-// Bias, then clamp to [lo, hi] as torch.clamp: NaN stays NaN, lo > hi gives hi.
-fn finish(i: u32, co: u32, acc: f32) {
-  var v = acc;
-  if (params.has_bias == 1u) {
-    v += f32(bias[co]);
-  }
-  out[i] = elem(clamp_f32(v, params.lo, params.hi));
-}
+// Every form stores through `finish` (bias, residual, clamp: shaders/conv_parts.wgsl).
 
 // The input coordinate that tap k of output coordinate o reads, or -1 in the padding.
 fn in_row(o: i32, k: u32, pad: u32, dil: u32, stride: u32, size: u32) -> i32 {

@@ -145,11 +145,6 @@ fn store_row(ob: u32, s: u32, c0: u32, row: u32, c_lo: u32, c_hi: u32, lo: vec4<
   store4(base, s, c0 + row, c_hi, hi);
 }
 
-// torch.clamp: NaN stays NaN, lo > hi gives hi.
-fn clamped(v: f32) -> f32 {
-  return clamp_f32(v, params.lo, params.hi);  // on the bits: GPUs' max/min drop NaN
-}
-
 fn store4(base: u32, s: u32, co: u32, col: u32, v: vec4<f32>) {
   let n = params.oh * params.ow;
   if (col < n) { put(base + col, s, co, v.x); }

@@ -2,13 +2,22 @@
 // composes with compose.fill. A section runs from its `// ==== name` line to the next.
 // ==== stage_w  one K step of weights: stage_w_scalar (any K) or stage_w_vec4 (K % 4 == 0)
 fn stage_w(wb: u32, m0: u32, k0: u32, k_end: u32, li: u32) { stage_w_$form(wb, m0, k0, k_end, li); }
-// ==== put_out  the whole K: out[at] = clamp(v + bias[co])
-fn put(at: u32, s: u32, co: u32, v: f32) {
-  var b = 0.0;
+// ==== finish  every conv form's store: out[at] = clamp(v + bias[co] (+ resid[at])); the
+// residual (runtime/fusion_conv.py: conv then add.Tensor) is added to the conv's value
+// rounded to the tensors' dtype, as the unfused add would
+fn finish(at: u32, co: u32, acc: f32) {
+  var v = acc;
   if (params.has_bias == 1u) {
-    b = f32(bias[co]);
+    v += f32(bias[co]);
   }
-  out[at] = elem(clamped(v + b));
+  if (params.has_resid == 1u) {
+    v = f32(resid[at]) + f32(elem(v));
+  }
+  out[at] = elem(clamp_f32(v, params.lo, params.hi));  // on the bits: max/min drop NaN
+}
+// ==== put_out  the whole K: finish
+fn put(at: u32, s: u32, co: u32, v: f32) {
+  finish(at, co, v);
 }
 // ==== put_part  split K: split s's raw partial sum (conv.wgsl split_item finishes it)
 fn put(at: u32, s: u32, co: u32, v: f32) {

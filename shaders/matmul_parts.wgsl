@@ -36,6 +36,11 @@ fn put(row: u32, col: u32, v: f32) {
 fn put(row: u32, col: u32, v: f32) {
   out[col * params.m + row] = elem(clamp_f32(v, bitcast<f32>(params.n0), bitcast<f32>(params.n1)));
 }
+// ==== put_conv_resid  put_conv with a residual: clamp(resid + v), v rounded first as the unfused add
+fn put(row: u32, col: u32, v: f32) {
+  let at = col * params.m + row;
+  out[at] = elem(clamp_f32(f32(resid[at]) + f32(elem(v)), bitcast<f32>(params.n0), bitcast<f32>(params.n1)));
+}
 // ==== fma_8x8  mm4 tiles (and conv_gemm.wgsl): one K step of a lane's 8 x 8 block; acc[2 i + h] is
 // row i (0-3: a_lo's, 4-7: a_hi's), column half h (w_lo, w_hi); constant indices only
 fn fma_8x8(acc: ptr<function, array<vec4<f32>, 16>>, a_lo: vec4<f32>, a_hi: vec4<f32>,

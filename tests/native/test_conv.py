@@ -17,7 +17,7 @@ from tests.support.conv_cases import CASES, conv64, conv_graph
 from tests.support.graph import G
 
 RNG = np.random.default_rng(19)
-FORMS = ["direct", "depthwise", "matmul", "gemm4-8x8", "gemm-8x4k3", "gemm4-16x16k2"]
+FORMS = ["direct", "depthwise", "matmul", "gemm4-8x8", "gemm-8x4k3", "gemm4-16x16k2", "gemm4-8x8k64"]
 
 
 def _data(case, bias=True, dtype=np.float32):
@@ -183,3 +183,41 @@ def test_pointwise_through_the_gpu_matmul_forms(device, monkeypatch, pixels):
     (got,) = g.run(device, out)
     want = np.clip(conv64(x, w, b, *rest), -0.5, 0.75)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("form,half", [(f, False) for f in FORMS]
+                         + [(f, True) for f in ("direct", "gemm4-8x8k2", "matmul")])
+def test_a_residual_add_after_a_conv_is_fused_into_its_store(device, form, half):
+    """conv, add.Tensor, relu (ResNet's block end) and conv, add without a clamp become
+    pte_webgpu.conv_residual in every variant, f32 and f16, the residual either operand
+    of the add; NaN in the residual stays NaN through the relu."""
+    from pte_webgpu.model.graph import Graph
+    from pte_webgpu.runtime import fusion
+
+    if half and "shader-f16" not in device.info.features:
+        pytest.skip("the adapter has no shader-f16")
+    dt, npt = (dtypes.FLOAT16, np.float16) if half else (dtypes.FLOAT32, np.float32)
+    g = G(Storage(half=half), options={"variants": {"conv": form}})
+    checks = []
+    for n, case in enumerate(_runnable(device, form, CASES)):
+        x, w, b, rest = _data(case, dtype=npt)
+        y = conv_graph(g, x, w, b, *rest, dtype=dt)
+        shape = g.values[y].shape
+        r = RNG.standard_normal(shape).astype(npt)
+        r.flat[n % r.size] = np.nan
+        operands = (y, g.input(r, dt)) if n % 2 else (g.input(r, dt), y)
+        s = g.op("aten.add.Tensor", *operands, g.int(1), g.tensor(shape, dtype=dt))
+        want = conv64(x, w, b, *rest) + r
+        if n % 3 != 2:
+            s = g.op("aten.relu.default", s, g.tensor(shape, dtype=dt))
+            want = np.where(np.isnan(want), want, np.maximum(want, 0.0))
+        checks.append((s, want))
+    outs = [s for s, _ in checks]
+    graph = Graph(g.values, g.ops, g.inputs, outs, g.constants)
+    fused = fusion.fuse(graph, lambda t: 4 * t.numel, 1 << 30)
+    assert {op.name for op in fused.ops} == {"pte_webgpu.conv_residual"}
+    assert len(fused.ops) == len(checks) > 0
+    got = g.run(device, *outs)
+    for have, (_, want) in zip(got, checks):
+        _close(have, want, 2e-3 if half else 1e-4)
+        assert np.array_equal(np.isnan(have), np.isnan(want))

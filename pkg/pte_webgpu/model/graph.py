@@ -25,6 +25,10 @@ class Scalar:
     kind: str
     value: int | float | bool | str
 
+    def is_one(self) -> bool:
+        """An int or double 1 (an add's alpha that changes nothing)."""
+        return self.kind in ("int", "double") and self.value == 1
+
 
 @dataclass(frozen=True, slots=True)
 class ListValue:

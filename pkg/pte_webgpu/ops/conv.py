@@ -39,12 +39,15 @@ PARAMS = Uniform(
     ("cout_g", "u32"), ("has_bias", "u32"), ("numel", "u32"), ("k", "u32"),
     ("lo", "f32"), ("hi", "f32"),  # clamp bounds (+-inf: none)
     ("groups", "u32"), ("tiles_n", "u32"), ("tiles", "u32"),  # gemm: tiles per item, group
-    ("splits", "u32"), ("k_span", "u32"))  # gemm: K splits and the K of each
-# Binding 5: split K's partial sums (f32); 6: the gemm's taps (k's offset, dy ky, dx kx).
+    ("splits", "u32"), ("k_span", "u32"),  # gemm: K splits and the K of each
+    ("has_resid", "u32"))  # pte_webgpu.conv_residual: out = clamp(resid + conv)
+# Binding 5: split K's partial sums (f32); 6: the gemm's taps (k's offset, dy ky, dx kx);
+# 7: the residual added before the clamp (every store through conv_parts' `finish`).
 _BINDINGS = (Binding(0, "x"), Binding(1, "weight"), Binding(2, "out", "read_write"),
-             Binding(3, "bias"), Binding(5, "part", "read_write", "f32"))
+             Binding(3, "bias"), Binding(5, "part", "read_write", "f32"), Binding(7, "resid"))
 _CLAMP = ("bits", "nan_minmax")  # clamp_f32: on the bits, as GPUs' max/min drop NaN
 DIRECT = Kernel("conv", _BINDINGS, PARAMS, uniform_binding=4, snippets=_CLAMP,
+                generated=sections("conv_parts")["finish"],
                 entries=(Entry("direct", "direct_item", "params.numel"),
                          Entry("transposed", "transposed_item", "params.numel"),
                          Entry("depthwise", "depthwise_item", "params.numel"),
@@ -54,6 +57,7 @@ GEMM = {(vec, split): Kernel(
                               Binding(6, "taps", type="vec4<i32>")), PARAMS, uniform_binding=4,
     snippets=_CLAMP,
     generated=fill("conv_parts", "stage_w", form="vec4" if vec else "scalar")
+    + ("" if split else sections("conv_parts")["finish"])
     + sections("conv_parts")["put_part" if split else "put_out"]
     + sections("matmul_parts")["fma_8x8"],  # the mm4 tiles' register block
     name="conv_gemm" + ("_vec4" if vec else "") + ("_split" if split else ""))
@@ -165,9 +169,15 @@ def clamp_bounds(low, high) -> tuple[float, float]:
 
 
 # --- build ---------------------------------------------------------------------------
+RESIDUAL = "pte_webgpu.conv_residual"  # runtime/fusion_conv.py: conv, add.Tensor, clamp
+# op -> its argument count, out included: the conv's 9, then [resid], [lo, hi], out
+ARGS = {"aten.convolution.default": 10, "et_vk.conv_with_clamp.default": 12, RESIDUAL: 13}
+
+
 async def build(ctx, op):
-    clamp = op.name == "et_vk.conv_with_clamp.default"
-    args = ctx.args(op, 12 if clamp else 10)
+    n_args = ARGS[op.name]
+    clamp = n_args >= 12
+    args = ctx.args(op, n_args)
     x_id, w_id, b_id, out_id = args[0], args[1], args[2], args[-1]
     x, w, out = (ctx.float_tensor(i, op) for i in (x_id, w_id, out_id))
     bias = None if isinstance(ctx.graph.values[b_id], Null) else ctx.float_tensor(b_id, op)
@@ -182,29 +192,40 @@ async def build(ctx, op):
     if clamp:
         where = ctx.where(op)
         lo, hi = clamp_bounds(*(scalar_value(ctx.graph.values, args[i], where, optional=True)
-                                for i in (9, 10)))
+                                for i in (-3, -2)))
     if out.numel == 0:
         return
     half = ctx.half(out_id)
     v = VARIANTS.pick(ctx, op, **c.shape(half))
     bias_vid = b_id if bias is not None else w_id  # unread without a bias
     ids = {0: x_id, 1: w_id, 2: out_id, 3: bias_vid}
+    if n_args == 13:
+        resid = ctx.float_tensor(args[9], op)
+        if (tuple(resid.shape), resid.dtype) != (tuple(out.shape), out.dtype):
+            raise FormatError(f"{op.name}: residual {list(resid.shape)} {resid.dtype.name} "
+                              f"must match the output {list(out.shape)} {out.dtype.name}",
+                              field=ctx.where(op))
+        ids[7] = args[9]
     await record(ctx, op, v, c, ids, bias is not None, lo, hi, half)
 
 
 async def record(ctx, op, v: Variant, c: Conv, ids: dict, has_bias: bool, lo: float,
                  hi: float, half: bool) -> None:
     """Record convolution ``c`` as variant ``v``: ``ids`` maps 0 input, 1 weight, 2 out,
-    3 bias to value ids or buffers. Also used by bench/."""
+    3 bias and, where one is added, 7 residual to value ids or buffers. Also used by
+    bench/."""
     if v.kind == "matmul":
         return await _pointwise(ctx, op, c, ids, has_bias, lo, hi, half)
-    bindings = [(b, ids[b]) for b in range(4)]
+    has_resid = int(7 in ids)
+    # without a residual the input stands in for binding 7; finish never reads it
+    bindings = [(b, ids[b]) for b in range(4)] + [(7, ids.get(7, ids[0]))]
     wg = elementwise_workgroup(ctx)
     numel = c.batch * c.cout * c.oh * c.ow
     if v.kind != "gemm":
         entry = "transposed" if c.transposed else v.kind
         pipeline = await ctx.pipeline(DIRECT, {"wg_size": wg}, entry, half)
-        uniform = ctx.uniform(c.params(lo, hi, has_bias), f"{op.name} params")
+        uniform = ctx.uniform(c.params(lo, hi, has_bias, has_resid=has_resid),
+                              f"{op.name} params")
         ctx.dispatch(op, pipeline, bindings + [(4, uniform)], ctx.grid(-(-numel // wg)))
         return
     rows, pixels, k = c.cout // c.groups, c.oh * c.ow, c.cin // c.groups * c.k
@@ -217,7 +238,8 @@ async def record(ctx, op, v: Variant, c: Conv, ids: dict, has_bias: bool, lo: fl
     split = splits > 1
     pipeline = await ctx.pipeline(GEMM[v.vec4, split], {"tw": v.tw, "tk": v.tk}, "main", half)
     uniform = ctx.uniform(c.params(lo, hi, has_bias, tiles_n=tiles_n, tiles=tiles,
-                                   splits=splits, k_span=span), f"{op.name} params")
+                                   splits=splits, k_span=span, has_resid=has_resid),
+                          f"{op.name} params")
     taps = ctx.constant_buffer(tap_table(c), dtypes.INT32, f"{ctx.where(op)} taps")
     grid = ctx.grid(tiles * splits * c.batch * c.groups)
     if not split:
@@ -225,6 +247,7 @@ async def record(ctx, op, v: Variant, c: Conv, ids: dict, has_bias: bool, lo: fl
         return
     part = ctx.resources.buffer(4 * splits * numel, f"{ctx.where(op)} split sums")
     ctx.dispatch(op, pipeline, bindings[:2] + [(4, uniform), (5, part), (6, taps)], grid)
+    # the sums are finished (bias, residual, clamp) where they are added up
     pipeline = await ctx.pipeline(DIRECT, {"wg_size": wg}, "split_sum", half)
     ctx.dispatch(op, pipeline, bindings[2:] + [(4, uniform), (5, part)],
                  ctx.grid(-(-numel // wg)))
@@ -264,13 +287,16 @@ async def _pointwise(ctx, op, c: Conv, ids, has_bias, lo, hi, half) -> None:
     form = matmul_choice.choose(traits, pixels, c.cout, c.cin, half)
     ctx.note_kernel(op, matmul=form.name)
     bindings = [(0, xt), (1, ids[1]), (2, ids[2]), (4, ids[3])]
+    epilogue = "conv"
+    if 7 in ids:
+        bindings, epilogue = bindings + [(5, ids[7])], "conv_resid"
     await matmul.record(ctx, op, form, bindings, pixels, c.cout, c.cin, has_bias, half,
-                        "conv", _bits(lo), _bits(hi))
+                        epilogue, _bits(lo), _bits(hi))
 
 
 # --- reference -----------------------------------------------------------------------
 def reference(read, values, args):
-    clamp = len(args) == 12
+    clamp = len(args) >= 12
     x, w = read(args[0]), read(args[1])
     bias = None if isinstance(values[args[2]], Null) else read(args[2])
     lists = [int_list(values[args[i]]) for i in (3, 4, 5, 7)]
@@ -281,8 +307,10 @@ def reference(read, values, args):
     lo, hi = -math.inf, math.inf
     if clamp:
         lo, hi = clamp_bounds(*(scalar_value(values, args[i], "clamp", optional=True)
-                                for i in (9, 10)))
+                                for i in (-3, -2)))
     out = reference_values(c, x.values, w.values, bias.values if bias else None)
+    if len(args) == 13:  # pte_webgpu.conv_residual
+        out = [r + v for r, v in zip(read(args[9]).values, out)]
     return [v if v != v else min(max(v, lo), hi) if lo <= hi else hi for v in out]
 
 
@@ -336,3 +364,4 @@ def choices(graph, op) -> dict[str, str]:
 
 define("aten.convolution.default", build, reference, 10, half=True, choices=choices)
 define("et_vk.conv_with_clamp.default", build, reference, 12, half=True, choices=choices)
+define(RESIDUAL, build, reference, 13, half=True, choices=choices)

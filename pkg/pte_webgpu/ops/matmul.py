@@ -50,19 +50,21 @@ _BINDINGS = (Binding(0, "input"), Binding(1, "weight"), Binding(2, "out", "read_
 # "split2"/"split3": columns [0, n0), [n0, n1), [n1, n) go to out, out1, out2 (linears
 # sharing an input, their weights stacked: one dispatch); "residual": out = resid + v,
 # rounded as the unfused linear then add.Tensor round (f32(elem(v))), the add's order kept;
-# "conv": [HW, Cin] x [Cout, Cin] stored as NCHW [Cout, HW], clamped (n0, n1: f32 bits).
+# "conv": [HW, Cin] x [Cout, Cin] stored as NCHW [Cout, HW], clamped (n0, n1: f32 bits);
+# "conv_resid": the same with a residual added before the clamp (conv_parts' `finish`).
 EPILOGUES = {
     "": (),
     "split2": (Binding(5, "out1", "read_write"),),
     "split3": (Binding(5, "out1", "read_write"), Binding(6, "out2", "read_write")),
     "residual": (Binding(5, "resid"),),
     "conv": (),  # a 1x1 convolution (ops/conv.py): out[col, row], clamped to [n0, n1]
+    "conv_resid": (Binding(5, "resid"),),
 }
 
 
 def _with_epilogue(name: str, epilogue: str, generated: str = "", **kw) -> Kernel:
     put = sections(_PARTS)["put" + (f"_{epilogue}" if epilogue else "")]
-    if epilogue == "conv":  # clamp_f32 compares bits: GPUs' max/min drop NaN
+    if epilogue.startswith("conv"):  # clamp_f32 compares bits: GPUs' max/min drop NaN
         kw["snippets"] = tuple(kw.get("snippets", ())) + ("bits", "nan_minmax")
     return Kernel(kw.pop("body", name), _BINDINGS + EPILOGUES[epilogue], PARAMS,
                   uniform_binding=3, generated=generated + put,

@@ -51,6 +51,7 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     f.group_linears(nbytes, max_binding)
     fusion_q4.group_q4(f, nbytes, max_binding)
     f.fold_residuals()
+    fusion_conv.fold_residuals(f)
     fusion_conv.fold_clamps(f)
     f.chain_pointwise()
     f.drop_dead_views()
@@ -370,7 +371,7 @@ def _lead(shape) -> tuple:
 
 
 def _is_one(value) -> bool:
-    return isinstance(value, Scalar) and value.kind in ("int", "double") and value.value == 1
+    return isinstance(value, Scalar) and value.is_one()
 
 
 def _expand(values, ids) -> list[int]:

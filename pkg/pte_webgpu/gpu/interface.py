@@ -42,6 +42,11 @@ class GpuDevice:
     """Base class: bookkeeping shared by backends. Subclasses implement the _hooks."""
 
     info: AdapterInfo
+    # Step indices where a waited run's encoding is cut into leading submits: encoding
+    # and the submit cost the host a few microseconds a dispatch before the GPU sees any
+    # work, so the first few dispatches go first and the GPU runs them meanwhile. None
+    # here (the browser encodes a recording in one JS call); native sets its own.
+    first_submits: tuple[int, ...] = ()
 
     def __init__(self, info: AdapterInfo):
         self.info = info
@@ -177,7 +182,7 @@ class GpuDevice:
         dispatches = sum(isinstance(s, Dispatch) for s in recording.steps) if profile else 0
         query = self._query_set(2 * dispatches) if dispatches else None
         try:
-            offsets = self._submit_run(recording, outputs, staging, query)
+            offsets = self._submit_run(recording, outputs, staging, query, lead=True)
             data = await self._read(staging, offsets[-1] if offsets else 0)
             times = None
             if query is not None:
@@ -190,11 +195,24 @@ class GpuDevice:
         self.check_alive()
         return _split(data, offsets, outputs), times
 
-    def _submit_run(self, recording, outputs, staging, query=None) -> list[int]:
+    def _submit_run(self, recording, outputs, staging, query=None, lead=False) -> list[int]:
         """Encode ``recording`` (timed passes with ``query``), copy the outputs into
-        ``staging``, submit; the outputs' offsets there."""
+        ``staging``, submit; the outputs' offsets there. ``lead``: a run the caller waits
+        for, cut into ``first_submits``; a run submitted without waiting (chained decode
+        steps) overlaps the host's next encoding already, and more submits would only
+        cost the host time."""
+        steps = recording.steps
+        cuts = [c for c in self.first_submits if c < len(steps)] if lead and query is None \
+            else []
+        for start, stop in zip([0] + cuts, cuts):
+            # the GPU starts on these while the host encodes the rest (first_submits)
+            encoder = self._encoder()
+            self._encode(encoder, steps[start:stop])
+            self._submit(encoder)
         encoder = self._encoder()
-        if query is None:
+        if cuts:
+            self._encode(encoder, steps[cuts[-1]:])
+        elif query is None:
             self._encode_recording(encoder, recording)
         else:
             self._encode_timed(encoder, recording.steps, query)

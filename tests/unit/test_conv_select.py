@@ -34,7 +34,7 @@ def test_names_round_trip(name):
 
 
 @pytest.mark.parametrize("name", ["gemm", "gemm4-12x8", "gemm4-16x6", "gemm8-16x8", "tiled",
-                                  "", "gemm4-4x8", "gemm4-8x8k0", "gemm4-8x8k17"])
+                                  "", "gemm4-4x8", "gemm4-8x8k0", "gemm4-8x8k65"])
 def test_bad_names_are_rejected(name):
     with pytest.raises(UnsupportedError):
         parse(name)
@@ -50,10 +50,12 @@ TABLE = [
     # ResNet-18 at 224: 3x3 at 56/28/14/7, the stem, the 1x1 downsamples
     (conv(64, 64), H200, "gemm4-8x16k16"),  # 49 tiles of 64 lanes; 36 K steps in all
     (conv(256, 256, pixels=56 * 56, batch=4), H200, "gemm4-16x16"),  # 2 x 25 x 4 >= 128
-    (conv(128, 128, pixels=28 * 28), H200, "gemm4-8x16k16"),  # 2 x 13 tiles of 64
-    (conv(512, 512, pixels=7 * 7), H200, "gemm4-8x16k16"),  # 8 tiles, K = 4608
+    (conv(128, 128, pixels=28 * 28), H200, "gemm4-8x16k32"),  # 2 x 13 tiles of 64
+    (conv(512, 512, pixels=7 * 7), H200, "gemm4-8x16k64"),  # 8 tiles, K = 4608: at most 64
     (conv(3, 64, k=49, pixels=112 * 112), H200, "gemm-8x16k4"),  # K = 147: 10 steps
-    (conv(64, 128, k=1, pixels=28 * 28), H200, "gemm4-8x16k2"),  # 1x1 stride 2: 4 K steps
+    (conv(64, 128, k=1, pixels=28 * 28), H200, "gemm4-8x16k4"),  # 1x1 stride 2: 4 K steps
+    (conv(144, 24, k=1, pointwise=True), H200, "gemm4-8x16k8"),  # too few out channels
+    (conv(576, 96, k=1, pixels=14 * 14, pointwise=True), H200, "matmul"),
     (conv(256, 512, k=1, pixels=7 * 7, pointwise=True), H200, "matmul"),
     # MobileNetV2: depthwise, multiplier 1; expand/project 1x1
     (conv(96, 96, groups=96, pixels=56 * 56), H200, "depthwise"),

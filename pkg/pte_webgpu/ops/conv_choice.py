@@ -32,13 +32,20 @@ from .common import floor_pow2
 from .variants import declare, traits_of
 
 _GEMM = re.compile(r"^gemm(4?)-(\d+)x(\d+)(?:k(\d+))?$")
-MAX_SPLITS = 16
+MAX_SPLITS = 64
 GPU_WORKGROUPS = 128  # fewer 128-wide tiles than this: 64-wide ones (H200: 132 SMs)
 # K splits: on the H200 (docs/bench/conv_h200.json) ResNet-18's 3x3 and 1x1 stride-2 convs ran
 # fastest with 16 splits of as few as 2 K steps each (64x56x56: 44 us at k16, 69 at the k4 an
-# 8-step minimum gave), so the lanes counted are 64 x 1024 and a split runs at least 2 steps.
+# 8-step minimum gave), so the lanes counted are 64 x 1024 and a split runs at least 2 steps;
+# the 7x7 layers still halved their time from k8 to k16 (512x7x7: 216 -> 117 us), so up to
+# 64 (63 us), and the 1x1 stride-2 ones ran fastest at one K step a split (64x56x56 -> 128:
+# 21.7 us at 4 splits of 1 step, 28.5 at 2 of 2; docs/bench/conv_h200_s9.json).
 GPU_LANES = 65536  # fewer lanes in all than this leave the large GPU idle
-MIN_SPLIT_STEPS = 2  # K steps each split runs at least
+MIN_SPLIT_STEPS = 1  # K steps each split runs at least
+# A 1x1 conv with fewer out channels than this takes the gemm tiles, not the matmul family:
+# as [HW, Cin] x [Cout, Cin] its N is too narrow (MobileNetV2's 144 -> 24 at 56x56: matmul
+# 47 us, gemm4-8x16k16 23 us; 576 -> 96 at 14x14: matmul 16 us, the tiles 37 us).
+POINTWISE_MIN_COUT = 32
 GEMM_MIN_ROWS = 8  # out channels per group below which the tiles are mostly empty
 
 
@@ -112,7 +119,8 @@ def choose(adapter, cin: int, cout: int, groups: int, k: int, pixels: int, batch
            pointwise: bool = False, transposed: bool = False, half: bool = False) -> Variant:
     """CPU adapters: depthwise or direct (no barriers). GPUs: transposed -> direct;
     depthwise -> depthwise; 1x1 of one batch item -> the matmul family; fewer than
-    GEMM_MIN_ROWS out channels per group -> direct; else implicit GEMM, 128-wide tiles
+    GEMM_MIN_ROWS out channels per group -> direct (1x1 with POINTWISE_MIN_COUT or more out
+    channels: matmul); else implicit GEMM, 128-wide tiles
     when that gives at least GPU_WORKGROUPS workgroups, else 64, K in steps of 16 (8 where
     workgroup storage is short); when the tiles' lanes are fewer than GPU_LANES (ResNet's
     layers after the stem: 49 to 8 tiles of 64 lanes), K is split across up to MAX_SPLITS
@@ -126,9 +134,9 @@ def choose(adapter, cin: int, cout: int, groups: int, k: int, pixels: int, batch
         return Variant("depthwise")
     if traits.is_cpu:
         return Variant("direct")
-    if supported(Variant("matmul"), traits, **shape) is None:
-        return Variant("matmul")
     rows = cout // groups
+    if rows >= POINTWISE_MIN_COUT and supported(Variant("matmul"), traits, **shape) is None:
+        return Variant("matmul")
     if rows < GEMM_MIN_ROWS:
         return Variant("direct")
     tiles = -(-rows // 128) * -(-pixels // 128) * batch * groups
@@ -147,7 +155,7 @@ def choose(adapter, cin: int, cout: int, groups: int, k: int, pixels: int, batch
 def _measure(traits, cin: int = 1, groups: int = 1, k: int = 1, **_) -> list[Variant]:
     """Variants worth timing for one convolution (bench/)."""
     names = ["direct", "depthwise", "matmul", "gemm4-16x16", "gemm4-16x8", "gemm4-8x16",
-             "gemm4-8x8", "gemm-16x8"] + [f"gemm4-8x16k{s}" for s in (2, 4, 8, 16)]
+             "gemm4-8x8", "gemm-16x8"] + [f"gemm4-8x16k{s}" for s in (2, 4, 8, 16, 32, 64)]
     return [parse(n).for_k(_k_total(cin, groups, k)) for n in names]
 
 

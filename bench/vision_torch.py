@@ -41,14 +41,20 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+WARMUP_S = 2.0
+
+
 def _latency(fn, x_host, device: str, runs: int, warmup: int) -> tuple[list, list, object]:
     """(end-to-end ms per image, forward-only GPU ms per image (CUDA events; [] on CPU),
     the last output on the host)."""
     import torch
 
     x_dev = x_host.to(device)
-    for _ in range(warmup):
+    first, done = time.perf_counter(), 0
+    # at least WARMUP_S too, as ours (bench/vision_job.py): clocks rise under load
+    while done < warmup or time.perf_counter() - first < WARMUP_S:
         fn(x_host.to(device)).cpu()
+        done += 1
     if device == "cuda":
         torch.cuda.synchronize()
     wall, gpu, out = [], [], None

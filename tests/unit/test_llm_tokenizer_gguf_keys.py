@@ -112,3 +112,11 @@ def test_a_spec_with_scores_derives_the_merges_itself(tmp_path):
     from_scores = Tokenizer({**{k: v for k, v in spec.items() if k != "merges"},
                              "scores": [0.0] * 259 + [0.0, 0.0, 0.0, -1.0, -2.0, -3.0, 0.0, -4.0]})
     assert from_scores._model.ranks == Tokenizer(spec)._model.ranks
+
+
+def test_a_merge_outside_the_vocab_is_a_format_error(tmp_path):
+    spec = byte_level(tmp_path)
+    with pytest.raises(FormatError, match=r"merges\[1\]"):
+        Tokenizer({**spec, "merges": ["a b", "b a"]})  # "ba" is not a token
+    with pytest.raises(FormatError, match=r"merges\[0\]"):
+        Tokenizer({**spec, "merges": ["ab"]})

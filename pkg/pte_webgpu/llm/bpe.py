@@ -14,9 +14,10 @@ import heapq
 from ..errors import FormatError
 
 
-def merge_ranks(merges: list[str]) -> dict[tuple[str, str], int]:
+def merge_ranks(merges: list[str], vocab: dict[str, int]) -> dict[tuple[str, str], int]:
     """{(left, right): rank} from "left right" lines; a repeated pair keeps its last rank
-    (as HF's merge map, built by inserting them in order)."""
+    (as HF's merge map, built by inserting them in order). Both parts and the merged token
+    must be in the vocab (HF refuses such a file too)."""
     ranks: dict[tuple[str, str], int] = {}
     for rank, merge in enumerate(merges):
         if not isinstance(merge, str):
@@ -25,6 +26,9 @@ def merge_ranks(merges: list[str]) -> dict[tuple[str, str], int]:
         left, sep, right = merge.partition(" ")
         if not sep or not left or not right:
             raise FormatError(f"merge {rank} {merge!r} is not 'left right'", field=f"merges[{rank}]")
+        if left not in vocab or right not in vocab or left + right not in vocab:
+            raise FormatError(f"merge {rank} {merge!r}: a part or the merged token is not in "
+                              "the vocab", field=f"merges[{rank}]")
         ranks[(left, right)] = rank
     return ranks
 

@@ -34,7 +34,7 @@ class ByteLevelBPE:
     def __init__(self, vocab: list[str], ids: dict[str, int], merges: list[str], pre: str, *,
                  normalizer: str | None, ignore_merges: bool):
         self.vocab, self.ids = vocab, ids
-        self.ranks = bpe.merge_ranks(merges)
+        self.ranks = bpe.merge_ranks(merges, ids)
         self.split = pre_tokenize.Splitter(pre_tokenize.family(pre))
         self.normalizer = normalizer
         self.ignore_merges = ignore_merges

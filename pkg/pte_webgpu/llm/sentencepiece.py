@@ -39,7 +39,7 @@ class SentencePieceBPE:
     def __init__(self, vocab: list[str], ids: dict[str, int], merges: list[str], *,
                  prefix: str, byte_fallback: bool, unk_id: int | None):
         self.vocab, self.ids = vocab, ids
-        self.ranks = bpe.merge_ranks(merges)
+        self.ranks = bpe.merge_ranks(merges, ids)
         self.prefix = prefix
         self.unk = vocab[unk_id] if unk_id is not None else None
         self.strip_leading_space = prefix != "none"

@@ -2,6 +2,7 @@
 
 from .errors import (
     BudgetError,
+    ChatTemplateError,
     ClosedError,
     DataTooSmallError,
     DeviceLostError,
@@ -26,7 +27,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Method", "MethodMeta", "Program", "Runtime", "RuntimeOptions", "Tensor", "TensorInfo",
     "operator_names",
-    "BudgetError", "ClosedError", "DataTooSmallError", "DeviceLostError", "FormatError",
+    "BudgetError", "ChatTemplateError", "ClosedError", "DataTooSmallError", "DeviceLostError", "FormatError",
     "GpuError", "GpuLimitError",
     "GpuValidationError", "InputError", "MissingDataError", "PteError", "ShaderCompileError",
     "UnsupportedError", "__version__",

@@ -52,6 +52,18 @@ class InputError(PteError):
     """Inputs given to Method.execute do not match the program's plan."""
 
 
+class ChatTemplateError(PteError):
+    """A chat template that does not compile or fails to render: its syntax, an error while
+    rendering, or the template refusing the conversation (its ``raise_exception``)."""
+
+    def __init__(self, template: str, problem: str, *, line: int | None = None):
+        where = f", line {line}" if line else ""
+        super().__init__(f"chat template ({template}{where}): {problem}")
+        self.template = template
+        self.problem = problem
+        self.line = line
+
+
 class GpuError(PteError):
     """Base of errors reported by the WebGPU device."""
 

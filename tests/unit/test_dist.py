@@ -55,7 +55,10 @@ def test_the_lock_lists_exactly_what_is_shipped(built):
     lock = json.loads((built / "pyodide-lock.json").read_text())
     shipped = {p.name for p in built.glob("*.whl")}
     assert {e["file_name"] for e in lock["packages"].values()} == shipped
-    assert set(lock["packages"]) == {"pte-webgpu", "flatbuffers"}  # no numpy, no micropip
+    # no numpy, no micropip
+    assert set(lock["packages"]) == {"pte-webgpu", "flatbuffers", "jinja2", "markupsafe"}
+    assert lock["packages"]["pte-webgpu"]["depends"] == ["flatbuffers", "jinja2"]
+    assert lock["packages"]["jinja2"]["depends"] == ["markupsafe"]
     for entry in lock["packages"].values():
         data = (built / entry["file_name"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"]
@@ -70,6 +73,15 @@ def test_our_wheel_holds_the_package_and_its_shaders_but_not_the_pages(built):
     assert any(n.startswith("pte_webgpu/shaders/") and n.endswith(".wgsl") for n in names)
     assert not any("__pycache__" in n or n.startswith("pte_webgpu/web/") for n in names)
     assert all(n in record for n in names)
+
+
+def test_dependencies_ship_as_pure_python(built):
+    for name, package in (("jinja2", "jinja2"), ("markupsafe", "markupsafe")):
+        with zipfile.ZipFile(next(built.glob(f"{name}-*-py3-none-any.whl"))) as zf:
+            names = zf.namelist()
+        assert f"{package}/__init__.py" in names
+        assert not any(n.endswith((".so", ".c", ".pyd")) for n in names)
+    assert "markupsafe/_native.py" in names  # the fallback it imports without _speedups
 
 
 def test_wheels_are_byte_reproducible(tmp_path):

@@ -87,6 +87,23 @@ def test_tokenizer_beside_the_program_matches_the_gguf_vocab():
     assert tok.decode(tok.encode("What is the capital of France?")) == "What is the capital of France?"
 
 
+@needs_export
+@pytest.mark.parametrize("name", ["reference.json", "reference-q4.json"])
+def test_reference_prompts_are_what_the_tokenizer_and_chat_template_give(name):
+    """The references' prompt ids are still the ones the tests feed (chat prompts through
+    the GGUF's Jinja template, which writes no BOS for SmolLM2)."""
+    pytest.importorskip("jinja2")
+    from pte_webgpu.export.llm_reference import prompt_ids
+    from pte_webgpu.llm import ChatTemplate, Tokenizer
+
+    if not (LLM / name).exists():
+        pytest.skip(f"build/llm/{name} missing: run `make llm`")
+    tok = Tokenizer.from_file(LLM / EXPORT["tokenizer"])
+    template = ChatTemplate.from_tokenizer(tok)
+    for prompt in json.loads((LLM / name).read_text())["prompts"]:
+        assert prompt_ids(tok, template, prompt) == prompt["prompt_ids"], prompt["name"]
+
+
 def test_reference_eager_model_agrees_with_transformers():
     path = LLM / "reference.json"
     if not path.exists():

@@ -10,6 +10,7 @@ PKG = Path(__file__).resolve().parents[2] / "pkg"
 
 
 def test_runtime_and_llm_import_without_export_tools():
+    # (jinja2 is a runtime dependency, but imported only when a chat template is compiled)
     code = (
         "import sys\n"
         "import pte_webgpu, pte_webgpu.llm, pte_webgpu.llm.generate, pte_webgpu.llm.sampling\n"

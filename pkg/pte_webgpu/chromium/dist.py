@@ -1,14 +1,17 @@
 """The offline Pyodide distribution that the browser pages load, built once per input set.
 
 It holds the Pyodide core files (from the npm tarball), a wheel of the installed
-pte_webgpu package, one of the installed flatbuffers, and a pyodide-lock.json that
-lists exactly those two wheels: a page asking for any other package (numpy,
-micropip: no Pyodide build of them is on PyPI or npm here) gets Pyodide's plain
-"No known package" / "No module named" error instead of a 404.
+pte_webgpu package and of its pure-Python dependencies as installed (flatbuffers; jinja2
+and markupsafe, for chat templates), and a pyodide-lock.json that lists exactly those
+wheels: a page asking for any other package (numpy, micropip: no Pyodide build of them
+is on PyPI or npm here) gets Pyodide's plain "No known package" / "No module named"
+error instead of a 404. Loading pte-webgpu loads its dependencies (the lock's depends).
 
-Both wheels are zipped here from the installed files, reproducibly (no pip, no
-network), so this works from an installed wheel as well as from a checkout. A
-stamp of the content hashes of every input lets later calls return at once.
+The wheels are zipped here from the installed files, reproducibly (no pip, no network),
+so this works from an installed wheel as well as from a checkout; only ``.py`` files of
+the dependencies go in (markupsafe's C speedups are left out: it falls back to its own
+pure-Python escaping). A stamp of the content hashes of every input lets later calls
+return at once.
 
 Where: build/web/pyodide in a source checkout, else <user cache>/pyodide-dist
 (see paths.py); `python -m pte_webgpu.chromium.dist [--out DIR]` builds it.
@@ -85,17 +88,35 @@ def package_wheel() -> _Wheel:
     files = _tree(package, "pte_webgpu", skip={"web"})
     shaders = Path(str(importlib.resources.files("pte_webgpu.shaders")))
     files.update(_tree(shaders, "pte_webgpu/shaders"))
-    return _Wheel("pte-webgpu", pte_webgpu.__version__, files, ["flatbuffers"])
+    return _Wheel("pte-webgpu", pte_webgpu.__version__, files, ["flatbuffers", "jinja2"])
+
+
+# the pure-Python packages pte_webgpu needs in the page: (name, import package, requires)
+DEPENDENCIES = [("flatbuffers", "flatbuffers", []), ("jinja2", "jinja2", ["markupsafe"]),
+                ("markupsafe", "markupsafe", [])]
+
+
+def installed_wheel(name: str, package: str, requires=()) -> _Wheel:
+    """A wheel of the ``.py`` files of the installed distribution ``name``."""
+    try:
+        dist = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        raise DistError(f"{name} is not installed; the Pyodide dist ships it "
+                        f"(pip install {name})") from None
+    root = Path(str(dist.locate_file("")))
+    files = {f.as_posix(): root / f for f in dist.files or ()
+             if f.parts[0] == package and f.suffix == ".py"}
+    if not files:
+        raise DistError(f"the installed {name} package lists no files to ship to Pyodide")
+    return _Wheel(name, dist.version, files, requires)
+
+
+def dependency_wheels() -> list[_Wheel]:
+    return [installed_wheel(*d) for d in DEPENDENCIES]
 
 
 def flatbuffers_wheel() -> _Wheel:
-    dist = importlib.metadata.distribution("flatbuffers")
-    root = Path(str(dist.locate_file("")))
-    files = {f.as_posix(): root / f for f in dist.files or ()
-             if f.parts[0] == "flatbuffers" and f.suffix == ".py"}
-    if not files:
-        raise DistError("the installed flatbuffers package lists no files to ship to Pyodide")
-    return _Wheel("flatbuffers", dist.version, files)
+    return installed_wheel(*DEPENDENCIES[0])
 
 
 def write_wheel(wheel: _Wheel, out: Path) -> Path:
@@ -180,7 +201,7 @@ def ensure_dist(root: Path | None = None, out: Path | None = None, log=print,
     packages. `log` hears about work only (nothing when the dist is up to date)."""
     out = Path(out).resolve() if out else default_out()
     npm_folder = Path(npm_folder) if npm_folder else paths.build_dir() / "npm"
-    wheels = [package_wheel(), flatbuffers_wheel()]
+    wheels = [package_wheel(), *dependency_wheels()]
     key = hashlib.sha256(f"{FORMAT} {PYODIDE_VERSION} ".encode()
                          + " ".join(w.digest() for w in wheels).encode()).hexdigest()
     names = [*CORE_FILES, "pyodide-lock.json", *(w.file_name for w in wheels)]

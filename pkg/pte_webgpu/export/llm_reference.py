@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..llm.chat import ChatTemplate
+from ..llm.chat_template import ChatTemplate
 from ..llm.tokenizer import Tokenizer
 from . import gguf_llama, llama_pte, llm_accuracy, tokenizer_json
 
@@ -44,9 +44,11 @@ PROMPTS = [
 
 
 def prompt_ids(tokenizer: Tokenizer, template: ChatTemplate, prompt: dict) -> list[int]:
+    """As LanguageModel.prompt_ids: a chat through the template (which writes BOS itself)."""
     text = prompt["text"]
     if prompt["chat"]:
         text = template.render([{"role": "user", "content": text}], add_generation_prompt=True)
+        return tokenizer.encode(text)
     return tokenizer.encode(text, add_special=True)
 
 
@@ -144,7 +146,7 @@ def main(argv=None) -> int:
     reader = gguf_llama.open_gguf(args.gguf)
     hp = gguf_llama.read_hparams(reader)
     tokenizer = Tokenizer(tokenizer_json.tokenizer_dict(reader))
-    template = ChatTemplate.from_template(tokenizer.chat_template)
+    template = ChatTemplate.from_tokenizer(tokenizer)
     eos = tokenizer.eos_id
     weights = gguf_llama.state_dict(reader, hp)
     model = llama_pte.source_transformed(llama_pte.build_model(hp, weights, args.max_seq_len, ctx))
@@ -217,7 +219,7 @@ def quantized_reference(args) -> int:
     reader = gguf_llama.open_gguf(args.gguf)
     hp = gguf_llama.read_hparams(reader)
     tokenizer = Tokenizer(tokenizer_json.tokenizer_dict(reader))
-    template = ChatTemplate.from_template(tokenizer.chat_template)
+    template = ChatTemplate.from_tokenizer(tokenizer)
     weights = gguf_llama.state_dict(reader, hp)
     model = llama_pte.source_transformed(
         llama_pte.build_model(hp, weights, args.max_seq_len, ctx), args.quantize)

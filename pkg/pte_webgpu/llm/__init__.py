@@ -1,9 +1,9 @@
-"""Language models on pte_webgpu: tokenizer, chat template, sampling, generation.
+"""Language models on pte_webgpu: tokenizers, chat templates, sampling, generation.
 
-Pure Python (Pyodide-safe). ``generate`` is unfinished until the runtime runs decoders.
+Pure Python (Pyodide-safe); chat templates need jinja2, imported when one is compiled.
 """
 
-from .chat import ChatTemplate
+from .chat_template import ChatTemplate
 from .tokenizer import StreamDecoder, Tokenizer
 
 __all__ = ["ChatTemplate", "StreamDecoder", "Tokenizer"]

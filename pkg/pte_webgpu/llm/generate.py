@@ -27,7 +27,7 @@ from functools import partial
 from ..errors import InputError, UnsupportedError
 from ..model.tensor import Tensor
 from ..runtime.readout import LastArgmax, Sample
-from .chat import ChatTemplate
+from .chat_template import ChatTemplate
 from .sampling import choose
 from .tokenizer import Tokenizer
 
@@ -95,11 +95,11 @@ class LanguageModel:
         self.max_context_len = max_context_len  # KV cache rows
         self.vocab_size = vocab_size
         self.prefill_chunk = prefill_chunk      # tokens one execute takes (1: static program)
-        if stop_ids is None:
-            stop_ids = [tokenizer.eos_id] if tokenizer and tokenizer.eos_id is not None else []
+        if stop_ids is None:  # end of text, and end of a chat turn where the vocab has one
+            stop_ids = [i for i in (tokenizer.eos_id, tokenizer.eot_id) if i is not None] \
+                if tokenizer else []
         self.stop_ids = set(stop_ids)
-        template = tokenizer.chat_template if tokenizer else None
-        self.template = ChatTemplate.from_template(template) if template else None
+        self._template = None  # compiled at the first chat: a broken one fails only chats
         self.history: list[int] = []  # the tokens whose keys/values the cache holds, in order
         self.last = Generation()
 
@@ -143,10 +143,19 @@ class LanguageModel:
         if self.tokenizer is None:
             raise InputError("this model was loaded without a tokenizer: pass ids=")
         if messages is not None:
-            if self.template is None:
-                raise InputError("this model has no chat template")
-            prompt = self.template.render(messages, add_generation_prompt=True)
+            # the template writes BOS where the model wants it, so none is added (as
+            # transformers' apply_chat_template)
+            return self.tokenizer.encode(self.template.render(messages, add_generation_prompt=True))
         return self.tokenizer.encode(prompt, add_special=True)
+
+    @property
+    def template(self) -> ChatTemplate:
+        """The tokenizer's chat template (ChatTemplateError when it has none)."""
+        if self._template is None:
+            if self.tokenizer is None:
+                raise InputError("this model was loaded without a tokenizer")
+            self._template = ChatTemplate.from_tokenizer(self.tokenizer)
+        return self._template
 
     # --- the loop --------------------------------------------------------------------
     async def _forward(self, ids: list[int], greedy: bool = False, sample=None):

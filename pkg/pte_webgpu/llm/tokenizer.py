@@ -1,11 +1,21 @@
-"""Byte-level BPE tokenizer in pure Python (stdlib only: runs in Pyodide).
+"""Tokenizers of GGUF vocabularies in pure Python (stdlib only: runs in Pyodide).
 
-Reads the ``NAME.tokenizer.json`` written by ``pte_webgpu.export.tokenizer_json`` (vocab,
-merges, special tokens, chat template from a GGUF). Encoding is what HF ``tokenizers`` does
-for these models: special tokens are cut out of the text whole, the rest is split by the
-model's pre-tokenizer, each piece is mapped byte by byte onto GPT-2's printable alphabet and
-merged by rank. Decoding maps tokens back to bytes; ``StreamDecoder`` emits text only once
-its UTF-8 is complete.
+Reads the ``NAME.tokenizer.json`` written by ``pte_webgpu.export.tokenizer_json``. Two
+families, as HF ``tokenizers`` runs them (``byte_level.py``, ``sentencepiece.py``):
+byte-level BPE (``model`` "byte_level_bpe": GPT-2, SmolLM, Llama 3, Qwen 2) and
+SentencePiece-style BPE with byte fallback ("sentencepiece_bpe": Llama 2, Phi-3, Gemma).
+Special and added tokens are cut out of the text whole first (the longest one where
+several start at the same place); the chunks between them go to the family's encoder.
+``StreamDecoder`` emits text only once its UTF-8 is complete.
+
+The description (``pte-webgpu-tokenizer/1``): ``model``, ``vocab`` (token strings in id
+order), ``merges`` ("left right", by rank; or ``scores`` to derive them from),
+``special_tokens`` (matched whole, dropped by ``skip_special``) and ``added_tokens``
+(matched whole, kept), ``bos_id``/``eos_id``/``eot_id``/``unk_id``/``pad_id``,
+``add_bos``/``add_eos``, ``chat_template``; byte-level: ``pre_tokenizer`` (GGUF
+``tokenizer.ggml.pre``), ``normalizer`` ("NFC" or null) and ``ignore_merges`` (both default
+to what the pre-tokenizer's model does); SentencePiece: ``prefix`` ("first", "every",
+"none") and ``byte_fallback``.
 """
 
 from __future__ import annotations
@@ -13,119 +23,97 @@ from __future__ import annotations
 import codecs
 import json
 import re
-import unicodedata
 
 from ..errors import FormatError, InputError, UnsupportedError
+from . import bpe, pre_tokenize
+from .byte_level import ByteLevelBPE, byte_to_unicode
+from .sentencepiece import PREFIXES, SentencePieceBPE
 
 FORMAT = "pte-webgpu-tokenizer/1"
-
-# llama.cpp's tokenizer.ggml.pre names, grouped by the split they mean:
-# GPT-2's regex alone, or every number character cut out on its own first (HF's
-# Digits(individual_digits=True) before ByteLevel; llama.cpp's "\p{N}" pass).
-GPT2_PRE = frozenset({"gpt2", "mpt", "olmo", "jais"})
-DIGITS_THEN_GPT2_PRE = frozenset(
-    {"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva"}
-)
-SUPPORTED_PRE = GPT2_PRE | DIGITS_THEN_GPT2_PRE
-
-# Unicode White_Space (what \s means in the Rust/Oniguruma regexes the reference uses;
-# Python's \s also takes U+001C..U+001F, so it is spelled out).
-_WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-# Planes 4..16 hold no letters or numbers; scanning stops here.
-_SCAN_END = 0x40000
+MODELS = ("byte_level_bpe", "sentencepiece_bpe")
+__all__ = ["FORMAT", "MODELS", "StreamDecoder", "Tokenizer", "byte_to_unicode"]
 
 
-def byte_to_unicode() -> dict[int, str]:
-    """GPT-2's byte -> printable character map (printable Latin-1 bytes map to themselves)."""
-    keep = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    table = {b: chr(b) for b in keep}
-    extra = 0
-    for b in range(256):
-        if b not in table:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
+def _token_ids(spec: dict, key: str, size: int) -> dict[str, int]:
+    found = spec.get(key) or {}
+    if not isinstance(found, dict):
+        raise FormatError(f"{key} must be an object of token: id", field=key)
+    for tok, i in found.items():
+        if not (type(i) is int and 0 <= i < size):
+            raise FormatError(f"token {tok!r} has id {i!r} outside the vocab", field=key)
+    return dict(found)
 
 
-def _class_bodies(majors: str) -> dict[str, str]:
-    """Regex character-class bodies, one per major Unicode category in ``majors`` (one scan)."""
-    parts: dict[str, list[str]] = {m: [] for m in majors}
-    run_major, run_start = None, 0
-    for cp in range(_SCAN_END + 1):
-        major = unicodedata.category(chr(cp))[0] if cp < _SCAN_END else None
-        if major != run_major:
-            if run_major in parts:
-                lo, hi = re.escape(chr(run_start)), re.escape(chr(cp - 1))
-                parts[run_major].append(lo if run_start == cp - 1 else f"{lo}-{hi}")
-            run_major, run_start = major, cp
-    return {m: "".join(p) for m, p in parts.items()}
-
-
-_CLASSES: dict[str, str] = {}
-
-
-def _classes() -> tuple[str, str]:
-    """(letters, numbers): \\p{L} and \\p{N}, which Python's re lacks; built once."""
-    if not _CLASSES:
-        _CLASSES.update(_class_bodies("LN"))
-    return _CLASSES["L"], _CLASSES["N"]
-
-
-def gpt2_split_regex() -> re.Pattern:
-    """GPT-2's pre-tokenizer regex with \\p{L}, \\p{N} and \\s as explicit classes."""
-    L, N = _classes()
-    S = _WHITE_SPACE
-    return re.compile(
-        rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{L}]+| ?[{N}]+| ?[^{S}{L}{N}]+|[{S}]+(?![^{S}])|[{S}]+"
-    )
+def _optional_id(spec: dict, key: str, size: int) -> int | None:
+    value = spec.get(key)
+    if value is not None and not (type(value) is int and 0 <= value < size):
+        raise FormatError(f"{key} {value!r} is not a token id of the vocab (size {size})",
+                          field=key)
+    return value
 
 
 class Tokenizer:
-    """Byte-level BPE: ``encode(text) -> ids``, ``decode(ids) -> text``."""
+    """``encode(text) -> ids``, ``decode(ids) -> text``."""
 
     def __init__(self, spec: dict):
         if not isinstance(spec, dict) or spec.get("format") != FORMAT:
             raise FormatError(f"not a {FORMAT} tokenizer description", field="format")
-        if spec.get("model") != "byte_level_bpe":
-            raise UnsupportedError(f"tokenizer model {spec.get('model')!r}: only byte_level_bpe is supported")
-        pre = spec.get("pre_tokenizer")
-        if pre not in SUPPORTED_PRE:
-            raise UnsupportedError(
-                f"pre-tokenizer {pre!r} is not supported (supported: {', '.join(sorted(SUPPORTED_PRE))})"
-            )
+        model = spec.get("model")
+        if model not in MODELS:
+            raise UnsupportedError(f"tokenizer model {model!r} is not supported "
+                                   f"(supported: {', '.join(MODELS)})")
         vocab = spec.get("vocab")
-        merges = spec.get("merges")
-        if not isinstance(vocab, list) or not isinstance(merges, list):
-            raise FormatError("tokenizer needs a 'vocab' list and a 'merges' list", field="vocab")
-        self.pre_tokenizer = pre
+        if not isinstance(vocab, list) or not all(isinstance(t, str) for t in vocab):
+            raise FormatError("tokenizer needs a 'vocab' list of strings", field="vocab")
+        self.model = model
         self.vocab: list[str] = vocab
-        self.ids = {tok: i for i, tok in enumerate(vocab)}
-        self.ranks: dict[tuple[str, str], int] = {}
-        for rank, merge in enumerate(merges):
-            left, sep, right = merge.partition(" ")
-            if not sep:
-                raise FormatError(f"merge {rank} {merge!r} is not 'left right'", field=f"merges[{rank}]")
-            self.ranks.setdefault((left, right), rank)
-        self.special = dict(spec.get("special_tokens") or {})
-        self.added = dict(spec.get("added_tokens") or {})
-        for tok, i in {**self.special, **self.added}.items():
-            if not (isinstance(i, int) and 0 <= i < len(vocab)):
-                raise FormatError(f"token {tok!r} has id {i!r} outside the vocab", field="special_tokens")
-        self.bos_id = spec.get("bos_id")
-        self.eos_id = spec.get("eos_id")
-        self.unk_id = spec.get("unk_id")
+        self.ids = {tok: i for i, tok in enumerate(vocab)}  # a repeated token: its last id
+        merges = self._merges(spec)
+        size = len(vocab)
+        self.special = _token_ids(spec, "special_tokens", size)
+        self.added = _token_ids(spec, "added_tokens", size)
+        self.bos_id = _optional_id(spec, "bos_id", size)
+        self.eos_id = _optional_id(spec, "eos_id", size)
+        self.eot_id = _optional_id(spec, "eot_id", size)
+        self.unk_id = _optional_id(spec, "unk_id", size)
+        self.pad_id = _optional_id(spec, "pad_id", size)
         self.add_bos = bool(spec.get("add_bos"))
         self.add_eos = bool(spec.get("add_eos"))
         self.chat_template = spec.get("chat_template") or ""
-        self._whole_text = {i: t for t, i in {**self.special, **self.added}.items()}
+        self.source = str(spec.get("source") or "")
+        self.pre_tokenizer = spec.get("pre_tokenizer")
+        if model == "byte_level_bpe":
+            kind = pre_tokenize.family(self.pre_tokenizer)
+            normalizer = spec.get("normalizer", pre_tokenize.NORMALIZER.get(kind))
+            if normalizer not in (None, "NFC"):
+                raise UnsupportedError(f"normalizer {normalizer!r} is not supported (NFC or none)")
+            self._model = ByteLevelBPE(
+                vocab, self.ids, merges, self.pre_tokenizer, normalizer=normalizer,
+                ignore_merges=bool(spec.get("ignore_merges", kind in pre_tokenize.IGNORE_MERGES)))
+        else:
+            prefix = spec.get("prefix", "first")
+            if prefix not in PREFIXES:
+                raise UnsupportedError(f"prefix {prefix!r} is not one of {', '.join(PREFIXES)}")
+            self._model = SentencePieceBPE(vocab, self.ids, merges, prefix=prefix,
+                                           byte_fallback=bool(spec.get("byte_fallback", True)),
+                                           unk_id=self.unk_id)
+        whole = {**self.special, **self.added}
+        self._whole = whole
         self._special_ids = frozenset(self.special.values())
-        whole = sorted({**self.special, **self.added}, key=len, reverse=True)  # longest wins
-        self._whole_re = re.compile("(" + "|".join(map(re.escape, whole)) + ")") if whole else None
-        self._split_re = gpt2_split_regex()
-        self._digit_re = re.compile(f"([{_classes()[1]}])")
-        self._byte_char = byte_to_unicode()
-        self._char_byte = {c: b for b, c in self._byte_char.items()}
-        self._cache: dict[str, list[int]] = {}
+        longest_first = sorted(whole, key=len, reverse=True)
+        self._whole_re = re.compile("|".join(map(re.escape, longest_first))) if whole else None
+
+    @staticmethod
+    def _merges(spec: dict) -> list[str]:
+        merges = spec.get("merges")
+        if merges is None and spec.get("scores") is not None:
+            scores = spec["scores"]
+            if not isinstance(scores, list) or not all(isinstance(s, (int, float)) for s in scores):
+                raise FormatError("scores must be a list of numbers", field="scores")
+            return bpe.merges_from_scores(spec["vocab"], scores)
+        if not isinstance(merges, list):
+            raise FormatError("tokenizer needs a 'merges' list (or 'scores')", field="merges")
+        return merges
 
     @classmethod
     def from_file(cls, path) -> "Tokenizer":
@@ -144,111 +132,91 @@ class Tokenizer:
     def vocab_size(self) -> int:
         return len(self.vocab)
 
+    def token_text(self, name: str) -> str | None:
+        """The text of the bos/eos/unk/pad token (for chat templates), or None."""
+        token_id = getattr(self, f"{name}_id")
+        return None if token_id is None else self.vocab[token_id]
+
     # -- encoding --------------------------------------------------------------------
 
     def encode(self, text: str, *, add_special: bool = False, parse_special: bool = True) -> list[int]:
-        """Token ids of ``text``. ``parse_special``: special tokens written in the text
-        become their ids (HF's default); ``add_special``: BOS/EOS as the model asks."""
+        """Token ids of ``text``. ``parse_special``: special and added tokens written in the
+        text become their ids (HF's default); ``add_special``: BOS/EOS as the model asks."""
         if not isinstance(text, str):
             raise InputError(f"encode takes str, not {type(text).__name__}")
         ids: list[int] = []
         if add_special and self.add_bos and self.bos_id is not None:
             ids.append(self.bos_id)
-        chunks = self._whole_re.split(text) if (parse_special and self._whole_re) else [text]
-        for n, chunk in enumerate(chunks):
-            if n % 2:  # odd chunks are the matched special/added tokens
-                ids.append(self.special.get(chunk, self.added.get(chunk)))
-            elif chunk:
-                for piece in self.pre_tokenize(chunk):
-                    ids.extend(self._bpe(piece))
+        at = 0
+        if parse_special and self._whole_re is not None:
+            for m in self._whole_re.finditer(text):
+                if m.start() > at:
+                    ids.extend(self._model.encode_chunk(text[at:m.start()], at == 0))
+                ids.append(self._whole[m.group()])
+                at = m.end()
+        if at < len(text):
+            ids.extend(self._model.encode_chunk(text[at:], at == 0))
         if add_special and self.add_eos and self.eos_id is not None:
             ids.append(self.eos_id)
         return ids
 
     def pre_tokenize(self, text: str) -> list[str]:
-        """The pieces BPE runs on, as text."""
-        parts = self._digit_re.split(text) if self.pre_tokenizer in DIGITS_THEN_GPT2_PRE else [text]
-        pieces = []
-        for n, part in enumerate(parts):
-            if n % 2:  # a single number character, its own piece
-                pieces.append(part)
-            elif part:
-                pieces.extend(self._split_re.findall(part))
-        return pieces
-
-    def _bpe(self, piece: str) -> list[int]:
-        cached = self._cache.get(piece)
-        if cached is not None:
-            return cached
-        symbols = [self._byte_char[b] for b in piece.encode("utf-8")]
-        ranks = self.ranks
-        while len(symbols) > 1:
-            best, best_rank = None, None
-            for i in range(len(symbols) - 1):
-                r = ranks.get((symbols[i], symbols[i + 1]))
-                if r is not None and (best_rank is None or r < best_rank):
-                    best, best_rank = i, r
-            if best is None:
-                break
-            left, right = symbols[best], symbols[best + 1]
-            merged, i = [], 0
-            while i < len(symbols):  # every occurrence of the pair, left to right
-                if i + 1 < len(symbols) and symbols[i] == left and symbols[i + 1] == right:
-                    merged.append(left + right)
-                    i += 2
-                else:
-                    merged.append(symbols[i])
-                    i += 1
-            symbols = merged
-        # A symbol the vocab lacks (a byte never seen in training) is dropped, as HF
-        # tokenizers' BPE without an unknown token and llama.cpp both do.
-        ids = [self.ids[s] for s in symbols if s in self.ids]
-        if len(self._cache) < 100_000:
-            self._cache[piece] = ids
-        return ids
+        """The pieces byte-level BPE merges within, as text."""
+        if self.model != "byte_level_bpe":
+            raise UnsupportedError("pre_tokenize: a SentencePiece chunk is one piece")
+        return self._model.split(text)
 
     # -- decoding --------------------------------------------------------------------
 
-    def token_bytes(self, token_id: int) -> bytes:
-        """The bytes one token stands for (special tokens: their text in UTF-8)."""
-        if not (isinstance(token_id, int) and 0 <= token_id < len(self.vocab)):
+    def _check(self, token_id) -> None:
+        if not (type(token_id) is int and 0 <= token_id < len(self.vocab)):
             raise InputError(f"token id {token_id!r} is outside the vocab (size {len(self.vocab)})")
-        whole = self._whole_text.get(token_id)
-        if whole is not None:
-            return whole.encode("utf-8")
-        char_byte = self._char_byte
-        try:
-            return bytes(char_byte[c] for c in self.vocab[token_id])
-        except KeyError:  # not in the byte alphabet: a mislabelled special token
-            return self.vocab[token_id].encode("utf-8")
 
     def is_special(self, token_id: int) -> bool:
         return token_id in self._special_ids
 
     def decode(self, ids, *, skip_special: bool = False) -> str:
-        data = b"".join(
-            self.token_bytes(i) for i in ids if not (skip_special and i in self._special_ids)
-        )
-        return data.decode("utf-8", errors="replace")
+        ids = list(ids)
+        for i in ids:
+            self._check(i)
+        if skip_special:
+            ids = [i for i in ids if i not in self._special_ids]
+        return self._model.decode(ids)
 
     def stream_decoder(self, *, skip_special: bool = False) -> "StreamDecoder":
         return StreamDecoder(self, skip_special=skip_special)
 
 
 class StreamDecoder:
-    """Turns ids into text as they come; holds back a UTF-8 sequence until it is complete."""
+    """Turns ids into text as they come; holds back a UTF-8 sequence until it is complete.
+    The pieces join into ``decode(ids)`` (where a SentencePiece run of byte tokens is
+    invalid UTF-8, each maximal bad sequence is one U+FFFD here, one per byte there)."""
 
     def __init__(self, tokenizer: Tokenizer, *, skip_special: bool = False):
         self._tokenizer = tokenizer
         self._skip_special = skip_special
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        model = tokenizer._model
+        self._strip = getattr(model, "strip_leading_space", False)  # once, at the start
+        self._started = False
 
     def push(self, token_id: int) -> str:
         """Text completed by this token ('' while a character is still split)."""
+        self._tokenizer._check(token_id)
         if self._skip_special and self._tokenizer.is_special(token_id):
             return ""
-        return self._utf8.decode(self._tokenizer.token_bytes(token_id))
+        data, text = self._tokenizer._model.stream_piece(token_id)
+        out = self._utf8.decode(data) if data is not None else \
+            self._utf8.decode(b"", final=True) + text
+        return self._first(out)
 
     def flush(self) -> str:
         """What is left at the end (an incomplete sequence becomes U+FFFD)."""
-        return self._utf8.decode(b"", final=True)
+        return self._first(self._utf8.decode(b"", final=True))
+
+    def _first(self, out: str) -> str:
+        if out and not self._started:
+            self._started = True
+            if self._strip and out.startswith(" "):
+                out = out[1:]
+        return out

@@ -17,7 +17,7 @@ the tests apply:
 
 Usage (on the lent H200, after `source tools/unpack.sh .chromium-parts` or the shared copy):
   python3 tools/h200_browser_fixtures.py --chrome "$CHROME" --dist DIST [--out results.json]
-      [--only SUBSTRING] -- $CHROME_FLAGS
+      [--only SUBSTRING,...] -- $CHROME_FLAGS
 CHROME_LD (from unpack.sh) becomes Chromium's LD_LIBRARY_PATH. Exit status 0 when all pass.
 """
 
@@ -330,11 +330,13 @@ def main(argv=None) -> int:
     ap.add_argument("--dist", required=True, type=Path)
     ap.add_argument("--out", default="h200-browser-fixtures.json")
     ap.add_argument("--log", default="/tmp/h200-chromium.log")
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", default="", help="run the programs whose name holds one of "
+                    "these comma-separated substrings")
     ap.add_argument("flags", nargs="*")
     args = ap.parse_args(argv)
 
-    todo = [j for j in jobs() if args.only in j["name"]]
+    only = args.only.split(",")
+    todo = [j for j in jobs() if any(part in j["name"] for part in only)]
     httpd = serve(args.dist)
     url = f"http://127.0.0.1:{httpd.server_address[1]}/harness.html?indexURL=/pyodide/"
     chrome = Chrome(args.chrome, args.flags, args.log)

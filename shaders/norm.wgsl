@@ -48,11 +48,7 @@ fn normalize_row(row: u32, lane: u32) {
   // its largest |deviation|, as careful BLAS norms do, and the row's lanes leave: out of
   // line, so the common path below is the kernel without a rescue (as rms_norm's -tail
   // form). No barrier follows, so the non-uniform return is safe.
-  // Bit tests: a flushing adapter compares subnormals as 0.
-  let eps_bits = bitcast<u32>(params.eps);
-  let rescue = bitcast<u32>(total) == 0x7f800000u ||
-               (below_flt_min(total) && (eps_bits >= 0x80000000u || eps_bits < NORM_TINY_EPS));
-  if (rescue) {
+  if (norm_row_is_rare(total, n, params.eps)) {  // snippets.wgsl bits
     if (lane == 0u) {
       let r = rescue_row(row, base, k + m, total);
       mean_out[row] = elem(k + m);
@@ -86,9 +82,7 @@ fn whole_row(row: u32) {
     let d = (f32(x[base + j]) - k) - m;
     total += d * d;
   }
-  let eps_bits = bitcast<u32>(params.eps);
-  if (bitcast<u32>(total) == 0x7f800000u ||
-      (below_flt_min(total) && (eps_bits >= 0x80000000u || eps_bits < NORM_TINY_EPS))) {
+  if (norm_row_is_rare(total, n, params.eps)) {
     mean_out[row] = elem(k + m);
     rstd_out[row] = elem(rescue_row(row, base, k + m, total));
     return;
@@ -112,8 +106,6 @@ fn affine(row: u32, j: u32, normalized: f32) -> f32 {
   }
   return v;
 }
-
-const NORM_TINY_EPS: u32 = 0x0d800000u;  // bits of 2^-100: a larger eps dwarfs a var < FLT_MIN
 
 // Writes a rare row from the exact variance: with 2^k bringing the largest |x - mean|
 // into [1, 2), y = (x - mean) 2^k * inverseSqrt(mean(((x - mean) 2^k)^2) + eps 2^2k);

@@ -58,6 +58,18 @@ fn below_flt_min(v: f32) -> bool {
   return (bitcast<u32>(v) & 0x7fffffffu) < 0x00800000u;
 }
 
+// A norm's rare row, from the f32 sum `total` of its n squares and its eps: the sum
+// overflowed, or the mean total / n is below FLT_MIN (a flushing adapter makes it 0,
+// even where the sum itself is normal) and eps (below 2^-100 or negative) cannot dwarf
+// it. The mean is tested as total < n FLT_MIN, a product that is never subnormal.
+fn norm_row_is_rare(total: f32, n: f32, eps: f32) -> bool {
+  let overflow = bitcast<u32>(total) == 0x7f800000u;
+  let eps_bits = bitcast<u32>(eps);
+  let tiny_eps = eps_bits >= 0x80000000u || eps_bits < 0x0d800000u;
+  let small_mean = below_flt_min(total) || total < n * bitcast<f32>(0x00800000u);
+  return overflow || (small_mean && tiny_eps);
+}
+
 // ==== nan_minmax
 // torch.maximum / minimum: NaN if either is NaN (GPUs' max/min may drop it), else the
 // larger (smaller); on a tie (+0 and -0) the first operand, as torch.
@@ -199,15 +211,8 @@ const RESCUE_INLINE: u32 = 0u;
 const RESCUE_TAIL: u32 = 1u;
 const RESCUE_SPLIT: u32 = 2u;
 
-const RMS_TINY_EPS: u32 = 0x0d800000u;  // bits of 2^-100: a larger eps dwarfs a mean < FLT_MIN
-
-// Bit tests only: a flushing adapter may compare subnormals as 0 and a compiler may
-// rewrite float tests.
 fn rms_needs_rescue(total: f32) -> bool {
-  let overflow = bitcast<u32>(total) == 0x7f800000u;
-  let eps = bitcast<u32>(params.eps);
-  let tiny_eps = eps >= 0x80000000u || eps < RMS_TINY_EPS;
-  return overflow || (below_flt_min(total) && tiny_eps);
+  return norm_row_is_rare(total, f32(params.width), params.eps);
 }
 
 // (k, rstd) of a rare row whose largest |x| has bits `smax`, from the sum `ss` of its

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.support.fixture_index import INDEX, runnable, tolerance
+from tests.support.rms_norm_variants import subnormal_mean_rows
 
 pytestmark = pytest.mark.browser
 
@@ -114,6 +115,19 @@ def test_rare_rows_are_rescaled_to_the_float64_result(page, variant):
     x, w = _data(3, 68, scale=1e20)
     x[1] *= 1e-40
     x[2] *= 1e-20
+    got, _ = run_in_page(page, variant, x, w, 0.0)
+    x64 = x.astype(np.float64)
+    want = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True)) * w
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_normal_sum_with_a_subnormal_mean_is_rescaled(page, variant):
+    """SwiftShader flushes a subnormal mean of squares to 0 even where the sum is normal:
+    with eps 0 the row was inf; the rare-row test now looks at the mean."""
+    _runnable(page, variant)
+    x = subnormal_mean_rows(68)
+    w = _data(1, 68)[1]
     got, _ = run_in_page(page, variant, x, w, 0.0)
     x64 = x.astype(np.float64)
     want = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True)) * w

@@ -12,7 +12,7 @@ from pte_webgpu.runtime.build import BuildContext, Resources
 
 from tests.support.fixture_index import INDEX, runnable, tolerance
 from tests.support.gpu_thread import run_fixture, run_sync
-from tests.support.rms_norm_variants import VARIANTS
+from tests.support.rms_norm_variants import VARIANTS, subnormal_mean_rows
 
 RMS_FIXTURES = [e for e in INDEX if runnable(e) and "rmsnorm" in e["name"]]
 SHAPES = [(3, 7), (5, 130), (2, 1027), (4, 4097), (9, 2), (1, 1), (6, 64), (2, 4096),
@@ -110,6 +110,18 @@ def test_overflowing_sum_is_rescaled_to_the_float64_result(runtime, variant):
     want = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-6) * w
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
     np.testing.assert_allclose(got[1], reference(x[1:2], w, 1e-6)[0], rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_normal_sum_with_a_subnormal_mean_is_rescaled(runtime, variant):
+    _runnable(runtime, variant)
+    x = subnormal_mean_rows(68)
+    w = _data(1, 68)[1]
+    x64 = x.astype(np.float64)
+    assert ((x64 * x64).sum(-1) > 1.2e-38).all() and ((x64 * x64).mean(-1) < 1.1e-38).all()
+    got, _ = run_sync(run_variant(runtime.device, variant, x, w, 0.0))
+    want = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True)) * w
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("variant", ["tree4-256-split", "row4-16-split", "tile-2x64-split"])

@@ -241,6 +241,21 @@ def test_group_norm_variants(device, variant, shape, groups):
         close(a, w, 1e-4, 1e-5)
 
 
+@pytest.mark.parametrize("variant", ["tree", "row"])
+def test_group_norm_of_a_normal_sum_with_a_subnormal_mean(device, variant):
+    """A group whose float32 sum of squared deviations is normal while their mean is
+    subnormal (flushed to 0 by SwiftShader, which made the group inf with eps 0): the
+    rescaled pass gives float64's result."""
+    x = np.zeros((1, 2, 40), np.float32)
+    x[0, 0, [3, 11]] = (2e-19, -1.5e-19)
+    x[0, 1] = rand(40)
+    g, ids, want = gn_graph(x, 2, False, eps=0.0)
+    got = g.run(device, *ids)
+    assert np.isfinite(got[0]).all()
+    for a, w in zip(got, want):
+        close(a, w, 1e-5, 1e-6)
+
+
 def test_norm_rule():
     """A row per invocation on a CPU adapter with rows enough; trees on GPUs."""
     from pte_webgpu.ops.norm import VARIANTS

@@ -1,7 +1,10 @@
 // The chat page: downloads the model with progress (kept in the Cache API, so a reload does
 // not fetch it again), loads it in Python (pte_webgpu.llm.page_chat) and streams answers.
-// ?model=URL.pte&tokenizer=URL.json (default: build/llm's SmolLM2 under /llm/, its 4-bit
-// program when `make llm` made one: ~100 MB to download instead of 540).
+// ?model=URL.pte&tokenizer=URL.json; without ?model=, the smallest of the models listed
+// in ?models=URL (default /llm/models.json: `pte-webgpu serve` writes it for build/llm,
+// pte_webgpu.llm.model_list), else build/llm's SmolLM2 under /llm/ (its 4-bit program
+// when `make llm` made one: ~100 MB to download instead of 540). The listed models fill
+// a picker; picking one reloads the page with it.
 import { bootPyodide } from "./boot.js";
 
 const $ = (id) => document.getElementById(id);
@@ -11,9 +14,42 @@ const CACHE = "pte-webgpu-models";
 // NAME-fp16.pte and NAME-q4.pte share NAME.tokenizer.json
 const tokenizerOf = (model) => model.replace(/(-fp16|-q4)?\.pte$/, ".tokenizer.json");
 
-/** The ?model= URL, else the first default the server has. */
-async function pickModel() {
+/** The models of ?models= (or /llm/models.json) as [{url, tokenizer, label}], [] if none. */
+async function listedModels() {
+  const index = params.get("models") ?? "/llm/models.json";
+  const response = await fetch(index).catch(() => null);
+  if (!response?.ok) return [];
+  const list = (await response.json().catch(() => ({}))).models ?? [];
+  const base = new URL(index, location.href);
+  return list.map((m) => ({
+    url: new URL(m.file, base).pathname,
+    tokenizer: new URL(m.tokenizer, base).pathname,
+    label: `${m.name} · ${m.precision} · ${(m.bytes / 2 ** 20).toFixed(0)} MiB (${m.file})`,
+  }));
+}
+
+/** The picker over the listed models; picking one reloads the page with it. */
+function showPicker(models, current) {
+  if (!models.length) return;
+  const select = $("model-pick");
+  for (const m of models) {
+    const option = new Option(m.label, m.url, false, m.url === current);
+    option.dataset.tokenizer = m.tokenizer;
+    select.append(option);
+  }
+  $("picker").hidden = false;
+  select.addEventListener("change", () => {
+    const next = new URLSearchParams(params);
+    next.set("model", select.value);
+    next.set("tokenizer", select.selectedOptions[0].dataset.tokenizer);
+    location.search = next.toString();
+  });
+}
+
+/** The ?model= URL, else the first listed model, else the first default the server has. */
+async function pickModel(models) {
   if (params.get("model")) return params.get("model");
+  if (models.length) return models[0].url;
   for (const url of DEFAULT_MODELS.slice(0, -1)) {
     const head = await fetch(url, { method: "HEAD" }).catch(() => null);
     if (head?.ok) return url;
@@ -87,9 +123,12 @@ const wasmHeapBytes = () => window.pyodide?._module?.HEAPU8?.length ?? 0;
 async function main() {
   const pyodide = await window.pyodideReady;
   chat = pyodide.pyimport("pte_webgpu.llm.page_chat");
-  const model = await pickModel();
+  const models = await listedModels();
+  const model = await pickModel(models);
+  showPicker(models, model);
   $("model-url").textContent = model;
-  const tokenizerUrl = params.get("tokenizer") ?? tokenizerOf(model);
+  const listed = models.find((m) => m.url === model);
+  const tokenizerUrl = params.get("tokenizer") ?? listed?.tokenizer ?? tokenizerOf(model);
   const tokenizer = new TextDecoder().decode(await cachedBytes(tokenizerUrl, "tokenizer"));
   let pte = await cachedBytes(model, "model");
   status(`uploading ${(pte.length / 2 ** 20).toFixed(0)} MiB of weights to the GPU…`);
@@ -129,6 +168,7 @@ $("form").addEventListener("submit", async (event) => {
   if (!text || $("send").disabled) return;
   $("input").value = "";
   $("send").disabled = true;
+  $("stop").disabled = false;
   bubble("user", text);
   const answer = bubble("assistant", "");
   const t0 = performance.now();
@@ -140,14 +180,21 @@ $("form").addEventListener("submit", async (event) => {
     };
     const result = (await chat.send(text, onPiece)).toJs({ dict_converter: Object.fromEntries });
     $("speed").textContent = `${result.tokens} tokens; prefill ${result.prompt_tokens - result.reused}` +
-      ` tokens in ${result.prefill_ms.toFixed(0)} ms; decode ${result.decode_tok_s.toFixed(2)} tok/s`;
+      ` tokens in ${result.prefill_ms.toFixed(0)} ms (${result.reused} reused from the cache);` +
+      ` decode ${result.decode_tok_s.toFixed(2)} tok/s` +
+      (result.stopped === "stopped" ? "; stopped" : "");
+    answer.dataset.stopped = result.stopped;
+    answer.dataset.reused = String(result.reused);
     answer.dataset.done = "true";
   } catch (error) {
     fail(error);
   } finally {
     $("send").disabled = false;
+    $("stop").disabled = true;
   }
 });
+// Ends the answer after its current token; the next turn reuses what the cache holds.
+$("stop").addEventListener("click", () => chat?.stop());
 $("new-chat").addEventListener("click", () => {
   chat.new_chat();
   $("log").replaceChildren();

@@ -117,3 +117,68 @@ _r
     assert result["error"].startswith("GpuLimitError: plan 'forward' instruction 0 graph value ")
     assert "maxStorageBufferBindingSize is 1024 bytes" in result["error"]
     assert result["adapter"] in result["error"]
+
+
+# A short chat template for the tiny decoder's 28-token cache: one byte a token, so two
+# turns fit. The page renders it through Jinja as it renders a GGUF's.
+SHORT_CHAT = ("{% for m in messages %}{{ m['role'][0] }}:{{ m['content'] }}\n{% endfor %}"
+              "{% if add_generation_prompt %}a:{% endif %}")
+
+
+def _short_tokenizer(folder):
+    import json
+
+    path = write_tiny_tokenizer(folder, NAME)
+    spec = json.loads(path.read_text())
+    spec["chat_template"] = SHORT_CHAT
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def test_picker_stop_and_the_next_turn_reusing_the_cache(browser_session, web_server, tmp_path):
+    """Without ?model=, the page loads the smallest model of models.json (the picker lists
+    them); Stop ends the answer mid-stream (a prefix of the full native answer), and the
+    next turn's prefill reuses the cache, the stopped answer's tokens included."""
+    import shutil
+
+    from pte_webgpu.llm.model_list import write_index
+
+    shutil.copy(tiny_case(NAME)["pte"], tmp_path / f"{NAME}.pte")
+    tok = _short_tokenizer(tmp_path)
+    write_index(tmp_path)
+    full = _native_answer(tok)
+    assert len(full) >= 4, full  # long enough to stop inside it
+    web_server.mount("/chat-stop/", tmp_path)
+    page = browser_session.page.context.browser.new_page()
+    try:
+        page.goto(f"{web_server.url}chat.html?models=/chat-stop/models.json")
+        page.wait_for_function("window.chatReady === true", timeout=180_000)
+        picked = page.inner_text("#model-url")
+        options = page.eval_on_selector_all("#model-pick option", "os => os.map(o => o.text)")
+        # Stop as soon as the first piece shows (the click lands while the GPU works)
+        page.evaluate("""() => new MutationObserver((_, obs) => {
+            const a = document.querySelector('.assistant');
+            if (a && a.textContent) { document.getElementById('stop').click(); obs.disconnect(); }
+        }).observe(document.getElementById('log'), {subtree: true, childList: true,
+                                                     characterData: true})""")
+        page.fill("#input", QUESTION)
+        page.click("#send")
+        page.wait_for_selector(".assistant[data-done=true]", timeout=180_000)
+        first = page.eval_on_selector(".assistant", "a => ({text: a.textContent, "
+                                      "stopped: a.dataset.stopped})")
+        page.fill("#input", "Ho")
+        page.click("#send")
+        page.wait_for_function("document.querySelectorAll('.assistant[data-done=true]')"
+                               ".length === 2", timeout=180_000)
+        second = page.eval_on_selector_all(".assistant", "as => as[1].dataset.reused")
+        speed = page.inner_text("#speed")
+        error = page.inner_text("#error")
+    finally:
+        page.close()
+    assert not error
+    assert picked == f"/chat-stop/{NAME}.pte" and len(options) == 1 and NAME in options[0]
+    assert first["stopped"] == "stopped", first
+    assert first["text"] and full.startswith(first["text"]) and len(first["text"]) < len(full)
+    # the first turn's prompt ("u:Hi\na:") and the stopped answer's tokens but its last
+    assert int(second) >= len(f"u:{QUESTION}\na:"), (second, speed)
+    assert "reused from the cache" in speed

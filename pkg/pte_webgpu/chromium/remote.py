@@ -147,6 +147,9 @@ def demo_mounts(dist: Path) -> dict:
         mounts.append(("/fixtures/", fixtures, allow))
     llm = paths.build_dir() / "llm"  # `make llm`'s models, for web/chat.html
     if llm.is_dir():
+        from ..llm.model_list import write_index
+
+        write_index(llm)  # the chat page's model picker reads /llm/models.json
         mounts.append(("/llm/", llm, None))
     return mounts
 

@@ -19,6 +19,7 @@ Gumbel-max). With top_k or top_p it reads the logits row of every step (196 KB f
 from __future__ import annotations
 
 import array
+import contextlib
 import random
 import time
 from dataclasses import dataclass, field
@@ -279,10 +280,12 @@ class LanguageModel:
     async def generate(self, prompt: str | None = None, *, messages=None, ids=None,
                        max_new_tokens: int = 128, temperature: float = 0.0,
                        top_k: int | None = None, top_p: float | None = None,
-                       seed: int | None = None, stop=()):
+                       seed: int | None = None, stop=(), should_stop=None):
         """Yield text pieces as they are decoded (never half a UTF-8 character). Stops at an
-        end-of-sequence id, at any of the ``stop`` strings (not yielded), or after
-        ``max_new_tokens``. ``self.last`` then holds the ids, text and timings."""
+        end-of-sequence id, at any of the ``stop`` strings (not yielded), after
+        ``max_new_tokens``, or when ``should_stop()`` (asked after each token; e.g. a Stop
+        button) is true. ``self.last`` then holds the ids, text and timings; the KV cache
+        keeps what was fed, so the next prompt that starts alike reuses it."""
         if self.tokenizer is None:
             raise InputError("this model was loaded without a tokenizer: use tokens()")
         if ids is None:
@@ -292,23 +295,29 @@ class LanguageModel:
         stops = [s for s in ([stop] if isinstance(stop, str) else stop) if s]
         decoder = self.tokenizer.stream_decoder(skip_special=True)
         held, text = "", []  # held: text that may be the start of a stop string
-        async for token in self.tokens(ids, max_new_tokens=max_new_tokens,
-                                       temperature=temperature, top_k=top_k, top_p=top_p,
-                                       seed=seed):
-            if token in self.stop_ids:
-                break
-            held += decoder.push(token)
-            hit = min((held.find(s) for s in stops if s in held), default=-1)
-            if hit >= 0:
-                held = held[:hit]
-                self.last.stopped = "stop string"
-                break
-            keep = max((k for s in stops for k in range(len(s), 0, -1)
-                        if held.endswith(s[:k])), default=0)
-            if len(held) > keep:
-                piece, held = held[:len(held) - keep], held[len(held) - keep:]
-                text.append(piece)
-                yield piece
+        # aclosing: a break below closes the token stream at once (its finally records
+        # what the cache holds), not whenever the abandoned generator is collected
+        stream = self.tokens(ids, max_new_tokens=max_new_tokens, temperature=temperature,
+                             top_k=top_k, top_p=top_p, seed=seed)
+        async with contextlib.aclosing(stream):
+            async for token in stream:
+                if token in self.stop_ids:
+                    break
+                held += decoder.push(token)
+                hit = min((held.find(s) for s in stops if s in held), default=-1)
+                if hit >= 0:
+                    held = held[:hit]
+                    self.last.stopped = "stop string"
+                    break
+                keep = max((k for s in stops for k in range(len(s), 0, -1)
+                            if held.endswith(s[:k])), default=0)
+                if len(held) > keep:
+                    piece, held = held[:len(held) - keep], held[len(held) - keep:]
+                    text.append(piece)
+                    yield piece
+                if should_stop is not None and should_stop():
+                    self.last.stopped = "stopped"
+                    break
         if self.last.stopped != "stop string":
             held += decoder.flush()
         if held:

@@ -17,6 +17,7 @@ from .generate import LanguageModel
 _runtime: Runtime | None = None
 _model: LanguageModel | None = None
 _messages: list[dict] = []
+_stop_asked = False  # stop(): the answer being streamed ends after its current token
 
 
 async def load(pte, tokenizer_json: str) -> dict:
@@ -54,16 +55,26 @@ def new_chat() -> None:
         _model.reset()
 
 
+def stop() -> None:
+    """End the answer being streamed after its current token (the page's Stop button). What
+    was said stays in the conversation, and its tokens in the KV cache for the next turn."""
+    global _stop_asked
+    _stop_asked = True
+
+
 async def send(text: str, on_piece, max_new_tokens: int = 256, temperature: float = 0.0) -> dict:
     """Add the user's message, stream the answer to ``on_piece(piece, tokens_so_far)``."""
+    global _stop_asked
     if _model is None:
         raise PteError("no model is loaded")
     _messages.append({"role": "user", "content": text})
+    _stop_asked = False
     pieces = []
     try:
         async for piece in _model.generate(messages=list(_messages),
                                            max_new_tokens=max_new_tokens,
-                                           temperature=temperature):
+                                           temperature=temperature,
+                                           should_stop=lambda: _stop_asked):
             pieces.append(piece)
             on_piece(piece, len(_model.last.ids))
     except BaseException:

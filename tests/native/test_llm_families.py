@@ -1,0 +1,73 @@
+"""Converted tiny GGUFs of three architectures (tests/fixtures/llm_families: llama with an
+untied lm head and Llama 3 RoPE scaling, qwen2 with q/k/v biases, qwen3 with q/k norms),
+run step by step with their KV cache: each step's greedy token equals the float64
+reference (transformers' own model from the same GGUF, full forward passes, no cache),
+and the logits of the reference's top 8 tokens agree within LOGIT_TOL.
+
+The programs are fed the reference's tokens (prefill of the prompt in one call, then one
+token per call), so a step's argmax is compared on the same context as the reference's.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support.gpu_thread import run_sync
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm_families"
+REFERENCE = json.loads((FIXTURES / "reference.json").read_text())
+# float32 programs against a float64 model: measured worst |difference| 2.4e-5 on lavapipe
+# (|logit| up to 17; the eager fp32 torch model of the export: 1.6e-5); 5e-4 leaves room for
+# other adapters' summation orders. fp16 programs: 16x.
+LOGIT_TOL = 5e-4
+PROGRAMS = sorted(p.name[:-4] for p in FIXTURES.glob("*.pte"))
+
+
+def _model(program: str) -> str:
+    return program.split("-")[0]
+
+
+def test_every_model_has_a_program():
+    assert {_model(p) for p in PROGRAMS} == set(REFERENCE["models"])
+
+
+def test_reference_top_two_are_far_enough_apart_for_argmax_to_be_checked():
+    # if a step's two best logits were closer than the tolerance, an fp32 program could pick
+    # either; none is, so every step's token is compared exactly below
+    close = [(m, p, i, s["gap"]) for m, r in REFERENCE["models"].items()
+             for p, pr in r["prompts"].items() for i, s in enumerate(pr["steps"])
+             if s["gap"] < 2 * LOGIT_TOL]
+    assert not close, f"steps whose top-2 logits are within 2 x {LOGIT_TOL}: {close}"
+
+
+async def _run(runtime, pte: bytes, ids: list[int], fed: list[int]) -> list[np.ndarray]:
+    """Logits after the prompt, then after each fed token."""
+    program = await runtime.load_program(pte)
+    try:
+        method = program.load_method("forward")
+        (logits,) = await method.execute([np.array([ids], np.int64), np.array([0], np.int64)])
+        out = [np.asarray(logits, np.float64).reshape(-1)]
+        for pos, token in enumerate(fed, start=len(ids)):
+            (logits,) = await method.execute([np.array([[token]], np.int64),
+                                              np.array([pos], np.int64)])
+            out.append(np.asarray(logits, np.float64).reshape(-1))
+        return out
+    finally:
+        program.close()
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_greedy_tokens_equal_the_float64_reference(runtime, program):
+    ref = REFERENCE["models"][_model(program)]
+    tol = LOGIT_TOL * (16 if program.endswith("-fp16") else 1)
+    pte = (FIXTURES / f"{program}.pte").read_bytes()
+    for name, prompt in ref["prompts"].items():
+        steps = prompt["steps"]
+        tokens = [s["token"] for s in steps]
+        rows = run_sync(_run(runtime, pte, prompt["ids"], tokens[:-1]))
+        got = [int(np.argmax(r)) for r in rows]
+        assert got == tokens, f"{program} {name}: greedy {got} != reference {tokens}"
+        worst = max(abs(row[i] - v) for row, s in zip(rows, steps) for i, v in s["top"])
+        assert worst < tol, f"{program} {name}: logits differ by up to {worst:.3g}"

@@ -40,7 +40,6 @@ def cmd_convert(args) -> int:
     out = Path(args.output) if args.output else Path(gguf.stem + _SUFFIX[args.dtype] + ".pte")
     if out.suffix != ".pte":
         raise PteError(f"-o {out}: the output's name must end in .pte")
-    convert.check_dependencies()
     report = convert.convert(gguf, out, args.dtype, args.max_seq_len, args.max_context_len,
                              progress=Progress(args.quiet))
     print(json.dumps({"file": str(out), "bytes": report["programs"][args.dtype]["bytes"],

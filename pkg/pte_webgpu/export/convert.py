@@ -19,11 +19,11 @@ DTYPES = ("fp32", "fp16", "q4")
 REQUIRED_MODULES = ("torch", "executorch", "gguf")
 
 
-def check_dependencies() -> None:
-    """A PteError naming the missing packages (the optional extra ``[export]``)."""
+def check_dependencies(modules=REQUIRED_MODULES) -> None:
+    """An UnsupportedError naming the missing packages (the optional extra ``[export]``)."""
     import importlib.util
 
-    missing = [m for m in REQUIRED_MODULES if importlib.util.find_spec(m) is None]
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         raise UnsupportedError(
             f"convert needs {', '.join(missing)} (pip install 'pte-webgpu[export]': torch, "
@@ -44,6 +44,7 @@ def convert(gguf_path: Path, out: Path, dtype: str = "fp32", max_seq_len: int = 
     if max_seq_len < 2 or ctx < max_seq_len:
         raise PteError(f"need 2 <= max-seq-len ({max_seq_len}) <= max-context-len ({ctx})")
     start = time.monotonic()
+    check_dependencies(("gguf",))
     progress(f"reading {gguf_path}")
     reader = gguf_llama.open_gguf(gguf_path)
     hp = gguf_llama.read_hparams(reader)
@@ -57,6 +58,7 @@ def convert(gguf_path: Path, out: Path, dtype: str = "fp32", max_seq_len: int = 
     tok = tokenizer_json.tokenizer_dict(reader)
     if len(tok["vocab"]) != hp.vocab_size:
         raise PteError(f"tokenizer has {len(tok['vocab'])} tokens but the model's vocab is {hp.vocab_size}")
+    check_dependencies()  # after the GGUF's checks, which need only gguf
     progress("dequantizing the weights")
     weights = gguf_llama.state_dict(reader, hp)
     quantize = "q4" if dtype == "q4" else None

@@ -254,10 +254,11 @@ def arrays(reader, hp: LlamaHParams) -> dict:
             raise FormatError(f"GGUF tensor has shape {list(shape)}, the model needs "
                               f"{list(expected_shape(key, hp))}", field=t.name)
         named[key] = t
-    missing = [g for g, k in _required(hp) if k not in named]
+    # the first missing one only: a lazy walk, stopped within len(named) + 1 steps (a
+    # block_count of 2^31 must not build a list of 2^31 names)
+    missing = next((g for g, k in _required(hp) if k not in named), None)
     if missing:
-        raise FormatError(f"GGUF tensor {missing[0]!r} is missing ({len(missing)} missing in all)",
-                          field=missing[0])
+        raise FormatError(f"GGUF tensor {missing!r} is missing", field=missing)
     out = {key: dequantize(t) for key, t in named.items()}
     if hp.rope_halves:  # rotate-half q/k rows -> the interleaved pairs the model's RoPE takes
         for key in out:
@@ -272,17 +273,17 @@ def arrays(reader, hp: LlamaHParams) -> dict:
 
 
 def _required(hp: LlamaHParams):
-    """(GGUF tensor name, model key) of every tensor the model of ``hp`` needs."""
-    top = [("token_embd.weight", "tok_embeddings.weight"), ("output_norm.weight", "norm.weight")]
+    """(GGUF tensor name, model key) of every tensor the model of ``hp`` needs, lazily."""
+    yield "token_embd.weight", "tok_embeddings.weight"
+    yield "output_norm.weight", "norm.weight"
     if not hp.tied_output:
-        top.append(("output.weight", "output.weight"))
+        yield "output.weight", "output.weight"
     block = [g for g in _BLOCK_TENSORS if hp.qk_norm or g not in ("attn_q_norm", "attn_k_norm")]
-    rows = top + [(f"blk.{i}.{g}.weight", f"layers.{i}.{_BLOCK_TENSORS[g]}.weight")
-                  for i in range(hp.n_layers) for g in block]
-    if hp.qkv_bias:
-        rows += [(f"blk.{i}.{g}.bias", f"layers.{i}.{_BLOCK_TENSORS[g]}.bias")
-                 for i in range(hp.n_layers) for g in _BIASED]
-    return rows
+    for i in range(hp.n_layers):
+        for g in block:
+            yield f"blk.{i}.{g}.weight", f"layers.{i}.{_BLOCK_TENSORS[g]}.weight"
+        for g in _BIASED if hp.qkv_bias else ():
+            yield f"blk.{i}.{g}.bias", f"layers.{i}.{_BLOCK_TENSORS[g]}.bias"
 
 
 def state_dict(reader, hp: LlamaHParams) -> dict:

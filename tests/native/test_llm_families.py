@@ -20,8 +20,11 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm_families"
 REFERENCE = json.loads((FIXTURES / "reference.json").read_text())
 # float32 programs against a float64 model: measured worst |difference| 2.4e-5 on lavapipe
 # (|logit| up to 17; the eager fp32 torch model of the export: 1.6e-5); 5e-4 leaves room for
-# other adapters' summation orders. fp16 programs: 16x.
+# other adapters' summation orders.
 LOGIT_TOL = 5e-4
+# force_fp16 programs (weights and, with shader-f16, activations in half precision): measured
+# worst 0.052 on lavapipe (f16 activations)
+FP16_LOGIT_TOL = 0.15
 PROGRAMS = sorted(p.name[:-4] for p in FIXTURES.glob("*.pte"))
 
 
@@ -34,8 +37,8 @@ def test_every_model_has_a_program():
 
 
 def test_reference_top_two_are_far_enough_apart_for_argmax_to_be_checked():
-    # if a step's two best logits were closer than the tolerance, an fp32 program could pick
-    # either; none is, so every step's token is compared exactly below
+    # if a step's two best logits were closer than twice the tolerance, an fp32 program could
+    # pick either; none is, so every fp32 step's token is compared exactly below
     close = [(m, p, i, s["gap"]) for m, r in REFERENCE["models"].items()
              for p, pr in r["prompts"].items() for i, s in enumerate(pr["steps"])
              if s["gap"] < 2 * LOGIT_TOL]
@@ -61,13 +64,22 @@ async def _run(runtime, pte: bytes, ids: list[int], fed: list[int]) -> list[np.n
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_greedy_tokens_equal_the_float64_reference(runtime, program):
     ref = REFERENCE["models"][_model(program)]
-    tol = LOGIT_TOL * (16 if program.endswith("-fp16") else 1)
+    fp16 = program.endswith("-fp16")
+    tol = FP16_LOGIT_TOL if fp16 else LOGIT_TOL
     pte = (FIXTURES / f"{program}.pte").read_bytes()
     for name, prompt in ref["prompts"].items():
         steps = prompt["steps"]
         tokens = [s["token"] for s in steps]
         rows = run_sync(_run(runtime, pte, prompt["ids"], tokens[:-1]))
         got = [int(np.argmax(r)) for r in rows]
-        assert got == tokens, f"{program} {name}: greedy {got} != reference {tokens}"
         worst = max(abs(row[i] - v) for row, s in zip(rows, steps) for i, v in s["top"])
         assert worst < tol, f"{program} {name}: logits differ by up to {worst:.3g}"
+        for i, (token, s) in enumerate(zip(got, steps)):
+            if s["gap"] >= 2 * tol:
+                assert token == s["token"], f"{program} {name} step {i}: {got} != {tokens}"
+            else:
+                # only fp16 (test above): the reference's two best are within twice the
+                # program's tolerance, so either may win; the pick must be one of those close
+                # to the top (measured on lavapipe: every fp16 pick equals the reference's)
+                near = {j for j, v in s["top"] if v >= s["top"][0][1] - 2 * tol}
+                assert token in near, f"{program} {name} step {i}: {token} not in {near}"

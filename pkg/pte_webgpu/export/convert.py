@@ -7,10 +7,13 @@ line per step: reading the GGUF, building the model, tracing and lowering, writi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import logging
 import resource
 import time
+import warnings
 from pathlib import Path
 
 from ..errors import PteError, UnsupportedError
@@ -28,6 +31,19 @@ def check_dependencies(modules=REQUIRED_MODULES) -> None:
         raise UnsupportedError(
             f"convert needs {', '.join(missing)} (pip install 'pte-webgpu[export]': torch, "
             "executorch, gguf, transformers)")
+
+
+@contextlib.contextmanager
+def _quiet_toolchain():
+    """ExecuTorch logs every partitioned op at INFO on the root logger and torch repeats
+    FutureWarnings per layer; our progress lines say what matters."""
+    logging.disable(logging.INFO)  # the builder sets the root level itself: disable outranks it
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 def stem_of(path: Path) -> str:
@@ -63,10 +79,12 @@ def convert(gguf_path: Path, out: Path, dtype: str = "fp32", max_seq_len: int = 
     weights = gguf_llama.state_dict(reader, hp)
     quantize = "q4" if dtype == "q4" else None
     progress("building ExecuTorch's llama example model" + (" (quantizing to q4)" if quantize else ""))
-    model = llama_pte.source_transformed(llama_pte.build_model(hp, weights, max_seq_len, ctx), quantize)
+    with _quiet_toolchain():
+        model = llama_pte.source_transformed(llama_pte.build_model(hp, weights, max_seq_len, ctx), quantize)
     digest = llama_pte.weights_digest(model) if quantize else None
     progress("exporting, lowering with the Vulkan partitioner" + (" (force_fp16)" if dtype == "fp16" else ""))
-    (_, program), = llama_pte.lower(model, hp, max_seq_len, ctx, [dtype == "fp16"])
+    with _quiet_toolchain():
+        (_, program), = llama_pte.lower(model, hp, max_seq_len, ctx, [dtype == "fp16"])
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(program.buffer)
     stem = stem_of(out)

@@ -70,8 +70,9 @@ def test_qwen_weights_are_reordered_and_biases_and_norms_kept(ggufs):
     reader, hp = _hp(ggufs / "qwen2.gguf")
     raw = {t.name: gguf_llama.dequantize(t) for t in reader.tensors}
     got = gguf_llama.arrays(reader, hp)
-    assert (got["layers.0.attention.wq.weight"] == gguf_arch.interleave_rows(raw["blk.0.attn_q.weight"], 4)).all()
-    assert (got["layers.1.attention.wk.bias"] == gguf_arch.interleave_rows(raw["blk.1.attn_k.bias"], 2)).all()
+    interleaved = gguf_arch.interleave_rows
+    assert (got["layers.0.attention.wq.weight"] == interleaved(raw["blk.0.attn_q.weight"], 4)).all()
+    assert (got["layers.1.attention.wk.bias"] == interleaved(raw["blk.1.attn_k.bias"], 2)).all()
     assert (got["layers.0.attention.wv.bias"] == raw["blk.0.attn_v.bias"]).all()  # v keeps its order
     reader, hp = _hp(ggufs / "qwen3.gguf")
     got = gguf_llama.arrays(reader, hp)
@@ -141,3 +142,34 @@ def test_committed_reference_is_of_the_committed_spec():
         assert {p: v["ids"] for p, v in r["prompts"].items()} == spec.PROMPTS
         assert r["config"]["head_dim"] == spec.MODELS[name]["head_dim"]
         assert r["config"]["tie_word_embeddings"] == spec.MODELS[name]["tied"]
+
+
+@pytest.mark.parametrize("args, text", [
+    (["missing.gguf"], "cannot read missing.gguf: no such file"),
+    (["{gguf}", "-o", "out.bin"], "the output's name must end in .pte"),
+    (["{gguf}", "--dtype", "int8"], "invalid choice: 'int8'"),
+    (["{gguf}", "--max-seq-len", "0"], "must be at least 1"),
+    (["{gguf}", "--max-seq-len", "64", "--max-context-len", "32"],
+     "need 2 <= max-seq-len (64) <= max-context-len (32)"),
+])
+def test_cli_convert_argument_errors_are_one_line(ggufs, tmp_path, monkeypatch, capsys, args, text):
+    monkeypatch.chdir(tmp_path)
+    try:  # usage errors leave through argparse (SystemExit 2), the others through main's return
+        code = cli.main(["convert", "-q", *(a.format(gguf=ggufs / "qwen2.gguf") for a in args)])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and text in err and len(err.strip().splitlines()) == 1, err
+
+
+_TOOLCHAIN = all(importlib.util.find_spec(m) for m in ("torch", "executorch"))
+
+
+@pytest.mark.skipif(not _TOOLCHAIN, reason="needs the [export] extra (torch, executorch)")
+def test_convert_remakes_the_committed_program_byte_for_byte(ggufs, tmp_path):
+    # the export venv only (not CI): the committed fixture is what `convert` makes today
+    out = tmp_path / "qwen2-fp16.pte"
+    assert cli.main(["convert", "-q", str(ggufs / "qwen2.gguf"), "--max-seq-len",
+                     str(spec.MAX_SEQ_LEN), "--dtype", "fp16", "-o", str(out)]) == 0
+    assert out.read_bytes() == (FAMILIES / "qwen2-fp16.pte").read_bytes()
+    assert json.loads((tmp_path / "qwen2-fp16.export.json").read_text())["hparams"]["qkv_bias"]

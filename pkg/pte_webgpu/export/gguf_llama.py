@@ -210,8 +210,8 @@ def parameter_name(gguf_name: str, hp: LlamaHParams | None = None) -> str:
     base, _, suffix = gguf_name.rpartition(".")
     biased = hp is not None and hp.qkv_bias and base.rpartition(".")[2] in _BIASED
     if suffix != "weight" and not (suffix == "bias" and biased):
-        raise UnsupportedError(f"GGUF tensor {gguf_name!r}: only weights are supported"
-                               f"{' (and q/k/v biases)' if hp is not None and hp.qkv_bias else ' (no biases)'}")
+        allowed = " (and q/k/v biases)" if hp is not None and hp.qkv_bias else " (no biases)"
+        raise UnsupportedError(f"GGUF tensor {gguf_name!r}: only weights are supported{allowed}")
     if base.endswith(("attn_q_norm", "attn_k_norm")) and not (hp is not None and hp.qk_norm):
         raise UnsupportedError(f"GGUF tensor {gguf_name!r}: q/k norms are not part of architecture "
                                f"{hp.architecture if hp else '?'!r}")

@@ -83,3 +83,36 @@ def test_greedy_tokens_equal_the_float64_reference(runtime, program):
                 # to the top (measured on lavapipe: every fp16 pick equals the reference's)
                 near = {j for j, v in s["top"] if v >= s["top"][0][1] - 2 * tol}
                 assert token in near, f"{program} {name} step {i}: {token} not in {near}"
+
+
+@pytest.mark.parametrize("program", [p for p in PROGRAMS if not p.endswith("-fp16")])
+def test_language_model_generates_the_reference_tokens(runtime, program, tmp_path):
+    """The user's path: LanguageModel with the GGUF's own tokenizer (what convert writes
+    beside the program), greedy picks chained on the GPU, free-running from the prompt."""
+    pytest.importorskip("gguf")
+    import sys
+
+    sys.path.insert(0, str(FIXTURES))
+    import make_ggufs
+    from pte_webgpu.export import gguf_llama, tokenizer_json
+    from pte_webgpu.llm.generate import LanguageModel
+    from pte_webgpu.llm.tokenizer import Tokenizer
+
+    make_ggufs.write(tmp_path / "m.gguf", _model(program))
+    tok = Tokenizer(tokenizer_json.tokenizer_dict(gguf_llama.open_gguf(tmp_path / "m.gguf")))
+    ref = REFERENCE["models"][_model(program)]["prompts"]
+
+    async def go():
+        lm = await LanguageModel.load(runtime, (FIXTURES / f"{program}.pte").read_bytes(), tok)
+        try:
+            lm.stop_ids = set()  # the whole continuation, whatever the ids
+            out = {}
+            for name, prompt in ref.items():
+                lm.reset()
+                out[name] = [t async for t in lm.tokens(prompt["ids"], max_new_tokens=len(prompt["steps"]))]
+            return out
+        finally:
+            lm.close()
+
+    got = run_sync(go())
+    assert got == {name: [s["token"] for s in p["steps"]] for name, p in ref.items()}

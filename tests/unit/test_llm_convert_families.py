@@ -173,3 +173,10 @@ def test_convert_remakes_the_committed_program_byte_for_byte(ggufs, tmp_path):
                      str(spec.MAX_SEQ_LEN), "--dtype", "fp16", "-o", str(out)]) == 0
     assert out.read_bytes() == (FAMILIES / "qwen2-fp16.pte").read_bytes()
     assert json.loads((tmp_path / "qwen2-fp16.export.json").read_text())["hparams"]["qkv_bias"]
+
+
+def test_q4_of_a_vocab_that_is_not_a_multiple_of_8_is_refused_naming_it(ggufs, tmp_path, capsys):
+    # qwen2's tiny vocab is 383: ExecuTorch's q4 linear would fail deep in its passes
+    assert cli.main(["convert", str(ggufs / "qwen2.gguf"), "-q", "--dtype", "q4",
+                     "-o", str(tmp_path / "q.pte")]) == 2
+    assert "UnsupportedError: --dtype q4 needs" in capsys.readouterr().err

@@ -46,6 +46,22 @@ def _quiet_toolchain():
         logging.disable(logging.NOTSET)
 
 
+def _check_q4_shapes(hp) -> None:
+    """ExecuTorch 1.5.1's Vulkan q4 linear pads out-channels to a multiple of 8 and then
+    fails its own shape check (an opaque FusePatternsPass error); and groups of 32 need
+    in-channels that are multiples of 32. Refuse such models up front, naming the size."""
+    outs = {"vocab_size": hp.vocab_size, "embedding_length": hp.dim,
+            "feed_forward_length": hp.hidden_dim, "q heads x head size": hp.n_heads * hp.head_dim,
+            "kv heads x head size": hp.n_kv_heads * hp.head_dim}
+    bad = [f"{k} {v}" for k, v in outs.items() if v % 8]
+    bad += [f"{k} {v} (linear input, groups of 32)" for k, v in
+            {"embedding_length": hp.dim, "feed_forward_length": hp.hidden_dim,
+             "q heads x head size": hp.n_heads * hp.head_dim}.items() if v % 32]
+    if bad:
+        raise UnsupportedError(f"--dtype q4 needs linear sizes that are multiples of 8 (outputs) "
+                               f"and 32 (inputs); this model has {', '.join(dict.fromkeys(bad))}")
+
+
 def stem_of(path: Path) -> str:
     return path.name[:-4] if path.name.endswith(".pte") else path.name
 
@@ -74,6 +90,8 @@ def convert(gguf_path: Path, out: Path, dtype: str = "fp32", max_seq_len: int = 
     tok = tokenizer_json.tokenizer_dict(reader)
     if len(tok["vocab"]) != hp.vocab_size:
         raise PteError(f"tokenizer has {len(tok['vocab'])} tokens but the model's vocab is {hp.vocab_size}")
+    if dtype == "q4":
+        _check_q4_shapes(hp)
     check_dependencies()  # after the GGUF's checks, which need only gguf
     progress("dequantizing the weights")
     weights = gguf_llama.state_dict(reader, hp)

@@ -128,6 +128,7 @@ llm-accuracy: $(LLM_GGUF) | llm-export-deps
 # greedy references; the programs and reference.json are copied into the fixtures folder.
 LLM_FAMILIES := llama qwen2 qwen3
 LLM_FAMILIES_FP16 := qwen2
+LLM_FAMILIES_Q4 := qwen2
 LLM_FAMILIES_DIR := build/llm_families
 llm-families: | llm-export-deps
 	$(EXPORT_PYTHON) tests/fixtures/llm_families/make_ggufs.py $(LLM_FAMILIES_DIR)
@@ -135,9 +136,14 @@ llm-families: | llm-export-deps
 		$(LLM_FAMILIES_DIR)/$$n.gguf --max-seq-len 48 -o $(LLM_FAMILIES_DIR)/$$n.pte || exit 1; done
 	for n in $(LLM_FAMILIES_FP16); do PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.app.cli convert -q \
 		$(LLM_FAMILIES_DIR)/$$n.gguf --max-seq-len 48 --dtype fp16 -o $(LLM_FAMILIES_DIR)/$$n-fp16.pte || exit 1; done
+	for n in $(LLM_FAMILIES_Q4); do PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.app.cli convert -q \
+		$(LLM_FAMILIES_DIR)/$$n.gguf --max-seq-len 48 --dtype q4 -o $(LLM_FAMILIES_DIR)/$$n-q4.pte || exit 1; done
 	PYTHONPATH=pkg $(EXPORT_PYTHON) tests/fixtures/llm_families/make_references.py $(LLM_FAMILIES_DIR) \
 		--out $(LLM_FAMILIES_DIR)/reference.json
-	cp $(LLM_FAMILIES_DIR)/*.pte $(LLM_FAMILIES_DIR)/reference.json tests/fixtures/llm_families/
+	PYTHONPATH=pkg $(EXPORT_PYTHON) tests/fixtures/llm_families/make_q4_references.py $(LLM_FAMILIES_DIR) \
+		--out $(LLM_FAMILIES_DIR)/reference-q4.json
+	cp $(LLM_FAMILIES_DIR)/*.pte $(LLM_FAMILIES_DIR)/reference.json $(LLM_FAMILIES_DIR)/reference-q4.json \
+		tests/fixtures/llm_families/
 
 # --- Vision and audio programs at full size (docs/vision-models.md), for the benchmarks ---
 # Seeded random weights, fp32 and force_fp16; the small CI variants are committed in

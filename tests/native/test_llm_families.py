@@ -25,7 +25,10 @@ LOGIT_TOL = 5e-4
 # force_fp16 programs (weights and, with shader-f16, activations in half precision): measured
 # worst 0.052 on lavapipe (f16 activations)
 FP16_LOGIT_TOL = 0.15
-PROGRAMS = sorted(p.name[:-4] for p in FIXTURES.glob("*.pte"))
+# float programs (against the float64 reference) and q4 ones (against the eager q4 model)
+PROGRAMS = sorted(p.name[:-4] for p in FIXTURES.glob("*.pte") if not p.name.endswith("-q4.pte"))
+Q4_PROGRAMS = sorted(p.name[:-4] for p in FIXTURES.glob("*-q4.pte"))
+REFERENCE_Q4 = json.loads((FIXTURES / "reference-q4.json").read_text())
 
 
 def _model(program: str) -> str:
@@ -34,6 +37,7 @@ def _model(program: str) -> str:
 
 def test_every_model_has_a_program():
     assert {_model(p) for p in PROGRAMS} == set(REFERENCE["models"])
+    assert {_model(p) for p in Q4_PROGRAMS} == set(REFERENCE_Q4["models"])
 
 
 def test_reference_top_two_are_far_enough_apart_for_argmax_to_be_checked():
@@ -116,3 +120,20 @@ def test_language_model_generates_the_reference_tokens(runtime, program, tmp_pat
 
     got = run_sync(go())
     assert got == {name: [s["token"] for s in p["steps"]] for name, p in ref.items()}
+
+
+@pytest.mark.parametrize("program", Q4_PROGRAMS)
+def test_q4_program_equals_the_eager_quantized_model(runtime, program):
+    """4-bit weights (convert --dtype q4: et_vk.linear_q4gsw, with qwen2's biases, and
+    embedding_q4gsw) against the model they were lowered from, run eagerly in float32
+    (make_q4_references.py; the weights' sha256 equals the program's export record):
+    every step's token equal, logits within LOGIT_TOL (measured 2.6e-5 on lavapipe)."""
+    ref = REFERENCE_Q4["models"][_model(program)]
+    pte = (FIXTURES / f"{program}.pte").read_bytes()
+    for name, prompt in ref["prompts"].items():
+        steps = prompt["steps"]
+        assert min(s["gap"] for s in steps) >= 2 * LOGIT_TOL
+        rows = run_sync(_run(runtime, pte, prompt["ids"], [s["token"] for s in steps][:-1]))
+        assert [int(np.argmax(r)) for r in rows] == [s["token"] for s in steps], name
+        worst = max(abs(row[i] - v) for row, s in zip(rows, steps) for i, v in s["top"])
+        assert worst < LOGIT_TOL, f"{program} {name}: logits differ by up to {worst:.3g}"

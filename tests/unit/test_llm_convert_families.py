@@ -175,8 +175,14 @@ def test_convert_remakes_the_committed_program_byte_for_byte(ggufs, tmp_path):
     assert json.loads((tmp_path / "qwen2-fp16.export.json").read_text())["hparams"]["qkv_bias"]
 
 
-def test_q4_of_a_vocab_that_is_not_a_multiple_of_8_is_refused_naming_it(ggufs, tmp_path, capsys):
-    # qwen2's tiny vocab is 383: ExecuTorch's q4 linear would fail deep in its passes
-    assert cli.main(["convert", str(ggufs / "qwen2.gguf"), "-q", "--dtype", "q4",
-                     "-o", str(tmp_path / "q.pte")]) == 2
-    assert "UnsupportedError: --dtype q4 needs" in capsys.readouterr().err
+def test_q4_of_a_vocab_that_is_not_a_multiple_of_8_is_refused_naming_it(ggufs):
+    import dataclasses
+
+    from pte_webgpu.export import convert
+
+    _, hp = _hp(ggufs / "qwen2.gguf")
+    convert._check_q4_shapes(hp)  # 384 words, width 64, ...: fine
+    with pytest.raises(UnsupportedError, match="--dtype q4 needs .* vocab_size 383$"):
+        convert._check_q4_shapes(dataclasses.replace(hp, vocab_size=383))
+    with pytest.raises(UnsupportedError, match="feed_forward_length 100, feed_forward_length 100 "):
+        convert._check_q4_shapes(dataclasses.replace(hp, hidden_dim=100))

@@ -21,7 +21,7 @@ from pte_webgpu.export import gguf_arch, gguf_llama  # noqa: E402
 FAMILIES = Path(__file__).resolve().parents[1] / "fixtures" / "llm_families"
 sys.path.insert(0, str(FAMILIES))
 import make_ggufs  # noqa: E402
-import spec  # noqa: E402
+import family_spec as spec  # noqa: E402
 
 
 @pytest.fixture(scope="module")

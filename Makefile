@@ -11,6 +11,8 @@
 #              tokenizer, references
 # make llm-accuracy    the q4 program's top-1 agreement with a float64 model of the GGUF
 # make llm-tokenizer   only the tokenizer JSON (needs gguf, not torch)
+# make llm-families  tiny llama / qwen2 / qwen3 GGUFs converted with `pte-webgpu convert`, and their
+#              float64 transformers references -> tests/fixtures/llm_families (needs the export venv)
 # make vision-models  the vision and audio programs of tests/fixtures/vision at full size
 #              (224x224 batch 1, Whisper-tiny's encoder on 3000 frames) -> build/vision/
 # make llm-onnx  the same model as ONNX with its KV cache + onnxruntime-web and transformers.js
@@ -24,7 +26,7 @@ PYTHON ?= python3
 # sudo only when not already root
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: vision-models llm-accuracy setup dist test test-gpu fuzz fuzz-exec fuzz-gguf bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps vision-bench-programs bench-vision
+.PHONY: llm-families vision-models llm-accuracy setup dist test test-gpu fuzz fuzz-exec fuzz-gguf bench demo llm llm-tokenizer llm-export-deps llm-onnx llm-web-deps vision-bench-programs bench-vision
 
 setup:
 	@# chromium: headless WebGPU (SwiftShader); libvulkan1 + mesa: native wgpu on lavapipe
@@ -120,6 +122,28 @@ $(LLM_DIR)/reference-q4.json: $(LLM_GGUF) | llm-export-deps
 llm-accuracy: $(LLM_GGUF) | llm-export-deps
 	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_reference $< \
 		--out $(LLM_DIR)/reference-q4.json --max-seq-len $(LLM_MAX_SEQ_LEN) --quantize q4 --accuracy
+
+# --- Tiny GGUFs of each converted architecture (tests/fixtures/llm_families, committed) ---
+# GGUFs from spec.py's seeds, converted with `pte-webgpu convert`, then transformers' float64
+# greedy references; the programs and reference.json are copied into the fixtures folder.
+LLM_FAMILIES := llama qwen2 qwen3
+LLM_FAMILIES_FP16 := qwen2
+LLM_FAMILIES_Q4 := qwen2
+LLM_FAMILIES_DIR := build/llm_families
+llm-families: | llm-export-deps
+	$(EXPORT_PYTHON) tests/fixtures/llm_families/make_ggufs.py $(LLM_FAMILIES_DIR)
+	for n in $(LLM_FAMILIES); do PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.app.cli convert -q \
+		$(LLM_FAMILIES_DIR)/$$n.gguf --max-seq-len 48 -o $(LLM_FAMILIES_DIR)/$$n.pte || exit 1; done
+	for n in $(LLM_FAMILIES_FP16); do PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.app.cli convert -q \
+		$(LLM_FAMILIES_DIR)/$$n.gguf --max-seq-len 48 --dtype fp16 -o $(LLM_FAMILIES_DIR)/$$n-fp16.pte || exit 1; done
+	for n in $(LLM_FAMILIES_Q4); do PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.app.cli convert -q \
+		$(LLM_FAMILIES_DIR)/$$n.gguf --max-seq-len 48 --dtype q4 -o $(LLM_FAMILIES_DIR)/$$n-q4.pte || exit 1; done
+	PYTHONPATH=pkg $(EXPORT_PYTHON) tests/fixtures/llm_families/make_references.py $(LLM_FAMILIES_DIR) \
+		--out $(LLM_FAMILIES_DIR)/reference.json
+	PYTHONPATH=pkg $(EXPORT_PYTHON) tests/fixtures/llm_families/make_q4_references.py $(LLM_FAMILIES_DIR) \
+		--out $(LLM_FAMILIES_DIR)/reference-q4.json
+	cp $(LLM_FAMILIES_DIR)/*.pte $(LLM_FAMILIES_DIR)/reference.json $(LLM_FAMILIES_DIR)/reference-q4.json \
+		tests/fixtures/llm_families/
 
 # --- Vision and audio programs at full size (docs/vision-models.md), for the benchmarks ---
 # Seeded random weights, fp32 and force_fp16; the small CI variants are committed in

@@ -2,7 +2,9 @@
 writer): a 2-layer llama (dim 64, 4 heads, 2 KV heads, vocab 40) whose weights are Q4_0,
 Q4_1, Q8_0, F16 and F32 tensors, with a byte-level BPE tokenizer; and variants of it that
 are well-formed GGUF but wrong as a model (missing or mistyped keys, zero heads, a tensor
-of the wrong shape, an unknown tensor), so the mutations start from both kinds."""
+of the wrong shape, an unknown tensor), so the mutations start from both kinds; and the
+other converted families' extras: qwen2 (q/k/v biases), qwen3 (q/k norms), llama with
+Llama 3 scaling factors (rope_freqs.weight)."""
 
 from __future__ import annotations
 
@@ -21,10 +23,21 @@ _BLOCK = {"attn_norm.weight": ((DIM,), "F32"), "ffn_norm.weight": ((DIM,), "F32"
           "ffn_down.weight": ((DIM, HIDDEN), "Q8_0")}
 
 
-def tensors() -> dict:
-    out = dict(_TOP)
+# per family: (architecture, extra block tensors, extra top tensors)
+_FAMILY = {
+    "qwen2": ("qwen2", {"attn_q.bias": ((DIM,), "F32"), "attn_k.bias": ((KV_HEADS * HEAD_DIM,), "F32"),
+                        "attn_v.bias": ((KV_HEADS * HEAD_DIM,), "F16")}, {}),
+    "qwen3": ("qwen3", {"attn_q_norm.weight": ((HEAD_DIM,), "F32"),
+                        "attn_k_norm.weight": ((HEAD_DIM,), "F32")}, {}),
+    "llama_rope_freqs": ("llama", {}, {"rope_freqs.weight": ((HEAD_DIM // 2,), "F32")}),
+}
+
+
+def tensors(variant: str = "base") -> dict:
+    _, block, top = _FAMILY.get(variant, ("llama", {}, {}))
+    out = {**_TOP, **top}
     for i in range(LAYERS):
-        out.update({f"blk.{i}.{k}": v for k, v in _BLOCK.items()})
+        out.update({f"blk.{i}.{k}": v for k, v in {**_BLOCK, **block}.items()})
     return out
 
 
@@ -33,7 +46,8 @@ def write(path, variant: str = "base", seed: int = 0) -> None:
     import gguf
 
     rng = np.random.default_rng(seed)
-    w = gguf.GGUFWriter(str(path), "llama")
+    arch = _FAMILY.get(variant, ("llama",))[0]
+    w = gguf.GGUFWriter(str(path), arch)
     hp = {"context_length": 128, "embedding_length": DIM, "block_count": LAYERS,
           "feed_forward_length": HIDDEN, "attention.head_count": HEADS,
           "attention.head_count_kv": KV_HEADS}
@@ -42,12 +56,12 @@ def write(path, variant: str = "base", seed: int = 0) -> None:
     if variant == "missing_key":
         del hp["feed_forward_length"]
     for key, value in hp.items():
-        w.add_uint32(f"llama.{key}", value)
+        w.add_uint32(f"{arch}.{key}", value)
     if variant == "string_number":
-        w.add_string("llama.rope.freq_base", "ten thousand")
+        w.add_string(f"{arch}.rope.freq_base", "ten thousand")
     else:
-        w.add_float32("llama.rope.freq_base", 10000.0)
-    w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5)
+        w.add_float32(f"{arch}.rope.freq_base", 10000.0)
+    w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)
     w.add_name("tiny fuzz llama")
     tokens = [f"t{i}" for i in range(VOCAB - 3)] + ["<s>", "</s>", "<|im_end|>"]
     w.add_tokenizer_model("gpt2")
@@ -58,10 +72,12 @@ def write(path, variant: str = "base", seed: int = 0) -> None:
     w.add_bos_token_id(VOCAB - 3)
     w.add_eos_token_id(VOCAB - 2)
     w.add_chat_template("{% for m in messages %}{{ m['content'] }}{% endfor %}")
-    for name, (shape, type_name) in tensors().items():
+    for name, (shape, type_name) in tensors(variant).items():
         if variant == "wrong_shape" and name == "blk.1.ffn_down.weight":
             shape = (DIM, HIDDEN - 32)
         values = (rng.standard_normal(shape) * 0.1).astype(np.float32)
+        if name == "rope_freqs.weight":  # divisors: positive
+            values = 1 + np.abs(values) * 30
         qtype = gguf.GGMLQuantizationType[type_name]
         if type_name in ("F32", "F16"):
             w.add_tensor(name, values.astype(np.float16 if type_name == "F16" else np.float32))
@@ -75,4 +91,5 @@ def write(path, variant: str = "base", seed: int = 0) -> None:
     w.close()
 
 
-VARIANTS = ["base", "zero_heads", "missing_key", "string_number", "wrong_shape", "unknown_tensor"]
+VARIANTS = ["base", "zero_heads", "missing_key", "string_number", "wrong_shape", "unknown_tensor",
+            *_FAMILY]

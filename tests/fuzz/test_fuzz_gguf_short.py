@@ -28,7 +28,8 @@ def test_seeds_read_as_written(seeds, tmp_path):
         runner.close()
     assert got == {"base": "ok", "zero_heads": "FormatError", "missing_key": "FormatError",
                    "string_number": "FormatError", "wrong_shape": "FormatError",
-                   "unknown_tensor": "UnsupportedError"}
+                   "unknown_tensor": "UnsupportedError", "qwen2": "ok", "qwen3": "ok",
+                   "llama_rope_freqs": "ok"}
 
 
 @pytest.mark.fuzz

@@ -1,4 +1,4 @@
-"""Command line: ``pte-webgpu inspect | run | bench | serve | generate``.
+"""Command line: ``pte-webgpu inspect | run | bench | serve | generate | convert``.
 
 Bad input ends with exit code 2 and one readable line on stderr, the same text on
 both backends; what can be checked on the host is checked before a browser or GPU
@@ -419,9 +419,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", parents=[common], help="serve the demo page and console on 127.0.0.1")
     p.add_argument("--port", type=_port, default=8000, help="0 picks a free port")
     p.set_defaults(func=cmd_serve)
+    from .convert_cli import add_parser as add_convert
     from .generate_cli import add_parser as add_generate
 
     add_generate(sub)
+    add_convert(sub, common, _count)
     return parser
 
 

@@ -1,8 +1,9 @@
-"""Read a Llama-family GGUF: hyperparameters from its metadata, dequantized weights.
+"""Read a Llama-family GGUF (``llama``, ``qwen2``, ``qwen3``: gguf_arch.py): hyperparameters
+from its metadata, dequantized weights keyed like ExecuTorch's llama example model.
 
-The weights keep GGUF's q/k row order, which is the interleaved-pair RoPE layout of
-ExecuTorch's llama example model (llama.cpp's converter permuted HF's rotate-half rows
-into it), so they load into that model unchanged.
+q/k rows end in the interleaved-pair RoPE layout of that model: ``llama`` GGUFs hold them so
+(llama.cpp's converter permuted HF's rotate-half rows), ``qwen2``/``qwen3`` in HF's order,
+reordered here (gguf_arch.interleave_rows).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import FormatError, UnsupportedError
-from . import gguf_bounds
+from . import gguf_arch, gguf_bounds
 
 # GGUF tensor name -> llama example model parameter name ({i} is the block index)
 _BLOCK_TENSORS = {
@@ -22,6 +23,8 @@ _BLOCK_TENSORS = {
     "attn_k": "attention.wk",
     "attn_v": "attention.wv",
     "attn_output": "attention.wo",
+    "attn_q_norm": "attention.q_norm_fn",
+    "attn_k_norm": "attention.k_norm_fn",
     "ffn_norm": "ffn_norm",
     "ffn_gate": "feed_forward.w1",
     "ffn_down": "feed_forward.w2",
@@ -29,7 +32,8 @@ _BLOCK_TENSORS = {
 }
 _TOP_TENSORS = {"token_embd": "tok_embeddings", "output_norm": "norm", "output": "output"}
 # GGUF files name Llama-family models after the code path llama.cpp runs them with
-SUPPORTED_ARCHITECTURES = ("llama",)
+SUPPORTED_ARCHITECTURES = tuple(gguf_arch.FAMILIES)
+_BIASED = ("attn_q", "attn_k", "attn_v")  # the only biases a family may have (qkv_bias)
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,11 @@ class LlamaHParams:
     norm_eps: float
     context_length: int
     tied_output: bool
+    qkv_bias: bool = False
+    qk_norm: bool = False
+    rope_halves: bool = False  # GGUF q/k rows in rotate-half order (reordered on load)
+    # rope_freqs.weight (Llama 3.1+ scaling): each frequency is divided by its factor
+    rope_freq_factors: tuple | None = None
 
 
 # What gguf raises on bytes it cannot parse (bad enum values, short reads, reshapes of
@@ -105,11 +114,7 @@ def number(reader, key: str, kind=int, default=None, *, least=None):
 
 def read_hparams(reader) -> LlamaHParams:
     arch = field(reader, "general.architecture")
-    if arch not in SUPPORTED_ARCHITECTURES:
-        raise UnsupportedError(
-            f"GGUF architecture {arch!r} is not a Llama-family model this exporter converts "
-            f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})"
-        )
+    fam = gguf_arch.family(arch)
 
     def hp(key, default=None, kind=int, least=1):
         return number(reader, f"{arch}.{key}", kind, default, least=least)
@@ -120,8 +125,6 @@ def read_hparams(reader) -> LlamaHParams:
     if scaling not in ("none", ""):
         raise UnsupportedError(f"RoPE scaling {scaling!r} ({arch}.rope.scaling.type) is not supported")
     names = {t.name for t in reader.tensors}
-    if "rope_freqs.weight" in names:
-        raise UnsupportedError("per-frequency RoPE scaling (tensor rope_freqs.weight) is not supported")
 
     dim = hp("embedding_length")
     n_heads = hp("attention.head_count")
@@ -139,6 +142,9 @@ def read_hparams(reader) -> LlamaHParams:
         raise FormatError(f"token_embd.weight has shape {list(embd.shape)}, not [dim, vocab]",
                           field="token_embd.weight")
     vocab = hp("vocab_size", len(tokens) if isinstance(tokens, list) and tokens else int(embd.shape[1]))
+    factors = None
+    if "rope_freqs.weight" in names:
+        factors = tuple(float(f) for f in _rope_factors(reader, head_dim))
     return LlamaHParams(
         architecture=arch,
         name=str(field(reader, "general.name", "", required=False)),
@@ -153,7 +159,22 @@ def read_hparams(reader) -> LlamaHParams:
         norm_eps=hp("attention.layer_norm_rms_epsilon", kind=float, least=0.0),
         context_length=hp("context_length", 2048),
         tied_output="output.weight" not in names,
+        qkv_bias=fam.qkv_bias,
+        qk_norm=fam.qk_norm,
+        rope_halves=fam.rope_halves,
+        rope_freq_factors=factors,
     )
+
+
+def _rope_factors(reader, head_dim: int):
+    t = _tensor(reader, "rope_freqs.weight")
+    if tuple(int(d) for d in t.shape) != (head_dim // 2,):
+        raise FormatError(f"rope_freqs.weight has shape {list(t.shape)}, RoPE needs "
+                          f"[{head_dim // 2}] (head size / 2)", field="rope_freqs.weight")
+    factors = dequantize(t)
+    if not (factors > 0).all():
+        raise FormatError("rope_freqs.weight holds factors <= 0", field="rope_freqs.weight")
+    return factors
 
 
 def _tensor(reader, name):
@@ -184,16 +205,21 @@ def dequantize(tensor) -> np.ndarray:
     return values
 
 
-def parameter_name(gguf_name: str) -> str:
+def parameter_name(gguf_name: str, hp: LlamaHParams | None = None) -> str:
     """llama example model state-dict key for a GGUF tensor name."""
     base, _, suffix = gguf_name.rpartition(".")
-    if suffix != "weight":
-        raise UnsupportedError(f"GGUF tensor {gguf_name!r}: only weights are supported (no biases)")
+    biased = hp is not None and hp.qkv_bias and base.rpartition(".")[2] in _BIASED
+    if suffix != "weight" and not (suffix == "bias" and biased):
+        allowed = " (and q/k/v biases)" if hp is not None and hp.qkv_bias else " (no biases)"
+        raise UnsupportedError(f"GGUF tensor {gguf_name!r}: only weights are supported{allowed}")
+    if base.endswith(("attn_q_norm", "attn_k_norm")) and not (hp is not None and hp.qk_norm):
+        raise UnsupportedError(f"GGUF tensor {gguf_name!r}: q/k norms are not part of architecture "
+                               f"{hp.architecture if hp else '?'!r}")
     if base in _TOP_TENSORS:
         return f"{_TOP_TENSORS[base]}.weight"
     parts = base.split(".")
     if len(parts) == 3 and parts[0] == "blk" and parts[1].isdigit() and parts[2] in _BLOCK_TENSORS:
-        return f"layers.{parts[1]}.{_BLOCK_TENSORS[parts[2]]}.weight"
+        return f"layers.{parts[1]}.{_BLOCK_TENSORS[parts[2]]}.{suffix}"
     raise UnsupportedError(f"GGUF tensor {gguf_name!r} has no place in the llama example model")
 
 
@@ -202,6 +228,8 @@ def expected_shape(name: str, hp: LlamaHParams) -> tuple:
     q, kv = hp.n_heads * hp.head_dim, hp.n_kv_heads * hp.head_dim
     leaf = name.split(".", 2)[-1] if name.startswith("layers.") else name
     return {
+        "attention.wq.bias": (q,), "attention.wk.bias": (kv,), "attention.wv.bias": (kv,),
+        "attention.q_norm_fn.weight": (hp.head_dim,), "attention.k_norm_fn.weight": (hp.head_dim,),
         "tok_embeddings.weight": (hp.vocab_size, hp.dim), "output.weight": (hp.vocab_size, hp.dim),
         "norm.weight": (hp.dim,), "attention_norm.weight": (hp.dim,), "ffn_norm.weight": (hp.dim,),
         "attention.wq.weight": (q, hp.dim), "attention.wk.weight": (kv, hp.dim),
@@ -216,7 +244,9 @@ def arrays(reader, hp: LlamaHParams) -> dict:
     against ``hp`` before any tensor is dequantized."""
     named = {}
     for t in reader.tensors:
-        key = parameter_name(t.name)
+        if t.name == "rope_freqs.weight":  # read by read_hparams
+            continue
+        key = parameter_name(t.name, hp)
         if key.startswith("layers.") and int(key.split(".")[1]) >= hp.n_layers:
             raise FormatError(f"GGUF tensor {t.name!r} is past block_count {hp.n_layers}", field=t.name)
         shape = tuple(int(d) for d in reversed(t.shape))
@@ -224,7 +254,36 @@ def arrays(reader, hp: LlamaHParams) -> dict:
             raise FormatError(f"GGUF tensor has shape {list(shape)}, the model needs "
                               f"{list(expected_shape(key, hp))}", field=t.name)
         named[key] = t
-    return {key: dequantize(t) for key, t in named.items()}
+    # the first missing one only: a lazy walk, stopped within len(named) + 1 steps (a
+    # block_count of 2^31 must not build a list of 2^31 names)
+    missing = next((g for g, k in _required(hp) if k not in named), None)
+    if missing:
+        raise FormatError(f"GGUF tensor {missing!r} is missing", field=missing)
+    out = {key: dequantize(t) for key, t in named.items()}
+    if hp.rope_halves:  # rotate-half q/k rows -> the interleaved pairs the model's RoPE takes
+        for key in out:
+            leaf = key.split(".", 2)[-1]
+            if leaf in ("attention.wq.weight", "attention.wq.bias"):
+                out[key] = gguf_arch.interleave_rows(out[key], hp.n_heads)
+            elif leaf in ("attention.wk.weight", "attention.wk.bias"):
+                out[key] = gguf_arch.interleave_rows(out[key], hp.n_kv_heads)
+            elif leaf in ("attention.q_norm_fn.weight", "attention.k_norm_fn.weight"):
+                out[key] = gguf_arch.interleave_rows(out[key], 1)
+    return out
+
+
+def _required(hp: LlamaHParams):
+    """(GGUF tensor name, model key) of every tensor the model of ``hp`` needs, lazily."""
+    yield "token_embd.weight", "tok_embeddings.weight"
+    yield "output_norm.weight", "norm.weight"
+    if not hp.tied_output:
+        yield "output.weight", "output.weight"
+    block = [g for g in _BLOCK_TENSORS if hp.qk_norm or g not in ("attn_q_norm", "attn_k_norm")]
+    for i in range(hp.n_layers):
+        for g in block:
+            yield f"blk.{i}.{g}.weight", f"layers.{i}.{_BLOCK_TENSORS[g]}.weight"
+        for g in _BIASED if hp.qkv_bias else ():
+            yield f"blk.{i}.{g}.bias", f"layers.{i}.{_BLOCK_TENSORS[g]}.bias"
 
 
 def state_dict(reader, hp: LlamaHParams) -> dict:

@@ -43,6 +43,9 @@ def model_args(hp: LlamaHParams, max_seq_len: int, max_context_len: int):
         hidden_dim=hp.hidden_dim,
         rope_freq_base=hp.rope_freq_base,
         norm_eps=hp.norm_eps,
+        attention_qkv_bias=hp.qkv_bias,
+        use_qk_norm=hp.qk_norm,
+        qk_norm_before_rope=True,  # Qwen 3 normalizes each q/k head before RoPE
         max_batch_size=1,
         max_seq_len=max_seq_len,
         max_context_len=max_context_len,
@@ -65,7 +68,25 @@ def build_model(hp: LlamaHParams, weights: dict, max_seq_len: int, max_context_l
     missing = [k for k in missing if not k.endswith(("k_cache", "v_cache"))]
     if missing or unexpected:
         raise ValueError(f"GGUF weights do not fit the model: missing {missing}, unexpected {unexpected}")
+    if hp.rope_freq_factors is not None:
+        cos, sin = rope_tables(hp, max_context_len)
+        with torch.no_grad():
+            model.rope.freqs_cos.copy_(cos)
+            model.rope.freqs_sin.copy_(sin)
     return model.eval()
+
+
+def rope_tables(hp: LlamaHParams, positions: int):
+    """cos/sin tables [positions, head_dim / 2] of interleaved-pair RoPE with each frequency
+    divided by its rope_freqs factor (as llama.cpp applies Llama 3.1+ scaling), computed in
+    float64 and rounded once to float32."""
+    import torch
+
+    half = hp.head_dim // 2
+    inv = hp.rope_freq_base ** (-torch.arange(half, dtype=torch.float64) * 2 / hp.head_dim)
+    inv = inv / torch.tensor(hp.rope_freq_factors, dtype=torch.float64)
+    angles = torch.outer(torch.arange(positions, dtype=torch.float64), inv)
+    return torch.cos(angles).float(), torch.sin(angles).float()
 
 
 def source_transformed(model, quantize=None):

@@ -1,0 +1,59 @@
+"""What differs between the GGUF architectures the exporter converts.
+
+Each family maps onto options of ExecuTorch's llama example model. Facts behind the table:
+- ``llama``: llama.cpp's converter permutes HF's q/k rows into the interleaved-pair RoPE
+  layout (transformers' GGUF loader un-permutes them for ``llama`` only), which is what the
+  example's ``apply_rotary_emb`` expects. Llama 3.1+ scaling comes as the tensor
+  ``rope_freqs.weight`` (one divisor per frequency), not as ``rope.scaling.*`` keys.
+- ``qwen2`` and ``qwen3``: llama.cpp runs them with NEOX (rotate-half) RoPE and stores q/k
+  rows in HF's order (transformers loads them unchanged), so the exporter reorders them to
+  the interleaved layout; qwen2 has q/k/v biases, qwen3 an RMSNorm over each q/k head
+  (before RoPE, weights ``attn_q_norm``/``attn_k_norm``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import UnsupportedError
+
+
+@dataclass(frozen=True)
+class Family:
+    qkv_bias: bool = False      # blk.N.attn_{q,k,v}.bias
+    qk_norm: bool = False       # blk.N.attn_{q,k}_norm.weight, RMSNorm per head before RoPE
+    rope_halves: bool = False   # q/k rows in rotate-half order: reorder to interleaved pairs
+
+
+FAMILIES = {
+    "llama": Family(),
+    "qwen2": Family(qkv_bias=True, rope_halves=True),
+    "qwen3": Family(qk_norm=True, rope_halves=True),
+}
+
+# Llama-like GGUF architectures that need more than the table above offers (Gemma's
+# embedding scale, (1 + w) norms, soft-capping, sliding windows; Phi-3's fused qkv and
+# LongRoPE): named so that the error says they are known and not converted yet.
+NOT_YET = ("gemma", "gemma2", "gemma3", "phi3")
+
+
+def family(arch) -> Family:
+    if arch in FAMILIES:
+        return FAMILIES[arch]
+    if arch in NOT_YET:
+        raise UnsupportedError(
+            f"GGUF architecture {arch!r} is not converted yet (general.architecture; "
+            f"supported: {', '.join(FAMILIES)})")
+    raise UnsupportedError(
+        f"GGUF architecture {arch!r} is not a Llama-family model this exporter converts "
+        f"(general.architecture; supported: {', '.join(FAMILIES)})")
+
+
+def interleave_rows(w, n_heads: int):
+    """q/k rows (or a per-head vector) reordered per head from HF's rotate-half order
+    (pairs i, i + D/2) to interleaved pairs (2i, 2i + 1). Works on numpy arrays of shape
+    [n_heads * D, ...] or [D] (a q/k norm weight: n_heads 1)."""
+    head_dim = w.shape[0] // n_heads
+    half = head_dim // 2
+    order = [h * head_dim + j for h in range(n_heads) for i in range(half) for j in (i, i + half)]
+    return w[order]

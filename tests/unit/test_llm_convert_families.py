@@ -1,0 +1,188 @@
+"""The GGUF side of `pte-webgpu convert` (no torch): each family's hyperparameters and
+weight layout from the tiny GGUFs of tests/fixtures/llm_families, and the typed errors for
+architectures it does not convert and for missing keys and tensors."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gguf")
+
+from pte_webgpu.app import cli  # noqa: E402
+from pte_webgpu.errors import FormatError, UnsupportedError  # noqa: E402
+from pte_webgpu.export import gguf_arch, gguf_llama  # noqa: E402
+
+FAMILIES = Path(__file__).resolve().parents[1] / "fixtures" / "llm_families"
+sys.path.insert(0, str(FAMILIES))
+import make_ggufs  # noqa: E402
+import family_spec as spec  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ggufs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("families")
+    for name in spec.MODELS:
+        make_ggufs.write(folder / f"{name}.gguf", name)
+    return folder
+
+
+def _hp(path):
+    reader = gguf_llama.open_gguf(path)
+    return reader, gguf_llama.read_hparams(reader)
+
+
+@pytest.mark.parametrize("name", list(spec.MODELS))
+def test_hyperparameters_come_from_each_architectures_keys(ggufs, name):
+    m = spec.MODELS[name]
+    _, hp = _hp(ggufs / f"{name}.gguf")
+    assert (hp.architecture, hp.dim, hp.n_layers, hp.n_heads, hp.n_kv_heads, hp.head_dim,
+            hp.hidden_dim, hp.tied_output) == (m["arch"], m["dim"], m["layers"], m["heads"],
+                                               m["kv_heads"], m["head_dim"], m["hidden"], m["tied"])
+    assert hp.rope_freq_base == m["rope_base"] and hp.norm_eps == pytest.approx(m["eps"])
+    assert (hp.qkv_bias, hp.qk_norm, hp.rope_halves) == (name == "qwen2", name == "qwen3",
+                                                         name != "llama")
+    assert (hp.rope_freq_factors is not None) == (name == "llama")
+
+
+def test_llama3_rope_factors_span_unscaled_smoothed_and_scaled(ggufs):
+    _, hp = _hp(ggufs / "llama.gguf")
+    f = hp.rope_freq_factors
+    assert f[0] == 1.0 and 1.0 < f[1] < spec.LLAMA3_ROPE["factor"] and f[-1] == spec.LLAMA3_ROPE["factor"]
+
+
+def test_rotate_half_rows_become_interleaved_pairs():
+    # head of 6 rows [a0 a1 a2 | b0 b1 b2] (pairs a_i, b_i) -> a0 b0 a1 b1 a2 b2, per head
+    w = np.array([0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32])
+    assert gguf_arch.interleave_rows(w, 2).tolist() == [0, 10, 1, 11, 2, 12, 20, 30, 21, 31, 22, 32]
+    from pte_webgpu.export.llm_reference import rotate_half_rows  # the inverse, for llama
+
+    m = np.arange(16 * 3).reshape(16, 3)
+    assert (rotate_half_rows(gguf_arch.interleave_rows(m, 2), 2) == m).all()
+
+
+def test_qwen_weights_are_reordered_and_biases_and_norms_kept(ggufs):
+    reader, hp = _hp(ggufs / "qwen2.gguf")
+    raw = {t.name: gguf_llama.dequantize(t) for t in reader.tensors}
+    got = gguf_llama.arrays(reader, hp)
+    interleaved = gguf_arch.interleave_rows
+    assert (got["layers.0.attention.wq.weight"] == interleaved(raw["blk.0.attn_q.weight"], 4)).all()
+    assert (got["layers.1.attention.wk.bias"] == interleaved(raw["blk.1.attn_k.bias"], 2)).all()
+    assert (got["layers.0.attention.wv.bias"] == raw["blk.0.attn_v.bias"]).all()  # v keeps its order
+    reader, hp = _hp(ggufs / "qwen3.gguf")
+    got = gguf_llama.arrays(reader, hp)
+    assert got["layers.1.attention.k_norm_fn.weight"].shape == (32,)
+
+
+@pytest.mark.parametrize("arch", ["gemma2", "gemma3", "phi3", "mamba"])
+def test_an_architecture_not_converted_is_an_unsupported_error_naming_it(tmp_path, arch):
+    path = tmp_path / f"{arch}.gguf"
+    make_ggufs.write(path, "llama", arch=arch)
+    with pytest.raises(UnsupportedError, match=f"'{arch}'.*general.architecture.*llama, qwen2, qwen3"):
+        _hp(path)
+
+
+@pytest.mark.parametrize("key", ["attention.layer_norm_rms_epsilon", "feed_forward_length",
+                                 "block_count"])
+def test_a_missing_required_key_is_a_format_error_naming_it(tmp_path, key):
+    path = tmp_path / "qwen3.gguf"
+    make_ggufs.write(path, "qwen3", drop_key=key)
+    with pytest.raises(FormatError, match=f"qwen3.{key}") as e:
+        _hp(path)
+    assert e.value.field == f"qwen3.{key}"
+
+
+def test_a_missing_tensor_is_a_format_error_naming_it(tmp_path, monkeypatch):
+    weights = make_ggufs.weights
+    monkeypatch.setattr(make_ggufs, "weights", lambda m, v: {
+        k: a for k, a in weights(m, v).items() if k != "blk.1.attn_q.bias"})
+    path = tmp_path / "qwen2.gguf"
+    make_ggufs.write(path, "qwen2")
+    reader, hp = _hp(path)
+    with pytest.raises(FormatError, match="blk.1.attn_q.bias"):
+        gguf_llama.arrays(reader, hp)
+
+
+def test_biases_outside_qwen2_stay_unsupported(tmp_path, monkeypatch):
+    weights = make_ggufs.weights
+    monkeypatch.setattr(make_ggufs, "weights", lambda m, v: {
+        **weights(m, v), "blk.0.attn_q.bias": np.zeros(64, np.float32)})
+    path = tmp_path / "llama.gguf"
+    make_ggufs.write(path, "llama")
+    reader, hp = _hp(path)
+    with pytest.raises(UnsupportedError, match="blk.0.attn_q.bias"):
+        gguf_llama.arrays(reader, hp)
+
+
+def test_cli_convert_reports_the_architecture_before_needing_torch(tmp_path, capsys):
+    path = tmp_path / "g.gguf"
+    make_ggufs.write(path, "llama", arch="gemma2")
+    assert cli.main(["convert", str(path), "-q", "-o", str(tmp_path / "g.pte")]) == 2
+    assert "UnsupportedError: GGUF architecture 'gemma2' is not converted yet" in capsys.readouterr().err
+    assert not (tmp_path / "g.pte").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed here")
+def test_cli_convert_without_torch_names_the_extra(ggufs, tmp_path, capsys):
+    assert cli.main(["convert", str(ggufs / "qwen2.gguf"), "-o", str(tmp_path / "q.pte")]) == 2
+    err = capsys.readouterr().err
+    assert "qwen2 'tiny qwen2': 2 layers" in err  # progress before the check
+    assert "convert needs torch" in err and "pte-webgpu[export]" in err
+
+
+def test_committed_reference_is_of_the_committed_spec():
+    ref = json.loads((FAMILIES / "reference.json").read_text())
+    assert set(ref["models"]) == set(spec.MODELS) and ref["new_tokens"] == spec.NEW_TOKENS
+    for name, r in ref["models"].items():
+        assert {p: v["ids"] for p, v in r["prompts"].items()} == spec.PROMPTS
+        assert r["config"]["head_dim"] == spec.MODELS[name]["head_dim"]
+        assert r["config"]["tie_word_embeddings"] == spec.MODELS[name]["tied"]
+
+
+@pytest.mark.parametrize("args, text", [
+    (["missing.gguf"], "cannot read missing.gguf: no such file"),
+    (["{gguf}", "-o", "out.bin"], "the output's name must end in .pte"),
+    (["{gguf}", "--dtype", "int8"], "invalid choice: 'int8'"),
+    (["{gguf}", "--max-seq-len", "0"], "must be at least 1"),
+    (["{gguf}", "--max-seq-len", "64", "--max-context-len", "32"],
+     "need 2 <= max-seq-len (64) <= max-context-len (32)"),
+])
+def test_cli_convert_argument_errors_are_one_line(ggufs, tmp_path, monkeypatch, capsys, args, text):
+    monkeypatch.chdir(tmp_path)
+    try:  # usage errors leave through argparse (SystemExit 2), the others through main's return
+        code = cli.main(["convert", "-q", *(a.format(gguf=ggufs / "qwen2.gguf") for a in args)])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and text in err and len(err.strip().splitlines()) == 1, err
+
+
+_TOOLCHAIN = all(importlib.util.find_spec(m) for m in ("torch", "executorch"))
+
+
+@pytest.mark.skipif(not _TOOLCHAIN, reason="needs the [export] extra (torch, executorch)")
+def test_convert_remakes_the_committed_program_byte_for_byte(ggufs, tmp_path):
+    # the export venv only (not CI): the committed fixture is what `convert` makes today
+    out = tmp_path / "qwen2-fp16.pte"
+    assert cli.main(["convert", "-q", str(ggufs / "qwen2.gguf"), "--max-seq-len",
+                     str(spec.MAX_SEQ_LEN), "--dtype", "fp16", "-o", str(out)]) == 0
+    assert out.read_bytes() == (FAMILIES / "qwen2-fp16.pte").read_bytes()
+    assert json.loads((tmp_path / "qwen2-fp16.export.json").read_text())["hparams"]["qkv_bias"]
+
+
+def test_q4_of_a_vocab_that_is_not_a_multiple_of_8_is_refused_naming_it(ggufs):
+    import dataclasses
+
+    from pte_webgpu.export import convert
+
+    _, hp = _hp(ggufs / "qwen2.gguf")
+    convert._check_q4_shapes(hp)  # 384 words, width 64, ...: fine
+    with pytest.raises(UnsupportedError, match="--dtype q4 needs .* vocab_size 383$"):
+        convert._check_q4_shapes(dataclasses.replace(hp, vocab_size=383))
+    with pytest.raises(UnsupportedError, match="feed_forward_length 100, feed_forward_length 100 "):
+        convert._check_q4_shapes(dataclasses.replace(hp, hidden_dim=100))

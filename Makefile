@@ -1,7 +1,8 @@
 # make setup   host dependencies (editable install, Chromium) and the local Pyodide dist
 # make dist    build build/web/pyodide (Pyodide core + our wheel + flatbuffers + lock) when
 #              the package changed (content hashes); `run`, `serve` and tests reuse it
-# make test    all tests; browser tests drive headless Chromium on the local dist
+# make test    all tests (on TEST_WORKERS=2 processes); browser tests drive headless
+#              Chromium on the local dist
 # make test-gpu  the GPU lane: tests/native (every fixture) on the adapter wgpu picks,
 #              summary in docs/gpu-lane.md (tools/gpu_lane.sh; wheels from .whl/ if any)
 # make fuzz    100k fuzz cases over the readers;  make bench: parse benchmark
@@ -37,8 +38,11 @@ setup:
 dist:
 	$(PYTHON) -m pte_webgpu.chromium.dist
 
+# Two workers (CI's two cores), each test file on one of them (its module fixtures, one
+# browser and one server per worker); TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
 test:
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-gpu:
 	PYTHON=$(PYTHON) tools/gpu_lane.sh

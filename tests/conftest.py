@@ -82,8 +82,29 @@ def pytest_runtest_call(item):
     return result
 
 
-def pytest_terminal_summary(terminalreporter):
+def _boot_lines() -> list[str]:
+    lines = []
     for session in _sessions_started:
         stages = ", ".join(f"{s['stage']} @{s['ms']} ms" for s in session.boot_stages if "message" not in s)
-        terminalreporter.write_line(
-            f"browser: launch {session.launch_seconds:.2f} s, boot {session.boot_seconds:.2f} s ({stages})")
+        lines.append(f"browser: launch {session.launch_seconds:.2f} s, "
+                     f"boot {session.boot_seconds:.2f} s ({stages})")
+    return lines
+
+
+_worker_boot_lines = []  # under pytest-xdist (`make test`): each worker's browser, in the controller
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: hand the lines to the controller
+        workeroutput["browser_boot"] = _boot_lines()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    _worker_boot_lines.extend(getattr(node, "workeroutput", {}).get("browser_boot", []))
+
+
+def pytest_terminal_summary(terminalreporter):
+    for line in _boot_lines() + _worker_boot_lines:
+        terminalreporter.write_line(line)

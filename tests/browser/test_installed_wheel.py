@@ -27,10 +27,13 @@ def installed(tmp_path_factory):
         shutil.rmtree(leftover, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(REPO), "-w", tmp / "w"],
                    check=True, timeout=600)
-    subprocess.run([sys.executable, "-m", "venv", tmp / "venv"], check=True, timeout=300)
+    # The venv sees none of our PYTHON* variables: with PYTHONPATH=pkg its pip would take
+    # the checkout's pkg/*.egg-info for an installed pte-webgpu and skip the wheel.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PTE_WEBGPU_DIST"))}
+    subprocess.run([sys.executable, "-m", "venv", tmp / "venv"], check=True, timeout=300, env=env)
     wheel = next((tmp / "w").glob("pte_webgpu-*.whl"))
     subprocess.run([tmp / "venv" / "bin" / "python", "-m", "pip", "install", "-q", wheel,
-                    "playwright==1.65.2"], check=True, timeout=600)
+                    "playwright==1.65.2"], check=True, timeout=600, env=env)
     cache = tmp / "cache"
     # The Pyodide core tarball, as npm would fetch it (saves the download here).
     (cache / "npm").mkdir(parents=True)
@@ -41,7 +44,6 @@ def installed(tmp_path_factory):
     work.mkdir()
     for suffix in (".pte", ".npz"):
         shutil.copy(FIXTURES / f"add_2x3x4{suffix}", work)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PTE_WEBGPU_DIST"))}
     env["PTE_WEBGPU_CACHE"] = str(cache)
     return tmp / "venv" / "bin", work, env, cache
 

@@ -90,3 +90,25 @@ def test_wheels_are_byte_reproducible(tmp_path):
     b.mkdir()
     wheel = dist.package_wheel()
     assert dist.write_wheel(wheel, a).read_bytes() == dist.write_wheel(wheel, b).read_bytes()
+
+
+def test_concurrent_callers_build_the_dist_once(tmp_path):
+    """Two callers at once (parallel test workers, two `run`s) on a dist not yet built:
+    one builds, the other waits for it and finds it built."""
+    import threading
+
+    out, lines, results = tmp_path / "dist", [], []
+    start = threading.Barrier(2)
+
+    def call():
+        start.wait()
+        results.append(dist.ensure_dist(out=out, log=lines.append))
+
+    threads = [threading.Thread(target=call) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert results == [out, out]
+    assert sum("building" in line for line in lines) == 1, lines
+    assert dist.version(out)

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
+import fcntl
 import hashlib
 import importlib.metadata
 import importlib.resources
@@ -205,9 +207,38 @@ def ensure_dist(root: Path | None = None, out: Path | None = None, log=print,
     key = hashlib.sha256(f"{FORMAT} {PYODIDE_VERSION} ".encode()
                          + " ".join(w.digest() for w in wheels).encode()).hexdigest()
     names = [*CORE_FILES, "pyodide-lock.json", *(w.file_name for w in wheels)]
-    stamp = out / STAMP
-    if stamp.is_file() and stamp.read_text() == key and all((out / n).is_file() for n in names):
+    if _is_built(out, key, names):
         return out
+    # One builder at a time (parallel test workers, two `run`s): the others wait here,
+    # then find the dist built.
+    with _build_lock(out):
+        if _is_built(out, key, names):
+            return out
+        _build(out, key, names, wheels, npm_folder, log)
+    return out
+
+
+def _is_built(out: Path, key: str, names: list[str]) -> bool:
+    stamp = out / STAMP
+    return stamp.is_file() and stamp.read_text() == key and all((out / n).is_file() for n in names)
+
+
+@contextlib.contextmanager
+def _build_lock(out: Path):
+    """An exclusive lock on <out>.lock, beside the dist (not in it: a build removes
+    files it does not know)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out.parent / f"{out.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _build(out: Path, key: str, names: list[str], wheels: list[_Wheel], npm_folder: Path,
+           log) -> None:
+    stamp = out / STAMP
     log(f"building the Pyodide dist in {out} (first use, or the package changed)")
     core = _read_core(npm_tarball(npm_folder, log))
     out.mkdir(parents=True, exist_ok=True)
@@ -231,7 +262,6 @@ def ensure_dist(root: Path | None = None, out: Path | None = None, log=print,
             stale.unlink()
     stamp.write_text(key)
     log(f"dist ready: {out}")
-    return out
 
 
 def version(out: Path) -> str:

@@ -1,13 +1,14 @@
 """An untimed run cut into leading submits (GpuDevice.first_submits: the GPU starts on
 the first dispatches while the host encodes the rest) computes what one submit does."""
 
-import asyncio
 from pathlib import Path
 
 import numpy as np
 import pytest
 from pte_webgpu import Runtime
 from pte_webgpu.runtime.method import gpu_work
+
+from tests.support.gpu_thread import run_sync
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "vision" / "resnet18.npz"
 
@@ -31,8 +32,8 @@ async def _outputs(cuts):
 
 @pytest.mark.parametrize("cuts", [(1,), (1, 3, 7), (2, 10 ** 6)])
 def test_leading_submits_give_the_same_outputs(cuts):
-    (want, one, steps) = asyncio.run(_outputs(()))
-    (got, many, _) = asyncio.run(_outputs(cuts))
+    (want, one, steps) = run_sync(_outputs(()))
+    (got, many, _) = run_sync(_outputs(cuts))
     assert one == 1 and many == 1 + sum(c < steps for c in cuts)
     for a, b in zip(want, got):
         assert np.array_equal(a[0], b[0])

@@ -11,24 +11,12 @@ import argparse
 import json
 import os
 import sys
-import time
 
 from ..errors import PteError
+from .progress import Progress
 
 EXIT_BAD_INPUT = 2
 EXIT_BROKEN_PIPE = 141  # what a C tool killed by SIGPIPE returns (`... | head`)
-
-
-class Progress:
-    """`progress("text")` prints "pte-webgpu: [  1.2 s] text" on stderr unless quiet."""
-
-    def __init__(self, quiet: bool):
-        self.quiet, self.started = quiet, time.perf_counter()
-
-    def __call__(self, text: str) -> None:
-        if not self.quiet:
-            print(f"pte-webgpu: [{time.perf_counter() - self.started:5.1f} s] {text}",
-                  file=sys.stderr, flush=True)
 
 
 def error_text(e: PteError) -> str:
@@ -297,8 +285,13 @@ def cmd_bench(args) -> int:
 
 
 def cmd_serve(args) -> int:
+    from ..chromium import paths
     from ..chromium.remote import serve_forever
+    from ..llm.model_list import write_index
 
+    llm = paths.build_dir() / "llm"
+    if llm.is_dir():
+        write_index(llm)  # the chat page's model picker reads /llm/models.json
     serve_forever(args.port, progress=Progress(args.quiet))
     return 0
 

@@ -32,7 +32,7 @@ def add_parser(sub, common, count) -> None:
 
 def cmd_convert(args) -> int:
     from ..export import convert
-    from .cli import Progress
+    from .progress import Progress
 
     gguf = Path(args.gguf)
     if not gguf.is_file():

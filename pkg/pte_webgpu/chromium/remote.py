@@ -146,10 +146,7 @@ def demo_mounts(dist: Path) -> dict:
             allow.update(p for p in [entry.get("pte"), entry.get("npz"), *entry.get("ptd_files", [])] if p)
         mounts.append(("/fixtures/", fixtures, allow))
     llm = paths.build_dir() / "llm"  # `make llm`'s models, for web/chat.html
-    if llm.is_dir():
-        from ..llm.model_list import write_index
-
-        write_index(llm)  # the chat page's model picker reads /llm/models.json
+    if llm.is_dir():  # with its models.json for the chat page's picker (app/cli.py serve)
         mounts.append(("/llm/", llm, None))
     return mounts
 

@@ -22,12 +22,24 @@ def test_ort_web_and_ours_run_the_same_model_in_one_page_and_agree():
         pytest.skip(f"no {browser.ORT_DIST}: `make llm-web-deps` installs onnxruntime-web")
     ref = np.load(HERE / "tiny_mlp.npz")
     lines = []
-    # its own Chromium, from a thread of its own: this thread's Playwright (the shared
-    # session) runs an event loop that a second sync Playwright may not share
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        records, outputs = pool.submit(browser.run, HERE / "tiny_mlp.pte", ref["in0"],
-                                       HERE / "tiny_mlp.onnx", runs=3, warmup=1,
-                                       progress=lines.append).result()
+
+    def run():
+        # its own Chromium, from a thread of its own: this thread's Playwright (the shared
+        # session) runs an event loop that a second sync Playwright may not share
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(browser.run, HERE / "tiny_mlp.pte", ref["in0"],
+                               HERE / "tiny_mlp.onnx", runs=3, warmup=1,
+                               progress=lines.append).result()
+    try:
+        records, outputs = run()
+    except Exception as e:  # noqa: BLE001 - playwright's Error; anything else is re-raised
+        if "Target crashed" not in str(e):
+            raise
+        # This third Chromium's renderer (SwiftShader, beside the xdist workers' own two)
+        # crashed once in four full runs on 2026-12-02, never alone: one more try in a
+        # fresh browser, every check below unchanged.
+        lines.clear()
+        records, outputs = run()
     assert not any("failed" in line for line in lines), lines
     latency = [r for r in records if r["impl"] != "copy"]
     assert [r.get("variant", r["impl"]) for r in latency] == [

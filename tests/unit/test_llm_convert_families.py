@@ -97,24 +97,25 @@ def test_a_missing_required_key_is_a_format_error_naming_it(tmp_path, key):
     assert e.value.field == f"qwen3.{key}"
 
 
-def test_a_missing_tensor_is_a_format_error_naming_it(tmp_path, monkeypatch):
+def _hp_with(tmp_path, monkeypatch, arch, change):
+    """(reader, hparams) of ARCH's tiny GGUF written with its tensors ``change``d."""
     weights = make_ggufs.weights
-    monkeypatch.setattr(make_ggufs, "weights", lambda m, v: {
-        k: a for k, a in weights(m, v).items() if k != "blk.1.attn_q.bias"})
-    path = tmp_path / "qwen2.gguf"
-    make_ggufs.write(path, "qwen2")
-    reader, hp = _hp(path)
+    monkeypatch.setattr(make_ggufs, "weights", lambda m, v: change(weights(m, v)))
+    path = tmp_path / f"{arch}.gguf"
+    make_ggufs.write(path, arch)
+    return _hp(path)
+
+
+def test_a_missing_tensor_is_a_format_error_naming_it(tmp_path, monkeypatch):
+    reader, hp = _hp_with(tmp_path, monkeypatch, "qwen2", lambda w: {
+        k: a for k, a in w.items() if k != "blk.1.attn_q.bias"})
     with pytest.raises(FormatError, match="blk.1.attn_q.bias"):
         gguf_llama.arrays(reader, hp)
 
 
 def test_biases_outside_qwen2_stay_unsupported(tmp_path, monkeypatch):
-    weights = make_ggufs.weights
-    monkeypatch.setattr(make_ggufs, "weights", lambda m, v: {
-        **weights(m, v), "blk.0.attn_q.bias": np.zeros(64, np.float32)})
-    path = tmp_path / "llama.gguf"
-    make_ggufs.write(path, "llama")
-    reader, hp = _hp(path)
+    reader, hp = _hp_with(tmp_path, monkeypatch, "llama", lambda w: {
+        **w, "blk.0.attn_q.bias": np.zeros(64, np.float32)})
     with pytest.raises(UnsupportedError, match="blk.0.attn_q.bias"):
         gguf_llama.arrays(reader, hp)
 

@@ -9,6 +9,12 @@ Each family maps onto options of ExecuTorch's llama example model. Facts behind 
   rows in HF's order (transformers loads them unchanged), so the exporter reorders them to
   the interleaved layout; qwen2 has q/k/v biases, qwen3 an RMSNorm over each q/k head
   (before RoPE, weights ``attn_q_norm``/``attn_k_norm``).
+- ``gemma2`` and ``gemma3`` (export/gemma_model.py): NEOX RoPE with HF-order rows like
+  Qwen; GeGLU, the embedding times sqrt(width), a norm after attention and after the FFN
+  (``post_attention_norm``, ``post_ffw_norm``); norm weights stored as 1 + w by llama.cpp's
+  converter. Sliding-window layers: every other one from the first (Gemma 2), five of
+  every six (Gemma 3, whose sliding layers also take RoPE base 10000). Gemma 2 soft-caps
+  scores and logits; Gemma 3 has q/k norms instead.
 """
 
 from __future__ import annotations
@@ -23,18 +29,20 @@ class Family:
     qkv_bias: bool = False      # blk.N.attn_{q,k,v}.bias
     qk_norm: bool = False       # blk.N.attn_{q,k}_norm.weight, RMSNorm per head before RoPE
     rope_halves: bool = False   # q/k rows in rotate-half order: reorder to interleaved pairs
+    gemma: bool = False         # export/gemma_model.py's blocks (GeGLU, post norms, scaled embedding)
+    sliding_pattern: int = 0    # every Nth layer attends globally, the others to a window
 
 
 FAMILIES = {
     "llama": Family(),
     "qwen2": Family(qkv_bias=True, rope_halves=True),
     "qwen3": Family(qk_norm=True, rope_halves=True),
+    "gemma2": Family(rope_halves=True, gemma=True, sliding_pattern=2),
+    "gemma3": Family(qk_norm=True, rope_halves=True, gemma=True, sliding_pattern=6),
 }
 
-# Llama-like GGUF architectures that need more than the table above offers (Gemma's
-# embedding scale, (1 + w) norms, soft-capping, sliding windows; Phi-3's fused qkv and
-# LongRoPE): named so that the error says they are known and not converted yet.
-NOT_YET = ("gemma", "gemma2", "gemma3", "phi3")
+# Llama-like GGUF architectures not converted yet, named so that the error says so
+NOT_YET = ("gemma", "phi3")
 
 
 def family(arch) -> Family:

@@ -8,6 +8,7 @@ reordered here (gguf_arch.interleave_rows).
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 
@@ -29,7 +30,11 @@ _BLOCK_TENSORS = {
     "ffn_gate": "feed_forward.w1",
     "ffn_down": "feed_forward.w2",
     "ffn_up": "feed_forward.w3",
+    "post_attention_norm": "attention.post_norm",  # gemma
+    "post_ffw_norm": "feed_forward.post_norm",  # gemma
 }
+_QK_NORMS = ("attn_q_norm", "attn_k_norm")
+_POST_NORMS = ("post_attention_norm", "post_ffw_norm")
 _TOP_TENSORS = {"token_embd": "tok_embeddings", "output_norm": "norm", "output": "output"}
 # GGUF files name Llama-family models after the code path llama.cpp runs them with
 SUPPORTED_ARCHITECTURES = tuple(gguf_arch.FAMILIES)
@@ -56,6 +61,17 @@ class LlamaHParams:
     rope_halves: bool = False  # GGUF q/k rows in rotate-half order (reordered on load)
     # rope_freqs.weight (Llama 3.1+ scaling): each frequency is divided by its factor
     rope_freq_factors: tuple | None = None
+    # Gemma (gemma_model.py): scores times attn_scale (llama.cpp's rule, the GGUF has no key),
+    # tanh soft-caps, sliding-window layers (window, pattern), their RoPE base, and a linear
+    # RoPE factor on the global layers
+    gemma: bool = False
+    attn_scale: float | None = None
+    attn_softcap: float | None = None
+    final_softcap: float | None = None
+    sliding_window: int | None = None
+    sliding_pattern: int = 0
+    rope_local_base: float | None = None
+    rope_linear_factor: float | None = None
 
 
 # What gguf raises on bytes it cannot parse (bad enum values, short reads, reshapes of
@@ -122,8 +138,10 @@ def read_hparams(reader) -> LlamaHParams:
     if hp("expert_count", 0, least=0):
         raise UnsupportedError(f"mixture-of-experts GGUF ({arch}.expert_count > 0) is not supported")
     scaling = field(reader, f"{arch}.rope.scaling.type", "none", required=False)
-    if scaling not in ("none", ""):
-        raise UnsupportedError(f"RoPE scaling {scaling!r} ({arch}.rope.scaling.type) is not supported")
+    linear = scaling == "linear" and arch == "gemma3"  # Gemma 3 >= 4B, global layers only
+    if scaling not in ("none", "") and not linear:
+        raise UnsupportedError(f"RoPE scaling {scaling!r} ({arch}.rope.scaling.type) is not supported"
+                               f"{' for ' + repr(arch) if scaling == 'linear' else ''}")
     names = {t.name for t in reader.tensors}
 
     dim = hp("embedding_length")
@@ -145,11 +163,13 @@ def read_hparams(reader) -> LlamaHParams:
     factors = None
     if "rope_freqs.weight" in names:
         factors = tuple(float(f) for f in _rope_factors(reader, head_dim))
+    n_layers = hp("block_count")
+    gemma = _gemma_hparams(hp, arch, fam, dim, n_heads, head_dim, n_layers, linear) if fam.gemma else {}
     return LlamaHParams(
         architecture=arch,
         name=str(field(reader, "general.name", "", required=False)),
         dim=dim,
-        n_layers=hp("block_count"),
+        n_layers=n_layers,
         n_heads=n_heads,
         n_kv_heads=n_kv_heads,
         head_dim=head_dim,
@@ -163,7 +183,29 @@ def read_hparams(reader) -> LlamaHParams:
         qk_norm=fam.qk_norm,
         rope_halves=fam.rope_halves,
         rope_freq_factors=factors,
+        **gemma,
     )
+
+
+# llama.cpp scales Gemma's scores by 1/sqrt(head size), except in the 27B models (46
+# layers: Gemma 2, 62: Gemma 3), whose query_pre_attn_scalar is width / heads
+_GEMMA_27B_LAYERS = {"gemma2": 46, "gemma3": 62}
+
+
+def _gemma_hparams(hp, arch, fam, dim, n_heads, head_dim, n_layers, linear) -> dict:
+    arch = "gemma3" if fam.qk_norm else "gemma2"
+    big = n_layers == _GEMMA_27B_LAYERS[arch]
+    out = {"gemma": True, "attn_scale": 1 / math.sqrt(dim / n_heads if big else head_dim),
+           "sliding_pattern": fam.sliding_pattern,
+           "sliding_window": hp("attention.sliding_window", 0, least=0) or None}
+    if arch == "gemma2":  # soft-caps of 0 (or absent) switch it off
+        out["attn_softcap"] = hp("attn_logit_softcapping", 0.0, float, least=0.0) or None
+        out["final_softcap"] = hp("final_logit_softcapping", 0.0, float, least=0.0) or None
+    else:  # llama.cpp's default base for Gemma 3's sliding layers
+        out["rope_local_base"] = hp("rope.freq_base_swa", 10000.0, float, least=1e-30)
+        if linear:
+            out["rope_linear_factor"] = hp("rope.scaling.factor", kind=float, least=1e-30)
+    return out
 
 
 def _rope_factors(reader, head_dim: int):
@@ -212,7 +254,10 @@ def parameter_name(gguf_name: str, hp: LlamaHParams | None = None) -> str:
     if suffix != "weight" and not (suffix == "bias" and biased):
         allowed = " (and q/k/v biases)" if hp is not None and hp.qkv_bias else " (no biases)"
         raise UnsupportedError(f"GGUF tensor {gguf_name!r}: only weights are supported{allowed}")
-    if base.endswith(("attn_q_norm", "attn_k_norm")) and not (hp is not None and hp.qk_norm):
+    if base.endswith(_POST_NORMS) and not (hp is not None and hp.gemma):
+        raise UnsupportedError(f"GGUF tensor {gguf_name!r}: post norms are not part of architecture "
+                               f"{hp.architecture if hp else '?'!r}")
+    if base.endswith(_QK_NORMS) and not (hp is not None and hp.qk_norm):
         raise UnsupportedError(f"GGUF tensor {gguf_name!r}: q/k norms are not part of architecture "
                                f"{hp.architecture if hp else '?'!r}")
     if base in _TOP_TENSORS:
@@ -232,6 +277,7 @@ def expected_shape(name: str, hp: LlamaHParams) -> tuple:
         "attention.q_norm_fn.weight": (hp.head_dim,), "attention.k_norm_fn.weight": (hp.head_dim,),
         "tok_embeddings.weight": (hp.vocab_size, hp.dim), "output.weight": (hp.vocab_size, hp.dim),
         "norm.weight": (hp.dim,), "attention_norm.weight": (hp.dim,), "ffn_norm.weight": (hp.dim,),
+        "attention.post_norm.weight": (hp.dim,), "feed_forward.post_norm.weight": (hp.dim,),
         "attention.wq.weight": (q, hp.dim), "attention.wk.weight": (kv, hp.dim),
         "attention.wv.weight": (kv, hp.dim), "attention.wo.weight": (hp.dim, q),
         "feed_forward.w1.weight": (hp.hidden_dim, hp.dim), "feed_forward.w3.weight": (hp.hidden_dim, hp.dim),
@@ -278,7 +324,8 @@ def _required(hp: LlamaHParams):
     yield "output_norm.weight", "norm.weight"
     if not hp.tied_output:
         yield "output.weight", "output.weight"
-    block = [g for g in _BLOCK_TENSORS if hp.qk_norm or g not in ("attn_q_norm", "attn_k_norm")]
+    block = [g for g in _BLOCK_TENSORS if (hp.qk_norm or g not in _QK_NORMS)
+             and (hp.gemma or g not in _POST_NORMS)]
     for i in range(hp.n_layers):
         for g in block:
             yield f"blk.{i}.{g}.weight", f"layers.{i}.{_BLOCK_TENSORS[g]}.weight"

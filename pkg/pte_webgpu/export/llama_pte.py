@@ -61,8 +61,14 @@ def build_model(hp: LlamaHParams, weights: dict, max_seq_len: int, max_context_l
     from executorch.examples.models.llama.llama_transformer import construct_transformer
 
     # Built on CPU (not meta + to_empty): RoPE tables, masks and caches must be real values.
+    args = model_args(hp, max_seq_len, max_context_len)
     with torch.no_grad():
-        model = construct_transformer(model_args(hp, max_seq_len, max_context_len))
+        if hp.gemma:
+            from . import gemma_model
+
+            model = gemma_model.construct(hp, args)
+        else:
+            model = construct_transformer(args)
         missing, unexpected = model.load_state_dict(weights, strict=False)
     # Only the KV caches (zero-initialised buffers) may be absent from the GGUF.
     missing = [k for k in missing if not k.endswith(("k_cache", "v_cache"))]

@@ -5,10 +5,14 @@ from the method's slot buffer (``ctx.dyn.slot(("sym", graph, vid))``).
 ``et_vk.select_as_symint.default [x, dim, index, out: SymInt]``: one element of ``x``,
 which must be a plan input (its host data is at hand; a value computed on the GPU would
 need a read-back). ``sym_size.int [t, dim, out: SymInt]``: ``t``'s actual size along
-``dim``. ``add [a, b, out: SymInt]``: the sum of two Int/SymInt values.
+``dim``. ``add`` / ``sub`` / ``mul`` / ``floordiv [a, b, out: SymInt]``: Python's
+operator on two Int/SymInt values (the size arithmetic of dynamic shapes, e.g. a
+reshape to heads x sequence).
 """
 
 from __future__ import annotations
+
+import operator
 
 from ..errors import FormatError, InputError, UnsupportedError
 from ..model.graph import Scalar
@@ -28,8 +32,21 @@ def reference_sym_size(read, values, args):
     return int(shape[ref_int(read, values, args[1]) % len(shape)])
 
 
-def reference_symint_add(read, values, args):
-    return ref_int(read, values, args[0]) + ref_int(read, values, args[1])
+# the SymInt arithmetic ExecuTorch's Vulkan partitioner keeps in a delegate
+ARITHMETIC = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+              "floordiv": operator.floordiv}
+
+
+def _arithmetic(name: str, a: int, b: int, where: str) -> int:
+    if name == "floordiv" and b == 0:
+        raise InputError(f"{where}: SymInt floordiv by zero")
+    return ARITHMETIC[name](a, b)
+
+
+def _symint_reference(name):
+    def reference(read, values, args):
+        return _arithmetic(name, ref_int(read, values, args[0]), ref_int(read, values, args[1]), name)
+    return reference
 
 
 def _symint_out(ctx, op, vid: int) -> tuple:
@@ -106,21 +123,21 @@ async def build_sym_size(ctx, op):
     _on_host(ctx, op, step)
 
 
-@register("add", reference=reference_symint_add, args=3)
-async def build_symint_add(ctx, op):
+async def build_symint_arithmetic(ctx, op):
     a_id, b_id, out_id = ctx.args(op, 3)
     key = _symint_out(ctx, op, out_id)
-    parts = []
-    for vid in (a_id, b_id):
-        static = int_or_symint(ctx, vid, op)
-        parts.append((static, ("sym", ctx.graph_key, vid)))
-    where = ctx.where(op)
+    parts = [(int_or_symint(ctx, vid, op), ("sym", ctx.graph_key, vid)) for vid in (a_id, b_id)]
+    where, name = ctx.where(op), op.name
 
     def step(env):
-        total = 0
+        got = []
         for static, k in parts:
             if static is None and k not in env.values:
                 raise UnsupportedError(f"{where}: SymInt {k[2]} is read before it is set")
-            total += static if static is not None else int(env.values[k])
-        env.values[key] = total
+            got.append(static if static is not None else int(env.values[k]))
+        env.values[key] = _arithmetic(name, *got, where)
     _on_host(ctx, op, step)
+
+
+for _name in ARITHMETIC:
+    register(_name, reference=_symint_reference(_name), args=3)(build_symint_arithmetic)

@@ -314,6 +314,7 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
     pool_buffers = {m: ctx.resources.buffer(size, f"{ctx.label} mem_obj {m}")
                     for m, size in sorted(pools.items())}
     constants: dict[tuple, Buffer] = {}  # tensors sharing a constant share its one upload
+    in_place = written_in_place(graph)
     stacked = graph.meta.get("concat", {})  # fusion.py: weights of linears fused into one
     for vid, v in enumerate(graph.values):
         if not isinstance(v, TensorValue) or vid in ctx.buffers:
@@ -334,7 +335,7 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
             continue
         if v.constant_id >= 0:
             ref = graph.constants[v.constant_id]
-            key = constant_key(ref, v, vid)
+            key = constant_key(ref, v, vid, in_place)
             if key not in constants:
                 data = formats.resolve(ref, v.nbytes, named, vk.constant_bytes).data
                 what = f"{ctx.label} constant value {vid}"
@@ -343,7 +344,7 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
                 upload_constant(ctx.device, ctx.storage, constants[key], data, v.dtype, what)
                 # A planned constant (mem_obj_id >= 0) is state written in place, e.g. a KV
                 # cache (state.py): constant_key gives each one its own buffer.
-                if v.mem_obj_id >= 0 and ctx.state is not None:
+                if (v.mem_obj_id >= 0 or vid in in_place) and ctx.state is not None:
                     initial = None if all_zero(data) else ctx.storage.to_storage(
                         data, v.dtype, what, UnsupportedError)
                     ctx.state.add(constants[key], ctx.bind_size(vid), initial,
@@ -356,11 +357,28 @@ def _allocate(ctx: BuildContext, vk, named) -> None:
         ctx.buffers[vid] = buf
 
 
-def constant_key(ref, tensor: TensorValue, vid: int) -> tuple:
+# ops that write an operand in place: op name -> argument positions (llama's KV caches)
+IN_PLACE_ARGS = {"update_cache.default": (1,), "sdpa_with_kv_cache.default": (3, 4)}
+
+
+def written_in_place(graph) -> set[int]:
+    """Values some op of ``graph`` writes in place (update_cache's cache), and the
+    constants et_vk.prepack aliases into them (ops/view.py): two equal zero caches would
+    otherwise share one constant's buffer."""
+    out = {op.args[i] for op in graph.ops for i in IN_PLACE_ARGS.get(op.name, ())
+           if i < len(op.args)}
+    out |= {op.args[0] for op in graph.ops
+            if op.name == "et_vk.prepack.default" and op.args and op.args[-1] in out}
+    return out
+
+
+def constant_key(ref, tensor: TensorValue, vid: int, in_place=frozenset()) -> tuple:
     """Tensors with equal keys share one buffer: read-only constants of the same named
     data or inline offset, dtype and element count. A memory-planned constant
-    (``mem_obj_id >= 0``) is state an op writes in place (a KV cache), so its own."""
-    if tensor.mem_obj_id >= 0:
+    (``mem_obj_id >= 0``) or one an op writes in place (``in_place``: ExecuTorch leaves
+    update_cache's caches unplanned, and equal zero caches share their named data) is
+    state, so its own."""
+    if tensor.mem_obj_id >= 0 or vid in in_place:
         return ("value", vid),
     source = ("named", ref.named_key) if ref.offset is None else ("inline", ref.offset)
     return source, tensor.dtype, tensor.numel

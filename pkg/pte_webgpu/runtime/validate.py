@@ -24,7 +24,7 @@ from ..model.program_file import (
     PlanTensor,
 )
 from .budget import max_alloc_bytes, max_ops
-from .build import constant_key
+from .build import constant_key, written_in_place
 
 MAX_RANK = 16  # ExecuTorch's kTensorDimensionLimit
 # Int, double and bool lists are shapes, dims and small parameters; ops multiply and
@@ -299,6 +299,7 @@ def _delegate_bytes(vk, file, storage, binding: BufferLimit, where: str) -> int:
     io = set(graph.input_ids) | set(graph.output_ids)
     pools: dict[int, int] = {}
     constants: dict[tuple, int] = {}
+    in_place = written_in_place(graph)
     total = 0
     for vid, v in enumerate(graph.values):
         if not isinstance(v, TensorValue) or vid in io:
@@ -306,7 +307,7 @@ def _delegate_bytes(vk, file, storage, binding: BufferLimit, where: str) -> int:
         size = _tensor_size(v, storage, binding, f"{where} graph value {vid}"
                             + _constant_name(graph, v))
         if v.constant_id >= 0:
-            key = constant_key(graph.constants[v.constant_id], v, vid)
+            key = constant_key(graph.constants[v.constant_id], v, vid, in_place)
             if key not in constants:
                 constants[key] = size
                 formats.resolve(graph.constants[v.constant_id], v.nbytes, file.named,

@@ -9,6 +9,12 @@ Each family maps onto options of ExecuTorch's llama example model. Facts behind 
   rows in HF's order (transformers loads them unchanged), so the exporter reorders them to
   the interleaved layout; qwen2 has q/k/v biases, qwen3 an RMSNorm over each q/k head
   (before RoPE, weights ``attn_q_norm``/``attn_k_norm``).
+- ``phi3``: llama.cpp's converter writes HF's fused ``qkv_proj`` as ``blk.N.attn_qkv`` (q, k,
+  v rows) and ``gate_up_proj`` as ``blk.N.ffn_up`` (gate rows, then up rows: llama.cpp's
+  SwiGLU and transformers' ``Phi3MLP`` gate the first half), unpermuted (NEOX RoPE, q/k rows
+  in HF's order, as for qwen2); the exporter splits them (gguf_llama.split_fused). Phi-3
+  128k / Phi-3.5 carry LongRoPE: tensors ``rope_factors_{short,long}.weight`` (one divisor
+  per frequency) and ``rope.scaling.attn_factor`` (cos/sin scale), see ``longrope``.
 """
 
 from __future__ import annotations
@@ -23,18 +29,21 @@ class Family:
     qkv_bias: bool = False      # blk.N.attn_{q,k,v}.bias
     qk_norm: bool = False       # blk.N.attn_{q,k}_norm.weight, RMSNorm per head before RoPE
     rope_halves: bool = False   # q/k rows in rotate-half order: reorder to interleaved pairs
+    fused: bool = False         # blk.N.attn_qkv (q, k, v) and blk.N.ffn_up (gate, up): split
+    longrope: bool = False      # LongRoPE factor tensors and attention.sliding_window may come
 
 
 FAMILIES = {
     "llama": Family(),
     "qwen2": Family(qkv_bias=True, rope_halves=True),
     "qwen3": Family(qk_norm=True, rope_halves=True),
+    "phi3": Family(rope_halves=True, fused=True, longrope=True),
 }
 
 # Llama-like GGUF architectures that need more than the table above offers (Gemma's
-# embedding scale, (1 + w) norms, soft-capping, sliding windows; Phi-3's fused qkv and
-# LongRoPE): named so that the error says they are known and not converted yet.
-NOT_YET = ("gemma", "gemma2", "gemma3", "phi3")
+# embedding scale, (1 + w) norms, soft-capping, sliding windows): named so that the error
+# says they are known and not converted yet.
+NOT_YET = ("gemma", "gemma2", "gemma3")
 
 
 def family(arch) -> Family:
@@ -57,3 +66,26 @@ def interleave_rows(w, n_heads: int):
     half = head_dim // 2
     order = [h * head_dim + j for h in range(n_heads) for i in range(half) for j in (i, i + half)]
     return w[order]
+
+
+def longrope(hp, context: int):
+    """(frequency divisors or None, cos/sin scale) of a LongRoPE model for a program of
+    ``context`` positions. As llama.cpp picks them by its context size (transformers by the
+    sequence so far; the same while that stays within the original context): the short
+    factors unless the context exceeds ``rope.scaling.original_context_length``. The
+    attention factor (transformers' ``attention_factor``) scales cos and sin either way."""
+    if hp.rope_factors_short is None:
+        return None, hp.rope_attn_factor
+    long = context > hp.rope_original_context
+    return (hp.rope_factors_long if long else hp.rope_factors_short), hp.rope_attn_factor
+
+
+def check_sliding_window(hp, context: int) -> None:
+    """Phi-3's ``attention.sliding_window`` W (0: none) lets a query see its last W positions
+    (transformers' mask; llama.cpp ignores it for phi3). A program of at most W positions never
+    reaches past it, so it has no effect there; a longer one would need the windowed mask."""
+    if hp.sliding_window and context > hp.sliding_window:
+        raise UnsupportedError(
+            f"context {context} exceeds the sliding attention window of {hp.sliding_window} "
+            f"({hp.architecture}.attention.sliding_window); convert with --max-context-len "
+            f"<= {hp.sliding_window} (a windowed mask is not implemented)")

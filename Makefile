@@ -12,7 +12,7 @@
 #              tokenizer, references
 # make llm-accuracy    the q4 program's top-1 agreement with a float64 model of the GGUF
 # make llm-tokenizer   only the tokenizer JSON (needs gguf, not torch)
-# make llm-families  tiny llama / qwen2 / qwen3 GGUFs converted with `pte-webgpu convert`, and their
+# make llm-families  tiny llama / qwen2 / qwen3 / phi3 GGUFs converted with `pte-webgpu convert`, and their
 #              float64 transformers references -> tests/fixtures/llm_families (needs the export venv)
 # make vision-models  the vision and audio programs of tests/fixtures/vision at full size
 #              (224x224 batch 1, Whisper-tiny's encoder on 3000 frames) -> build/vision/
@@ -130,7 +130,7 @@ llm-accuracy: $(LLM_GGUF) | llm-export-deps
 # --- Tiny GGUFs of each converted architecture (tests/fixtures/llm_families, committed) ---
 # GGUFs from spec.py's seeds, converted with `pte-webgpu convert`, then transformers' float64
 # greedy references; the programs and reference.json are copied into the fixtures folder.
-LLM_FAMILIES := llama qwen2 qwen3
+LLM_FAMILIES := llama qwen2 qwen3 phi3 phi3_longrope gemma2 gemma3
 LLM_FAMILIES_FP16 := qwen2
 LLM_FAMILIES_Q4 := qwen2
 LLM_FAMILIES_DIR := build/llm_families

@@ -1,8 +1,8 @@
-"""The converted tiny GGUFs of tests/fixtures/llm_families (llama, qwen2, qwen3) in Pyodide
-on headless Chromium's WebGPU, step by step with the KV cache as in the native test
-(tests/native/test_llm_families.py: prefill in one call, then the reference's tokens one
-per call): each step's argmax is the float64 reference's token, and logits are within that
-test's tolerances. One prompt per program: CI time."""
+"""The converted tiny GGUFs of tests/fixtures/llm_families (llama, qwen2, qwen3, phi3 plain
+and with LongRoPE) in Pyodide on headless Chromium's WebGPU, step by step with the KV cache
+as in the native test (tests/native/test_llm_families.py: prefill in one call, then the
+reference's tokens one per call): each step's argmax is the float64 reference's token, and
+logits are within that test's tolerances. One prompt per program: CI time."""
 
 import pytest
 

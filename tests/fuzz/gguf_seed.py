@@ -4,7 +4,8 @@ Q4_1, Q8_0, F16 and F32 tensors, with a byte-level BPE tokenizer; and variants o
 are well-formed GGUF but wrong as a model (missing or mistyped keys, zero heads, a tensor
 of the wrong shape, an unknown tensor), so the mutations start from both kinds; and the
 other converted families' extras: qwen2 (q/k/v biases), qwen3 (q/k norms), llama with
-Llama 3 scaling factors (rope_freqs.weight)."""
+Llama 3 scaling factors (rope_freqs.weight), phi3 (fused attn_qkv and gate/up ffn_up in place
+of the five tensors they hold, LongRoPE factors and keys, a sliding window)."""
 
 from __future__ import annotations
 
@@ -30,14 +31,20 @@ _FAMILY = {
     "qwen3": ("qwen3", {"attn_q_norm.weight": ((HEAD_DIM,), "F32"),
                         "attn_k_norm.weight": ((HEAD_DIM,), "F32")}, {}),
     "llama_rope_freqs": ("llama", {}, {"rope_freqs.weight": ((HEAD_DIM // 2,), "F32")}),
+    "phi3": ("phi3", {"attn_qkv.weight": ((DIM + 2 * KV_HEADS * HEAD_DIM, DIM), "Q8_0"),
+                      "ffn_up.weight": ((2 * HIDDEN, DIM), "Q4_0")},
+             {"rope_factors_short.weight": ((HEAD_DIM // 2,), "F32"),
+              "rope_factors_long.weight": ((HEAD_DIM // 2,), "F16")}),
 }
+_FUSED_AWAY = ("attn_q.weight", "attn_k.weight", "attn_v.weight", "ffn_gate.weight")  # phi3
 
 
 def tensors(variant: str = "base") -> dict:
-    _, block, top = _FAMILY.get(variant, ("llama", {}, {}))
+    arch, block, top = _FAMILY.get(variant, ("llama", {}, {}))
+    base = {k: v for k, v in _BLOCK.items() if arch != "phi3" or k not in _FUSED_AWAY}
     out = {**_TOP, **top}
     for i in range(LAYERS):
-        out.update({f"blk.{i}.{k}": v for k, v in {**_BLOCK, **block}.items()})
+        out.update({f"blk.{i}.{k}": v for k, v in {**base, **block}.items()})
     return out
 
 
@@ -62,6 +69,10 @@ def write(path, variant: str = "base", seed: int = 0) -> None:
     else:
         w.add_float32(f"{arch}.rope.freq_base", 10000.0)
     w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)
+    if arch == "phi3":
+        w.add_uint32(f"{arch}.attention.sliding_window", 64)
+        w.add_uint32(f"{arch}.rope.scaling.original_context_length", 32)
+        w.add_float32(f"{arch}.rope.scaling.attn_factor", 1.1)
     w.add_name("tiny fuzz llama")
     tokens = [f"t{i}" for i in range(VOCAB - 3)] + ["<s>", "</s>", "<|im_end|>"]
     w.add_tokenizer_model("gpt2")
@@ -76,7 +87,7 @@ def write(path, variant: str = "base", seed: int = 0) -> None:
         if variant == "wrong_shape" and name == "blk.1.ffn_down.weight":
             shape = (DIM, HIDDEN - 32)
         values = (rng.standard_normal(shape) * 0.1).astype(np.float32)
-        if name == "rope_freqs.weight":  # divisors: positive
+        if name.startswith("rope_f"):  # divisors (rope_freqs, rope_factors_*): positive
             values = 1 + np.abs(values) * 30
         qtype = gguf.GGMLQuantizationType[type_name]
         if type_name in ("F32", "F16"):

@@ -29,7 +29,7 @@ def test_seeds_read_as_written(seeds, tmp_path):
     assert got == {"base": "ok", "zero_heads": "FormatError", "missing_key": "FormatError",
                    "string_number": "FormatError", "wrong_shape": "FormatError",
                    "unknown_tensor": "UnsupportedError", "qwen2": "ok", "qwen3": "ok",
-                   "llama_rope_freqs": "ok"}
+                   "llama_rope_freqs": "ok", "phi3": "ok"}
 
 
 @pytest.mark.fuzz

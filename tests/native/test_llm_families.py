@@ -1,5 +1,6 @@
-"""Converted tiny GGUFs of three architectures (tests/fixtures/llm_families: llama with an
-untied lm head and Llama 3 RoPE scaling, qwen2 with q/k/v biases, qwen3 with q/k norms),
+"""Converted tiny GGUFs of four architectures (tests/fixtures/llm_families: llama with an
+untied lm head and Llama 3 RoPE scaling, qwen2 with q/k/v biases, qwen3 with q/k norms,
+phi3 with fused q/k/v and gate/up, plain and with LongRoPE),
 run step by step with their KV cache: each step's greedy token equals the float64
 reference (transformers' own model from the same GGUF, full forward passes, no cache),
 and the logits of the reference's top 8 tokens agree within LOGIT_TOL.
@@ -19,8 +20,8 @@ from tests.support.gpu_thread import run_sync
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm_families"
 REFERENCE = json.loads((FIXTURES / "reference.json").read_text())
 # float32 programs against a float64 model: measured worst |difference| 2.4e-5 on lavapipe
-# (|logit| up to 17; the eager fp32 torch model of the export: 1.6e-5); 5e-4 leaves room for
-# other adapters' summation orders.
+# (phi3 2.0e-5, phi3_longrope 1.8e-5; |logit| up to 17; the eager fp32 torch model of the
+# export: 1.6e-5); 5e-4 leaves room for other adapters' summation orders.
 LOGIT_TOL = 5e-4
 # force_fp16 programs (weights and, with shader-f16, activations in half precision): measured
 # worst 0.037 on lavapipe (f16 activations)

@@ -1,6 +1,7 @@
 """The GGUF side of `pte-webgpu convert` (no torch): each family's hyperparameters and
 weight layout from the tiny GGUFs of tests/fixtures/llm_families, and the typed errors for
-architectures it does not convert and for missing keys and tensors."""
+architectures it does not convert, for missing keys and tensors, and for Phi-3's fused
+tensors, LongRoPE factors and sliding window."""
 
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ def test_hyperparameters_come_from_each_architectures_keys(ggufs, name):
     assert (hp.qkv_bias, hp.qk_norm, hp.rope_halves) == (name == "qwen2", name == "qwen3",
                                                          name != "llama")
     assert (hp.rope_freq_factors is not None) == (name == "llama")
+    assert hp.fused == (m["arch"] == "phi3") and hp.sliding_window == m.get("sliding_window", 0)
+    assert (hp.rope_factors_short is not None) == ("longrope" in m)
 
 
 def test_llama3_rope_factors_span_unscaled_smoothed_and_scaled(ggufs):
@@ -79,12 +82,94 @@ def test_qwen_weights_are_reordered_and_biases_and_norms_kept(ggufs):
     assert got["layers.1.attention.k_norm_fn.weight"].shape == (32,)
 
 
-@pytest.mark.parametrize("arch", ["gemma2", "gemma3", "phi3", "mamba"])
+@pytest.mark.parametrize("arch", ["gemma2", "gemma3", "mamba"])
 def test_an_architecture_not_converted_is_an_unsupported_error_naming_it(tmp_path, arch):
     path = tmp_path / f"{arch}.gguf"
     make_ggufs.write(path, "llama", arch=arch)
-    with pytest.raises(UnsupportedError, match=f"'{arch}'.*general.architecture.*llama, qwen2, qwen3"):
+    with pytest.raises(UnsupportedError,
+                       match=f"'{arch}'.*general.architecture.*llama, qwen2, qwen3, phi3"):
         _hp(path)
+
+
+def _unfused(name):
+    """Model ``name``'s weights as drawn before make_ggufs fuses them (the same seed and
+    draws: only the write differs), to check the split against."""
+    return make_ggufs.weights({**spec.MODELS[name], "arch": "llama"}, spec.VOCAB)
+
+
+def test_phi3_fused_tensors_split_into_q_k_v_and_gate_then_up(ggufs):
+    reader, hp = _hp(ggufs / "phi3.gguf")
+    assert {t.name for t in reader.tensors} >= {"blk.1.attn_qkv.weight", "blk.1.ffn_up.weight"}
+    assert not {t.name for t in reader.tensors} & {"blk.0.attn_q.weight", "blk.0.ffn_gate.weight"}
+    got, drawn = gguf_llama.arrays(reader, hp), _unfused("phi3")
+    interleaved = gguf_arch.interleave_rows
+    for i in range(2):
+        b, layer = f"blk.{i}.", f"layers.{i}."
+        assert (got[layer + "attention.wq.weight"] == interleaved(drawn[b + "attn_q.weight"], 4)).all()
+        assert (got[layer + "attention.wk.weight"] == interleaved(drawn[b + "attn_k.weight"], 2)).all()
+        assert (got[layer + "attention.wv.weight"] == drawn[b + "attn_v.weight"]).all()
+        # the GGUF's ffn_up is gate rows then up rows: w1 (SiLU's input) is the first half
+        assert (got[layer + "feed_forward.w1.weight"] == drawn[b + "ffn_gate.weight"]).all()
+        assert (got[layer + "feed_forward.w3.weight"] == drawn[b + "ffn_up.weight"]).all()
+    assert not [k for k in got if "wqkv" in k or "w13" in k]
+
+
+@pytest.mark.parametrize("tensor, rows, text", [
+    ("attn_qkv", 96, r"\[96, 64\]; q \+ k \+ v need 64 \+ 32 \+ 32 = 128 rows of width 64 "
+                     r"\(4 heads, 2 KV heads of 16\)"),
+    ("ffn_up", 128, r"\[128, 64\]; gate \+ up need 128 \+ 128 = 256 rows of width 64 "
+                    r"\(feed_forward_length 128\)"),
+])
+def test_a_fused_tensor_of_other_rows_is_a_format_error_naming_it_and_the_sizes(
+        tmp_path, monkeypatch, tensor, rows, text):
+    name = f"blk.1.{tensor}.weight"
+    reader, hp = _hp_with(tmp_path, monkeypatch, "phi3", lambda w: {**w, name: w[name][:rows]})
+    with pytest.raises(FormatError, match=text) as e:
+        gguf_llama.arrays(reader, hp)
+    assert e.value.field == name
+    with pytest.raises(FormatError, match=text):  # the split itself checks too
+        gguf_llama.split_fused(name, gguf_llama.parameter_name(name, hp),
+                               np.zeros((rows, 64), np.float32), hp)
+
+
+def test_longrope_takes_the_short_factors_within_the_original_context(ggufs):
+    _, hp = _hp(ggufs / "phi3_longrope.gguf")
+    rope = spec.PHI3_LONGROPE
+    assert hp.rope_factors_short == pytest.approx(rope["short_factor"])
+    assert hp.rope_factors_long == pytest.approx(rope["long_factor"])
+    original = rope["original_max_position_embeddings"]
+    assert hp.rope_original_context == original
+    # as llama.cpp's converter (and transformers' default) from context 192 / original 64
+    assert hp.rope_attn_factor == pytest.approx((1 + np.log(3) / np.log(64)) ** 0.5, rel=1e-6)
+    assert gguf_arch.longrope(hp, original) == (hp.rope_factors_short, hp.rope_attn_factor)
+    assert gguf_arch.longrope(hp, original + 1) == (hp.rope_factors_long, hp.rope_attn_factor)
+    _, plain = _hp(ggufs / "phi3.gguf")
+    assert gguf_arch.longrope(plain, 10 ** 6) == (None, 1.0)
+
+
+def test_one_longrope_factor_set_alone_is_a_format_error_naming_the_other(tmp_path, monkeypatch):
+    with pytest.raises(FormatError, match="'rope_factors_long.weight' is missing") as e:
+        _hp_with(tmp_path, monkeypatch, "phi3_longrope", lambda w: {
+            k: a for k, a in w.items() if k != "rope_factors_long.weight"})
+    assert e.value.field == "rope_factors_long.weight"
+
+
+def test_longrope_factors_outside_phi3_stay_unsupported(tmp_path, monkeypatch):
+    reader, hp = _hp_with(tmp_path, monkeypatch, "llama", lambda w: {
+        **w, "rope_factors_short.weight": np.ones(8, np.float32)})
+    with pytest.raises(UnsupportedError, match="rope_factors_short.weight"):
+        gguf_llama.arrays(reader, hp)
+
+
+def test_a_context_past_phi3s_sliding_window_is_refused_before_torch(ggufs, tmp_path, capsys):
+    _, hp = _hp(ggufs / "phi3.gguf")
+    gguf_arch.check_sliding_window(hp, spec.MAX_SEQ_LEN)  # within the window: no effect
+    out = tmp_path / "p.pte"
+    assert cli.main(["convert", "-q", str(ggufs / "phi3.gguf"), "--max-seq-len", "48",
+                     "--max-context-len", "49", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "context 49 exceeds the sliding attention window of 48 (phi3.attention.sliding_window)" in err
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("key", ["attention.layer_norm_rms_epsilon", "feed_forward_length",

@@ -62,13 +62,23 @@ def _check_q4_shapes(hp) -> None:
                                f"and 32 (inputs); this model has {', '.join(dict.fromkeys(bad))}")
 
 
+def _longrope_note(hp, ctx: int) -> str:
+    from .gguf_arch import longrope
+
+    if hp.rope_factors_short is None:
+        return ""
+    which = "short" if longrope(hp, ctx)[0] is hp.rope_factors_short else "long"
+    return (f", LongRoPE ({which} factors: context {ctx} vs original {hp.rope_original_context}; "
+            f"attention factor {hp.rope_attn_factor:.4g})")
+
+
 def stem_of(path: Path) -> str:
     return path.name[:-4] if path.name.endswith(".pte") else path.name
 
 
 def convert(gguf_path: Path, out: Path, dtype: str = "fp32", max_seq_len: int = 1024,
             max_context_len: int | None = None, progress=lambda text: None) -> dict:
-    from . import gguf_llama, llama_pte, tokenizer_json
+    from . import gguf_arch, gguf_llama, llama_pte, tokenizer_json
 
     if dtype not in DTYPES:
         raise PteError(f"dtype {dtype!r}: one of {', '.join(DTYPES)}")
@@ -84,7 +94,9 @@ def convert(gguf_path: Path, out: Path, dtype: str = "fp32", max_seq_len: int = 
              f"{hp.n_heads} heads ({hp.n_kv_heads} KV) of {hp.head_dim}, vocab {hp.vocab_size}"
              f"{', untied lm head' if not hp.tied_output else ''}"
              f"{', q/k/v bias' if hp.qkv_bias else ''}{', q/k norm' if hp.qk_norm else ''}"
-             f"{', rope_freqs scaling' if hp.rope_freq_factors else ''}")
+             f"{', rope_freqs scaling' if hp.rope_freq_factors else ''}"
+             f"{', fused qkv and gate/up (split)' if hp.fused else ''}{_longrope_note(hp, ctx)}")
+    gguf_arch.check_sliding_window(hp, ctx)  # before torch: a refusal needs only the GGUF
     if ctx > hp.context_length:
         progress(f"note: context {ctx} exceeds the model's trained {hp.context_length}")
     tok = tokenizer_json.tokenizer_dict(reader)

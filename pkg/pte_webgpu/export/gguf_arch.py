@@ -15,6 +15,12 @@ Each family maps onto options of ExecuTorch's llama example model. Facts behind 
   converter. Sliding-window layers: every other one from the first (Gemma 2), five of
   every six (Gemma 3, whose sliding layers also take RoPE base 10000). Gemma 2 soft-caps
   scores and logits; Gemma 3 has q/k norms instead.
+- ``phi3``: llama.cpp's converter writes HF's fused ``qkv_proj`` as ``blk.N.attn_qkv`` (q, k,
+  v rows) and ``gate_up_proj`` as ``blk.N.ffn_up`` (gate rows, then up rows: llama.cpp's
+  SwiGLU and transformers' ``Phi3MLP`` gate the first half), unpermuted (NEOX RoPE, q/k rows
+  in HF's order, as for qwen2); the exporter splits them (gguf_llama.split_fused). Phi-3
+  128k / Phi-3.5 carry LongRoPE: tensors ``rope_factors_{short,long}.weight`` (one divisor
+  per frequency) and ``rope.scaling.attn_factor`` (cos/sin scale), see ``longrope``.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ class Family:
     rope_halves: bool = False   # q/k rows in rotate-half order: reorder to interleaved pairs
     gemma: bool = False         # export/gemma_model.py's blocks (GeGLU, post norms, scaled embedding)
     sliding_pattern: int = 0    # every Nth layer attends globally, the others to a window
+    fused: bool = False         # blk.N.attn_qkv (q, k, v) and blk.N.ffn_up (gate, up): split
+    longrope: bool = False      # LongRoPE factor tensors and attention.sliding_window may come
 
 
 FAMILIES = {
@@ -39,10 +47,11 @@ FAMILIES = {
     "qwen3": Family(qk_norm=True, rope_halves=True),
     "gemma2": Family(rope_halves=True, gemma=True, sliding_pattern=2),
     "gemma3": Family(qk_norm=True, rope_halves=True, gemma=True, sliding_pattern=6),
+    "phi3": Family(rope_halves=True, fused=True, longrope=True),
 }
 
-# Llama-like GGUF architectures not converted yet, named so that the error says so
-NOT_YET = ("gemma", "phi3")
+# Llama-like GGUF architectures not converted yet (Gemma 1), named so that the error says so
+NOT_YET = ("gemma",)
 
 
 def family(arch) -> Family:
@@ -65,3 +74,26 @@ def interleave_rows(w, n_heads: int):
     half = head_dim // 2
     order = [h * head_dim + j for h in range(n_heads) for i in range(half) for j in (i, i + half)]
     return w[order]
+
+
+def longrope(hp, context: int):
+    """(frequency divisors or None, cos/sin scale) of a LongRoPE model for a program of
+    ``context`` positions. As llama.cpp picks them by its context size (transformers by the
+    sequence so far; the same while that stays within the original context): the short
+    factors unless the context exceeds ``rope.scaling.original_context_length``. The
+    attention factor (transformers' ``attention_factor``) scales cos and sin either way."""
+    if hp.rope_factors_short is None:
+        return None, hp.rope_attn_factor
+    long = context > hp.rope_original_context
+    return (hp.rope_factors_long if long else hp.rope_factors_short), hp.rope_attn_factor
+
+
+def check_sliding_window(hp, context: int) -> None:
+    """(Gemma's sliding layers mask to their window: gemma_model.py.) Phi-3's ``attention.sliding_window`` W (0: none) lets a query see its last W positions
+    (transformers' mask; llama.cpp ignores it for phi3). A program of at most W positions never
+    reaches past it, so it has no effect there; a longer one would need the windowed mask."""
+    if hp.sliding_window and context > hp.sliding_window and not hp.gemma:  # Gemma masks it
+        raise UnsupportedError(
+            f"context {context} exceeds the sliding attention window of {hp.sliding_window} "
+            f"({hp.architecture}.attention.sliding_window); convert with --max-context-len "
+            f"<= {hp.sliding_window} (a windowed mask is not implemented)")

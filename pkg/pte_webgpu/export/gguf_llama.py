@@ -1,9 +1,11 @@
-"""Read a Llama-family GGUF (``llama``, ``qwen2``, ``qwen3``: gguf_arch.py): hyperparameters
-from its metadata, dequantized weights keyed like ExecuTorch's llama example model.
+"""Read a Llama-family GGUF (``llama``, ``qwen2``, ``qwen3``, ``phi3``: gguf_arch.py):
+hyperparameters from its metadata, dequantized weights keyed like ExecuTorch's llama example
+model.
 
 q/k rows end in the interleaved-pair RoPE layout of that model: ``llama`` GGUFs hold them so
-(llama.cpp's converter permuted HF's rotate-half rows), ``qwen2``/``qwen3`` in HF's order,
-reordered here (gguf_arch.interleave_rows).
+(llama.cpp's converter permuted HF's rotate-half rows), ``qwen2``/``qwen3``/``phi3`` in HF's
+order, reordered here (gguf_arch.interleave_rows). Phi-3's fused q/k/v and gate/up tensors
+are split into the model's own (split_fused).
 """
 
 from __future__ import annotations
@@ -39,6 +41,16 @@ _TOP_TENSORS = {"token_embd": "tok_embeddings", "output_norm": "norm", "output":
 # GGUF files name Llama-family models after the code path llama.cpp runs them with
 SUPPORTED_ARCHITECTURES = tuple(gguf_arch.FAMILIES)
 _BIASED = ("attn_q", "attn_k", "attn_v")  # the only biases a family may have (qkv_bias)
+# Phi-3's fused block tensors (Family.fused) under keys of their own until split_fused, and
+# per fused key its row blocks in the GGUF's order: (label, llama example parameter)
+_FUSED = {"attn_qkv": "attention.wqkv", "ffn_up": "feed_forward.w13"}
+_FUSED_PARTS = {
+    "attention.wqkv.weight": (("q", "attention.wq.weight"), ("k", "attention.wk.weight"),
+                              ("v", "attention.wv.weight")),
+    "feed_forward.w13.weight": (("gate", "feed_forward.w1.weight"), ("up", "feed_forward.w3.weight")),
+}
+# read by read_hparams, not model weights
+_LONGROPE_TENSORS = ("rope_factors_short.weight", "rope_factors_long.weight")
 
 
 @dataclass(frozen=True)
@@ -68,10 +80,17 @@ class LlamaHParams:
     attn_scale: float | None = None
     attn_softcap: float | None = None
     final_softcap: float | None = None
-    sliding_window: int | None = None
     sliding_pattern: int = 0
     rope_local_base: float | None = None
     rope_linear_factor: float | None = None
+    fused: bool = False  # Phi-3: blk.N.attn_qkv and ffn_up hold q/k/v and gate/up stacked
+    # LongRoPE (Phi-3 128k, Phi-3.5): divisors per frequency, the context they switch at, the
+    # cos/sin scale (gguf_arch.longrope picks the set)
+    rope_factors_short: tuple | None = None
+    rope_factors_long: tuple | None = None
+    rope_original_context: int = 0
+    rope_attn_factor: float = 1.0
+    sliding_window: int = 0  # attention.sliding_window, 0: none (Phi-3: gguf_arch.check_sliding_window)
 
 
 # What gguf raises on bytes it cannot parse (bad enum values, short reads, reshapes of
@@ -165,6 +184,8 @@ def read_hparams(reader) -> LlamaHParams:
         factors = tuple(float(f) for f in _rope_factors(reader, head_dim))
     n_layers = hp("block_count")
     gemma = _gemma_hparams(hp, arch, fam, dim, n_heads, head_dim, n_layers, linear) if fam.gemma else {}
+    context = hp("context_length", 2048)
+    phi3 = _phi3_hparams(reader, arch, head_dim, context, names) if fam.longrope else {}
     return LlamaHParams(
         architecture=arch,
         name=str(field(reader, "general.name", "", required=False)),
@@ -177,13 +198,15 @@ def read_hparams(reader) -> LlamaHParams:
         vocab_size=vocab,
         rope_freq_base=hp("rope.freq_base", 10000.0, float, least=1e-30),
         norm_eps=hp("attention.layer_norm_rms_epsilon", kind=float, least=0.0),
-        context_length=hp("context_length", 2048),
+        context_length=context,
         tied_output="output.weight" not in names,
         qkv_bias=fam.qkv_bias,
         qk_norm=fam.qk_norm,
         rope_halves=fam.rope_halves,
         rope_freq_factors=factors,
+        fused=fam.fused,
         **gemma,
+        **phi3,
     )
 
 
@@ -193,11 +216,10 @@ _GEMMA_27B_LAYERS = {"gemma2": 46, "gemma3": 62}
 
 
 def _gemma_hparams(hp, arch, fam, dim, n_heads, head_dim, n_layers, linear) -> dict:
-    arch = "gemma3" if fam.qk_norm else "gemma2"
     big = n_layers == _GEMMA_27B_LAYERS[arch]
     out = {"gemma": True, "attn_scale": 1 / math.sqrt(dim / n_heads if big else head_dim),
            "sliding_pattern": fam.sliding_pattern,
-           "sliding_window": hp("attention.sliding_window", 0, least=0) or None}
+           "sliding_window": hp("attention.sliding_window", 0, least=0)}
     if arch == "gemma2":  # soft-caps of 0 (or absent) switch it off
         out["attn_softcap"] = hp("attn_logit_softcapping", 0.0, float, least=0.0) or None
         out["final_softcap"] = hp("final_logit_softcapping", 0.0, float, least=0.0) or None
@@ -208,14 +230,36 @@ def _gemma_hparams(hp, arch, fam, dim, n_heads, head_dim, n_layers, linear) -> d
     return out
 
 
-def _rope_factors(reader, head_dim: int):
-    t = _tensor(reader, "rope_freqs.weight")
+def _phi3_hparams(reader, arch: str, head_dim: int, context: int, names: set) -> dict:
+    """LongRoPE and the sliding window as llama.cpp's converter writes them for Phi-3: both
+    factor tensors or neither, rope.scaling.original_context_length (default: the context
+    length, as llama.cpp), rope.scaling.attn_factor (default 1, as llama.cpp)."""
+    out = {"sliding_window": number(reader, f"{arch}.attention.sliding_window", int, 0, least=0)}
+    present = [n for n in _LONGROPE_TENSORS if n in names]
+    if len(present) == 1:
+        missing = next(n for n in _LONGROPE_TENSORS if n not in names)
+        raise FormatError(f"GGUF tensor {missing!r} is missing (LongRoPE needs both factor "
+                          f"sets; {present[0]!r} is there)", field=missing)
+    if present:
+        short, long = (tuple(float(f) for f in _rope_factors(reader, head_dim, n))
+                       for n in _LONGROPE_TENSORS)
+        out.update(
+            rope_factors_short=short, rope_factors_long=long,
+            rope_original_context=number(reader, f"{arch}.rope.scaling.original_context_length",
+                                         int, context, least=1),
+            rope_attn_factor=number(reader, f"{arch}.rope.scaling.attn_factor", float, 1.0,
+                                    least=1e-30))
+    return out
+
+
+def _rope_factors(reader, head_dim: int, name: str = "rope_freqs.weight"):
+    t = _tensor(reader, name)
     if tuple(int(d) for d in t.shape) != (head_dim // 2,):
-        raise FormatError(f"rope_freqs.weight has shape {list(t.shape)}, RoPE needs "
-                          f"[{head_dim // 2}] (head size / 2)", field="rope_freqs.weight")
+        raise FormatError(f"{name} has shape {list(t.shape)}, RoPE needs "
+                          f"[{head_dim // 2}] (head size / 2)", field=name)
     factors = dequantize(t)
     if not (factors > 0).all():
-        raise FormatError("rope_freqs.weight holds factors <= 0", field="rope_freqs.weight")
+        raise FormatError(f"{name} holds factors <= 0", field=name)
     return factors
 
 
@@ -263,9 +307,46 @@ def parameter_name(gguf_name: str, hp: LlamaHParams | None = None) -> str:
     if base in _TOP_TENSORS:
         return f"{_TOP_TENSORS[base]}.weight"
     parts = base.split(".")
-    if len(parts) == 3 and parts[0] == "blk" and parts[1].isdigit() and parts[2] in _BLOCK_TENSORS:
-        return f"layers.{parts[1]}.{_BLOCK_TENSORS[parts[2]]}.{suffix}"
+    blocks = _block_tensors(hp)
+    if len(parts) == 3 and parts[0] == "blk" and parts[1].isdigit() and parts[2] in blocks:
+        return f"layers.{parts[1]}.{blocks[parts[2]]}.{suffix}"
     raise UnsupportedError(f"GGUF tensor {gguf_name!r} has no place in the llama example model")
+
+
+def _block_tensors(hp: LlamaHParams | None) -> dict:
+    """_BLOCK_TENSORS of ``hp``'s family: with Phi-3's fused tensors in place of the ones
+    they hold (its ffn_up is gate and up)."""
+    if hp is None or not hp.fused:
+        return _BLOCK_TENSORS
+    held = ("attn_q", "attn_k", "attn_v", "ffn_gate", "ffn_up")
+    return {**{g: k for g, k in _BLOCK_TENSORS.items() if g not in held}, **_FUSED}
+
+
+def _fused_rows(name: str, leaf: str, shape: tuple, hp: LlamaHParams) -> list[int]:
+    """Rows of each part of fused tensor ``name`` (parameter ``leaf``); a FormatError naming
+    the parts and their sizes unless ``shape`` holds exactly them."""
+    rows = [expected_shape(part, hp)[0] for _, part in _FUSED_PARTS[leaf]]
+    if tuple(shape) != (sum(rows), hp.dim):
+        labels = " + ".join(label for label, _ in _FUSED_PARTS[leaf])
+        sizes = (f"{hp.n_heads} heads, {hp.n_kv_heads} KV heads of {hp.head_dim}" if "wqkv" in leaf
+                 else f"feed_forward_length {hp.hidden_dim}")
+        raise FormatError(f"fused tensor has shape {list(shape)}; {labels} need "
+                          f"{' + '.join(map(str, rows))} = {sum(rows)} rows of width {hp.dim} "
+                          f"({sizes})", field=name)
+    return rows
+
+
+def split_fused(name: str, key: str, w: np.ndarray, hp: LlamaHParams) -> dict:
+    """Phi-3's fused tensor ``name`` (model key ``key``, array ``w`` [rows, dim]) as the llama
+    example's parameters: attn_qkv -> wq, wk, wv (q, k, v rows in that order); ffn_up -> w1
+    (the gate: the first half, the one SiLU is applied to) and w3 (up)."""
+    leaf = key.split(".", 2)[-1]
+    prefix = key[: len(key) - len(leaf)]  # "layers.N."
+    out, start = {}, 0
+    for (_, part), n in zip(_FUSED_PARTS[leaf], _fused_rows(name, leaf, w.shape, hp)):
+        out[prefix + part] = w[start:start + n]
+        start += n
+    return out
 
 
 def expected_shape(name: str, hp: LlamaHParams) -> tuple:
@@ -282,6 +363,8 @@ def expected_shape(name: str, hp: LlamaHParams) -> tuple:
         "attention.wv.weight": (kv, hp.dim), "attention.wo.weight": (hp.dim, q),
         "feed_forward.w1.weight": (hp.hidden_dim, hp.dim), "feed_forward.w3.weight": (hp.hidden_dim, hp.dim),
         "feed_forward.w2.weight": (hp.dim, hp.hidden_dim),
+        "attention.wqkv.weight": (q + 2 * kv, hp.dim),
+        "feed_forward.w13.weight": (2 * hp.hidden_dim, hp.dim),
     }[leaf]
 
 
@@ -292,10 +375,14 @@ def arrays(reader, hp: LlamaHParams) -> dict:
     for t in reader.tensors:
         if t.name == "rope_freqs.weight":  # read by read_hparams
             continue
+        if t.name in _LONGROPE_TENSORS and hp.rope_factors_short is not None:  # so are these
+            continue
         key = parameter_name(t.name, hp)
         if key.startswith("layers.") and int(key.split(".")[1]) >= hp.n_layers:
             raise FormatError(f"GGUF tensor {t.name!r} is past block_count {hp.n_layers}", field=t.name)
         shape = tuple(int(d) for d in reversed(t.shape))
+        if key.split(".", 2)[-1] in _FUSED_PARTS:
+            _fused_rows(t.name, key.split(".", 2)[-1], shape, hp)
         if shape != expected_shape(key, hp):
             raise FormatError(f"GGUF tensor has shape {list(shape)}, the model needs "
                               f"{list(expected_shape(key, hp))}", field=t.name)
@@ -305,7 +392,11 @@ def arrays(reader, hp: LlamaHParams) -> dict:
     missing = next((g for g, k in _required(hp) if k not in named), None)
     if missing:
         raise FormatError(f"GGUF tensor {missing!r} is missing", field=missing)
-    out = {key: dequantize(t) for key, t in named.items()}
+    out = {}
+    for key, t in named.items():
+        w = dequantize(t)
+        out.update(split_fused(t.name, key, w, hp) if key.split(".", 2)[-1] in _FUSED_PARTS
+                   else {key: w})
     if hp.rope_halves:  # rotate-half q/k rows -> the interleaved pairs the model's RoPE takes
         for key in out:
             leaf = key.split(".", 2)[-1]
@@ -324,11 +415,12 @@ def _required(hp: LlamaHParams):
     yield "output_norm.weight", "norm.weight"
     if not hp.tied_output:
         yield "output.weight", "output.weight"
-    block = [g for g in _BLOCK_TENSORS if (hp.qk_norm or g not in _QK_NORMS)
+    blocks = _block_tensors(hp)
+    block = [g for g in blocks if (hp.qk_norm or g not in _QK_NORMS)
              and (hp.gemma or g not in _POST_NORMS)]
     for i in range(hp.n_layers):
         for g in block:
-            yield f"blk.{i}.{g}.weight", f"layers.{i}.{_BLOCK_TENSORS[g]}.weight"
+            yield f"blk.{i}.{g}.weight", f"layers.{i}.{blocks[g]}.weight"
         for g in _BIASED if hp.qkv_bias else ():
             yield f"blk.{i}.{g}.bias", f"layers.{i}.{_BLOCK_TENSORS[g]}.bias"
 

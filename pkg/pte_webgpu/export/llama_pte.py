@@ -7,6 +7,7 @@ lives inside the delegate, dynamic-shape prefill, the Vulkan partitioner).
 
 from __future__ import annotations
 
+from . import gguf_arch
 from .gguf_llama import LlamaHParams
 
 # Quantization presets: keyword arguments of the llama export's _get_source_transforms.
@@ -60,6 +61,7 @@ def build_model(hp: LlamaHParams, weights: dict, max_seq_len: int, max_context_l
     import torch
     from executorch.examples.models.llama.llama_transformer import construct_transformer
 
+    gguf_arch.check_sliding_window(hp, max_context_len)
     # Built on CPU (not meta + to_empty): RoPE tables, masks and caches must be real values.
     args = model_args(hp, max_seq_len, max_context_len)
     with torch.no_grad():
@@ -74,25 +76,29 @@ def build_model(hp: LlamaHParams, weights: dict, max_seq_len: int, max_context_l
     missing = [k for k in missing if not k.endswith(("k_cache", "v_cache"))]
     if missing or unexpected:
         raise ValueError(f"GGUF weights do not fit the model: missing {missing}, unexpected {unexpected}")
-    if hp.rope_freq_factors is not None:
-        cos, sin = rope_tables(hp, max_context_len)
+    factors, scale = gguf_arch.longrope(hp, max_context_len)
+    factors = factors or hp.rope_freq_factors
+    if factors is not None or scale != 1.0:
+        cos, sin = rope_tables(hp, max_context_len, factors, scale)
         with torch.no_grad():
             model.rope.freqs_cos.copy_(cos)
             model.rope.freqs_sin.copy_(sin)
     return model.eval()
 
 
-def rope_tables(hp: LlamaHParams, positions: int):
+def rope_tables(hp: LlamaHParams, positions: int, factors=None, scale: float = 1.0):
     """cos/sin tables [positions, head_dim / 2] of interleaved-pair RoPE with each frequency
-    divided by its rope_freqs factor (as llama.cpp applies Llama 3.1+ scaling), computed in
-    float64 and rounded once to float32."""
+    divided by its factor (``factors``: Llama 3.1+'s rope_freqs or Phi-3's LongRoPE set, as
+    llama.cpp applies both; none: unscaled) and both tables times ``scale`` (LongRoPE's
+    attention factor), computed in float64 and rounded once to float32."""
     import torch
 
     half = hp.head_dim // 2
     inv = hp.rope_freq_base ** (-torch.arange(half, dtype=torch.float64) * 2 / hp.head_dim)
-    inv = inv / torch.tensor(hp.rope_freq_factors, dtype=torch.float64)
+    if factors is not None:
+        inv = inv / torch.tensor(factors, dtype=torch.float64)
     angles = torch.outer(torch.arange(positions, dtype=torch.float64), inv)
-    return torch.cos(angles).float(), torch.sin(angles).float()
+    return (torch.cos(angles) * scale).float(), (torch.sin(angles) * scale).float()
 
 
 def source_transformed(model, quantize=None):

@@ -132,7 +132,7 @@ llm-accuracy: $(LLM_GGUF) | llm-export-deps
 # greedy references; the programs and reference.json are copied into the fixtures folder.
 LLM_FAMILIES := llama qwen2 qwen3 phi3 phi3_longrope gemma2 gemma3
 LLM_FAMILIES_FP16 := qwen2
-LLM_FAMILIES_Q4 := qwen2
+LLM_FAMILIES_Q4 := $(LLM_FAMILIES)
 LLM_FAMILIES_DIR := build/llm_families
 llm-families: | llm-export-deps
 	$(EXPORT_PYTHON) tests/fixtures/llm_families/make_ggufs.py $(LLM_FAMILIES_DIR)

@@ -2,7 +2,7 @@
 and with LongRoPE) in Pyodide on headless Chromium's WebGPU, step by step with the KV cache
 as in the native test (tests/native/test_llm_families.py: prefill in one call, then the
 reference's tokens one per call): each step's argmax is the float64 reference's token, and
-logits are within that test's tolerances. One prompt per program: CI time."""
+logits are within that test's tolerances. Every prompt of every program (32 steps each)."""
 
 import pytest
 
@@ -10,7 +10,7 @@ from tests.native.test_llm_families import (FP16_LOGIT_TOL, LOGIT_TOL, PROGRAMS,
                                             _model)
 
 pytestmark = pytest.mark.browser
-PROMPT = "mid"
+PROMPTS = ("short", "mid", "one")
 
 _PAGE = """
 async def _families_steps(name, ids, fed, tops):
@@ -38,10 +38,11 @@ def families_page(support_page):
     return support_page
 
 
+@pytest.mark.parametrize("prompt", PROMPTS)
 @pytest.mark.parametrize("program", PROGRAMS)
-def test_greedy_decode_in_the_page_equals_the_float64_reference(families_page, program):
-    steps = REFERENCE["models"][_model(program)]["prompts"][PROMPT]["steps"]
-    ids = REFERENCE["models"][_model(program)]["prompts"][PROMPT]["ids"]
+def test_greedy_decode_in_the_page_equals_the_float64_reference(families_page, program, prompt):
+    steps = REFERENCE["models"][_model(program)]["prompts"][prompt]["steps"]
+    ids = REFERENCE["models"][_model(program)]["prompts"][prompt]["ids"]
     tops = [[i for i, _ in s["top"]] for s in steps]
     fed = [s["token"] for s in steps][:-1]
     got = families_page.run_python(f"await _families_steps({program!r}, {ids!r}, {fed!r}, {tops!r})")

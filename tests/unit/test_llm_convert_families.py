@@ -46,10 +46,11 @@ def test_hyperparameters_come_from_each_architectures_keys(ggufs, name):
             hp.hidden_dim, hp.tied_output) == (m["arch"], m["dim"], m["layers"], m["heads"],
                                                m["kv_heads"], m["head_dim"], m["hidden"], m["tied"])
     assert hp.rope_freq_base == m["rope_base"] and hp.norm_eps == pytest.approx(m["eps"])
-    assert (hp.qkv_bias, hp.qk_norm, hp.rope_halves) == (name == "qwen2", name == "qwen3",
+    assert (hp.qkv_bias, hp.qk_norm, hp.rope_halves) == (name == "qwen2", name in ("qwen3", "gemma3"),
                                                          name != "llama")
     assert (hp.rope_freq_factors is not None) == (name == "llama")
-    assert hp.fused == (m["arch"] == "phi3") and hp.sliding_window == m.get("sliding_window", 0)
+    window = m.get("gguf_keys", {}).get("attention.sliding_window", m.get("sliding_window", 0))
+    assert hp.fused == (m["arch"] == "phi3") and hp.sliding_window == window
     assert (hp.rope_factors_short is not None) == ("longrope" in m)
 
 
@@ -82,13 +83,43 @@ def test_qwen_weights_are_reordered_and_biases_and_norms_kept(ggufs):
     assert got["layers.1.attention.k_norm_fn.weight"].shape == (32,)
 
 
-@pytest.mark.parametrize("arch", ["gemma2", "gemma3", "mamba"])
+@pytest.mark.parametrize("arch", ["gemma", "mamba"])
 def test_an_architecture_not_converted_is_an_unsupported_error_naming_it(tmp_path, arch):
     path = tmp_path / f"{arch}.gguf"
     make_ggufs.write(path, "llama", arch=arch)
     with pytest.raises(UnsupportedError,
-                       match=f"'{arch}'.*general.architecture.*llama, qwen2, qwen3, phi3"):
+                       match=f"'{arch}'.*general.architecture.*llama, qwen2, qwen3, gemma2, gemma3, phi3"):
         _hp(path)
+
+
+@pytest.mark.parametrize("name", ["gemma2", "gemma3"])
+def test_gemma_traits_come_from_its_keys_and_llama_cpps_rules(ggufs, name):
+    m = spec.MODELS[name]
+    _, hp = _hp(ggufs / f"{name}.gguf")
+    keys = m["gguf_keys"]
+    assert hp.gemma and hp.sliding_window == keys["attention.sliding_window"]
+    assert hp.sliding_pattern == {"gemma2": 2, "gemma3": 6}[name]
+    assert hp.attn_scale == pytest.approx(m["head_dim"] ** -0.5)  # below 27B: the head size
+    assert (hp.attn_softcap, hp.final_softcap) == (keys.get("attn_logit_softcapping"),
+                                                   keys.get("final_logit_softcapping"))
+    assert hp.rope_local_base == (10000.0 if name == "gemma3" else None)
+    assert hp.rope_linear_factor == m.get("rope_linear")
+
+
+def test_gemma3_sliding_layers_are_five_of_every_six():
+    from pte_webgpu.export.gemma_model import sliding_layer
+
+    hp = type("HP", (), {"sliding_window": 8, "sliding_pattern": 6})
+    assert [sliding_layer(hp, i) for i in range(12)] == [True] * 5 + [False] + [True] * 5 + [False]
+    hp.sliding_pattern = 2
+    assert [sliding_layer(hp, i) for i in range(4)] == [True, False, True, False]
+
+
+def test_linear_rope_scaling_outside_gemma3_stays_unsupported(tmp_path, monkeypatch):
+    monkeypatch.setitem(spec.MODELS, "qwen2", {**spec.MODELS["qwen2"], "rope_linear": 2.0})
+    make_ggufs.write(tmp_path / "q.gguf", "qwen2")  # writes rope.scaling.type linear
+    with pytest.raises(UnsupportedError, match="RoPE scaling 'linear'.*for 'qwen2'"):
+        _hp(tmp_path / "q.gguf")
 
 
 def _unfused(name):
@@ -207,9 +238,9 @@ def test_biases_outside_qwen2_stay_unsupported(tmp_path, monkeypatch):
 
 def test_cli_convert_reports_the_architecture_before_needing_torch(tmp_path, capsys):
     path = tmp_path / "g.gguf"
-    make_ggufs.write(path, "llama", arch="gemma2")
+    make_ggufs.write(path, "llama", arch="gemma")
     assert cli.main(["convert", str(path), "-q", "-o", str(tmp_path / "g.pte")]) == 2
-    assert "UnsupportedError: GGUF architecture 'gemma2' is not converted yet" in capsys.readouterr().err
+    assert "UnsupportedError: GGUF architecture 'gemma' is not converted yet" in capsys.readouterr().err
     assert not (tmp_path / "g.pte").exists()
 
 

@@ -107,8 +107,7 @@ def test_gemma_traits_come_from_its_keys_and_llama_cpps_rules(ggufs, name):
 
 
 def test_gemma3_sliding_layers_are_five_of_every_six():
-    from pte_webgpu.export.gemma_model import sliding_layer
-
+    sliding_layer = gguf_arch.sliding_layer
     hp = type("HP", (), {"sliding_window": 8, "sliding_pattern": 6})
     assert [sliding_layer(hp, i) for i in range(12)] == [True] * 5 + [False] + [True] * 5 + [False]
     hp.sliding_pattern = 2

@@ -26,6 +26,8 @@ import math
 import torch
 from torch import nn
 
+from .gguf_arch import sliding_layer
+
 
 def _rope_tables(head_dim: int, positions: int, base: float, linear: float | None):
     """Interleaved-pair cos/sin [positions, head_dim / 2] in float64, rounded once; a
@@ -46,11 +48,6 @@ def _mask(context: int, window: int | None) -> torch.Tensor:
     if window:
         seen = seen & (q - k < window)
     return torch.zeros(context, context).masked_fill(~seen, float("-inf"))
-
-
-def sliding_layer(hp, layer: int) -> bool:
-    """Gemma 2: even layers slide (pattern 2); Gemma 3: five of every six (pattern 6)."""
-    return bool(hp.sliding_window) and (layer + 1) % hp.sliding_pattern != 0
 
 
 class GemmaFeedForward(nn.Module):

@@ -97,3 +97,9 @@ def check_sliding_window(hp, context: int) -> None:
             f"context {context} exceeds the sliding attention window of {hp.sliding_window} "
             f"({hp.architecture}.attention.sliding_window); convert with --max-context-len "
             f"<= {hp.sliding_window} (a windowed mask is not implemented)")
+
+
+def sliding_layer(hp, layer: int) -> bool:
+    """Whether Gemma layer ``layer`` attends to a window: all but every ``sliding_pattern``-th
+    (Gemma 2: pattern 2, layers 0, 2, ...; Gemma 3: 6, layers 5, 11, ... are global)."""
+    return bool(hp.sliding_window) and (layer + 1) % hp.sliding_pattern != 0

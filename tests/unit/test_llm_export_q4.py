@@ -17,7 +17,7 @@ LLM = Path(__file__).resolve().parents[2] / "build/llm"
 NAME = "smollm2-135m-instruct"
 PTE = LLM / f"{NAME}-q4.pte"
 REFERENCE = LLM / "reference-q4.json"
-EXPORT_JSON = LLM / f"{NAME}-q4.export.json"  # build_llm --variants q4
+EXPORT_JSON = LLM / f"{NAME}-q4.export.json"  # convert --dtype q4 -o NAME-q4.pte
 MAX_BYTES = 110_000_000  # the target for the page's download
 
 

@@ -376,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--contexts", default="16,256,1024", metavar="C,...",
                    help="--llm: context lengths (default 16,256,1024)")
     p.add_argument("--steps", type=_count, default=8, help="--llm: decode steps per context")
-    p.add_argument("--export-json", metavar="E.json", help="--llm: make llm's NAME.export.json "
+    p.add_argument("--export-json", metavar="E.json", help="--llm: convert's OUT.export.json "
                    "(torch's hyper-parameters; default: the one beside the model)")
     p.add_argument("--onnx-dir", metavar="DIR", help="--llm: the model as ONNX (make llm-onnx; "
                    "default build/llm-onnx/NAME)")

@@ -118,7 +118,7 @@ def convert(gguf_path: Path, out: Path, dtype: str = "fp32", max_seq_len: int = 
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(program.buffer)
     stem = stem_of(out)
-    (out.parent / f"{stem}.tokenizer.json").write_text(json.dumps(tok, ensure_ascii=False))
+    (out.parent / f"{stem}.tokenizer.json").write_text(json.dumps(tok, ensure_ascii=False), encoding="utf-8")
     report = {
         "gguf": Path(gguf_path).name, "hparams": dataclasses.asdict(hp), "dtype": dtype,
         "max_seq_len": max_seq_len, "max_context_len": ctx,

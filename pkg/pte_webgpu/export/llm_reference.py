@@ -15,10 +15,10 @@ Step-0 logits of the eager model go to ``reference_logits.npz`` (one float32 row
 interleaved layout the llama example expects iff they agree to float rounding.
 
 With ``--quantize PRESET`` (llama_pte.QUANTIZE) the eager model is the quantized one that
-build_llm lowers for that preset (its weights' digest is recorded, to be matched with the
-program's in NAME.export.json); ``hf_ids`` are left out (a float model is not its twin) and
-``accuracy`` records its teacher-forced top-1 agreement with a float64 transformers model of
-the GGUF (llm_accuracy.py).
+``pte-webgpu convert --dtype PRESET`` lowers (its weights' digest is recorded, to be matched
+with the program's in OUT.export.json); ``hf_ids`` are left out (a float model is not its
+twin) and ``accuracy`` records its teacher-forced top-1 agreement with a float64
+transformers model of the GGUF (llm_accuracy.py).
 """
 
 from __future__ import annotations

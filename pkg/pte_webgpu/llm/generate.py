@@ -1,4 +1,4 @@
-"""Text generation over an exported llama-style program (``pte_webgpu.export.build_llm``).
+"""Text generation over an exported llama-style program (``pte-webgpu convert``).
 
 The program's ``forward(tokens int64[1, n], input_pos int64[1]) -> logits [1, vocab]`` keeps
 the KV cache inside it: a call writes the cache rows ``input_pos .. input_pos + n - 1`` and

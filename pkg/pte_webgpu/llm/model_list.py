@@ -2,8 +2,8 @@
 ``models.json`` beside them, one entry per ``.pte`` that has its tokenizer there.
 
 Names follow ``make llm``: NAME.pte (float32), NAME-fp16.pte, NAME-q4.pte (4-bit weights),
-all sharing NAME.tokenizer.json; the export record beside them (NAME[-q4].export.json)
-gives the model's name from its GGUF where it is there.
+all sharing NAME.tokenizer.json; an export record beside them (convert's
+NAME[-fp16|-q4].export.json, one per program) gives the model's name from its GGUF.
 """
 
 from __future__ import annotations

@@ -30,11 +30,9 @@ def _native_answer(tok_path) -> str:
     return run_sync(go())
 
 
-def test_chat_page_streams_the_native_answer_and_caches_the_model(browser_session, web_server,
-                                                                   tmp_path):
-    tok = write_tiny_tokenizer(tmp_path, NAME)
-    web_server.mount("/chat-test/", tmp_path)
-    want = _native_answer(tok)
+def _chat_and_reload(browser_session, web_server, tok):
+    """Ask once in a fresh page, then reload it: (answer, speed line, GETs of the model before
+    and after the reload, the Cache API's URLs)."""
     page = browser_session.page.context.browser.new_page()  # its own context
     try:
         url = (f"{web_server.url}chat.html?model=/fixtures/decoders/{NAME}.pte"
@@ -57,6 +55,23 @@ def test_chat_page_streams_the_native_answer_and_caches_the_model(browser_sessio
         refetched = sum(model_get in line for line in web_server.request_log)
     finally:
         page.close()
+    return got, speed, fetched, refetched, cached
+
+
+def test_chat_page_streams_the_native_answer_and_caches_the_model(browser_session, web_server,
+                                                                   tmp_path):
+    tok = write_tiny_tokenizer(tmp_path, NAME)
+    web_server.mount("/chat-test/", tmp_path)
+    want = _native_answer(tok)
+    try:
+        got, speed, fetched, refetched, cached = _chat_and_reload(browser_session, web_server, tok)
+    except Exception as e:  # noqa: BLE001 - playwright's Error; anything else is re-raised
+        if "Target crashed" not in str(e):
+            raise
+        # SwiftShader's renderer crashed at the reload once in a full two-worker CI run on
+        # 2026-12-02 (this test passed alone and in other full runs): one more try in a
+        # fresh page, every check below unchanged
+        got, speed, fetched, refetched, cached = _chat_and_reload(browser_session, web_server, tok)
     assert got == want and want
     assert "tok/s" in speed
     assert fetched >= 1 and refetched == 0  # the reload read the Cache API (a retried GET may count twice)

@@ -89,10 +89,11 @@ def longrope(hp, context: int):
 
 
 def check_sliding_window(hp, context: int) -> None:
-    """(Gemma's sliding layers mask to their window: gemma_model.py.) Phi-3's ``attention.sliding_window`` W (0: none) lets a query see its last W positions
-    (transformers' mask; llama.cpp ignores it for phi3). A program of at most W positions never
-    reaches past it, so it has no effect there; a longer one would need the windowed mask."""
-    if hp.sliding_window and context > hp.sliding_window and not hp.gemma:  # Gemma masks it
+    """Phi-3's ``attention.sliding_window`` W (0: none) lets a query see its last W positions
+    (transformers' mask; llama.cpp ignores it for phi3). A program of at most W positions
+    never reaches past it, so it has no effect there; a longer one would need the windowed
+    mask. (Gemma's sliding layers are masked to their window: gemma_model.py.)"""
+    if hp.sliding_window and context > hp.sliding_window and not hp.gemma:  # Gemma: masked
         raise UnsupportedError(
             f"context {context} exceeds the sliding attention window of {hp.sliding_window} "
             f"({hp.architecture}.attention.sliding_window); convert with --max-context-len "

@@ -12,7 +12,8 @@ same nn.Linear / nn.Embedding modules) and swap in:
   ``update_cache``, attention written out (scores, soft-cap, mask, softmax, values) so
   the Vulkan partitioner lowers plain ops, then the post-attention norm;
 - ``GemmaTransformer``: the embedding scaled by sqrt(width), one causal and one sliding
-  mask (additive, [context, context]) narrowed once per call, the final logits soft-cap.
+  mask (additive, [context, context]) shared by the layers, each narrowing it at its own
+  start, the final logits soft-cap.
 
 GGUF norm weights already hold 1 + w (llama.cpp's converter adds the 1), so every norm
 here is the example's plain RMSNorm. Sliding layers keep a full-length cache and mask to

@@ -5,6 +5,9 @@
 // One u32 load gives 8 weights; their value is (nibble - 8) * scale[k / group, n].
 // Columns are split into up to three stacked parts (linears sharing an input,
 // runtime/fusion.py): part p's scales begin at `s_offp` with row stride `s_stridep`.
+// With `has_offsets` (Q4_1-style groups, export/exact_q4.py) a weight is
+// (nibble - 8) * scale + offset, the offsets laid out as the scales are (read by
+// `offset_of`, composed: 0 without them); a group's offset times the sum of its inputs.
 // K may not fill the last word (ExecuTorch pads K to a multiple of 8 with zeros): the
 // input past K reads as 0, never out of its row.
 // The input is read through `x_in` (one element) and `x4_in` (elements 4i .. 4i + 3),
@@ -28,6 +31,11 @@ fn scale_at(k: u32, col: u32) -> f32 {
   return f32(scales[sc.x + (min(k, params.k - 1u) / params.group) * sc.y]);
 }
 
+fn offset_at(k: u32, col: u32) -> f32 {
+  let sc = scale_col(col);
+  return offset_of(sc.x + (min(k, params.k - 1u) / params.group) * sc.y);
+}
+
 // The 8 int4 weights of word `wi` of column `col` (nibble - 8), not yet scaled.
 fn ints8(col: u32, wi: u32) -> W8 {
   let w = weight[col * params.words + wi];
@@ -44,13 +52,22 @@ fn weights8(col: u32, wi: u32) -> W8 {
   let k0 = 8u * wi;
   if (whole_groups) {  // the whole word is in one group
     let sc = scale_col(col);
-    let s = f32(scales[sc.x + (k0 / params.group) * sc.y]);
-    return W8(q.a * s, q.b * s);
+    let at = sc.x + (k0 / params.group) * sc.y;
+    let s = f32(scales[at]);
+    let o = offset_of(at);
+    return W8(q.a * s + o, q.b * s + o);
   }
   let sa = vec4<f32>(scale_at(k0, col), scale_at(k0 + 1u, col), scale_at(k0 + 2u, col),
                      scale_at(k0 + 3u, col));
   let sb = vec4<f32>(scale_at(k0 + 4u, col), scale_at(k0 + 5u, col), scale_at(k0 + 6u, col),
                      scale_at(k0 + 7u, col));
+  if (has_offsets) {
+    let oa = vec4<f32>(offset_at(k0, col), offset_at(k0 + 1u, col), offset_at(k0 + 2u, col),
+                       offset_at(k0 + 3u, col));
+    let ob = vec4<f32>(offset_at(k0 + 4u, col), offset_at(k0 + 5u, col),
+                       offset_at(k0 + 6u, col), offset_at(k0 + 7u, col));
+    return W8(q.a * sa + oa, q.b * sb + ob);
+  }
   return W8(q.a * sa, q.b * sb);
 }
 
@@ -92,6 +109,10 @@ fn dot8(x: W8, w: W8) -> f32 {
   return dot(x.a, w.a) + dot(x.b, w.b);
 }
 
+fn sum8(x: W8) -> f32 {
+  return dot(x.a + x.b, vec4<f32>(1.0));
+}
+
 fn bias_at(col: u32) -> f32 {
   if (params.has_bias == 1u) {
     return f32(bias[col]);
@@ -112,14 +133,31 @@ fn col_dots(row0: u32, col: u32, g0: u32, step: u32) -> vec4<f32> {
     let sc = scale_col(col);
     for (var g = g0; g < groups; g += step) {
       var a = vec4<f32>(0.0);
+      var xs = vec4<f32>(0.0);  // the rows' input sums over the group (for offsets)
       for (var wi = g * per; wi < (g + 1u) * per; wi++) {
         let w = ints8(col, wi);
-        a.x += dot8(x8_inside(row0, wi), w);
-        if (rows > 1u) { a.y += dot8(x8_inside(row0 + 1u, wi), w); }
-        if (rows > 2u) { a.z += dot8(x8_inside(row0 + 2u, wi), w); }
-        if (rows > 3u) { a.w += dot8(x8_inside(row0 + 3u, wi), w); }
+        let x0 = x8_inside(row0, wi);
+        a.x += dot8(x0, w);
+        if (has_offsets) { xs.x += sum8(x0); }
+        if (rows > 1u) {
+          let x1 = x8_inside(row0 + 1u, wi);
+          a.y += dot8(x1, w);
+          if (has_offsets) { xs.y += sum8(x1); }
+        }
+        if (rows > 2u) {
+          let x2 = x8_inside(row0 + 2u, wi);
+          a.z += dot8(x2, w);
+          if (has_offsets) { xs.z += sum8(x2); }
+        }
+        if (rows > 3u) {
+          let x3 = x8_inside(row0 + 3u, wi);
+          a.w += dot8(x3, w);
+          if (has_offsets) { xs.w += sum8(x3); }
+        }
       }
-      s += a * f32(scales[sc.x + g * sc.y]);
+      let at = sc.x + g * sc.y;
+      s += a * f32(scales[at]);
+      if (has_offsets) { s += xs * offset_of(at); }
     }
     return s;
   }

@@ -41,9 +41,18 @@ fn gemv_item_sg(g: u32, lane: u32, sg_size: u32, sg_lane: u32) {
     gemv_write(g, part[0]);
   }
 }
-// ==== consts  per kernel: input rows per gemv workgroup (naga 29 panics on an override there); whether groups are whole words (group % 8 == 0: the other path compiled out, which lavapipe runs 3x faster)
+// ==== consts  per kernel: input rows per gemv workgroup (naga 29 panics on an override there); whether groups are whole words (group % 8 == 0: the other path compiled out, which lavapipe runs 3x faster); whether the groups have offsets
 const rows: u32 = ${rows}u;
 const whole_groups: bool = ${whole};
+const has_offsets: bool = ${offsets};
+// ==== offsets_bound  the groups' offsets, laid out as the scales (binding 8)
+fn offset_of(i: u32) -> f32 {
+  return offsets[i];
+}
+// ==== offsets_none  no offsets: symmetric groups
+fn offset_of(i: u32) -> f32 {
+  return 0.0;
+}
 // ==== x_vec4  the input bound as vec4s (K % 8 == 0: every row starts on a vec4)
 fn x_in(i: u32) -> f32 {
   return f32(input4[i / 4u][i % 4u]);
@@ -116,21 +125,45 @@ fn chunk_input(c: u32) -> X32 {
              vec4<f32>(input4[b + 6u]), vec4<f32>(input4[b + 7u]));
 }
 
-// Column `col`'s chunk `c` times its 32 inputs.
-fn chunk_dot(col: u32, c: u32, x: X32) -> f32 {
+// The offsets of chunk `c`'s four words of column `col`, relaid by column as the scales.
+fn chunk_offsets(col: u32, c: u32) -> vec4<f32> {
+  let row = col * (params.k / params.group);
+  let k0 = 32u * c;
+  if (params.group % 32u == 0u) {
+    return vec4<f32>(offset_of(row + k0 / params.group));
+  }
+  return vec4<f32>(offset_of(row + k0 / params.group), offset_of(row + (k0 + 8u) / params.group),
+                   offset_of(row + (k0 + 16u) / params.group),
+                   offset_of(row + (k0 + 24u) / params.group));
+}
+
+// The input sums of the chunk's four words (what their offsets multiply).
+fn chunk_sums(x: X32) -> vec4<f32> {
+  let one = vec4<f32>(1.0);
+  return vec4<f32>(dot(x.x0 + x.x1, one), dot(x.x2 + x.x3, one), dot(x.x4 + x.x5, one),
+                   dot(x.x6 + x.x7, one));
+}
+
+// Column `col`'s chunk `c` times its 32 inputs (`sums`: chunk_sums, with offsets).
+fn chunk_dot(col: u32, c: u32, x: X32, sums: vec4<f32>) -> f32 {
   let w = weight16[col * (params.words / 4u) + c];
   let d = vec4<f32>(word_dot(w.x, x.x0, x.x1), word_dot(w.y, x.x2, x.x3),
                     word_dot(w.z, x.x4, x.x5), word_dot(w.w, x.x6, x.x7));
+  if (has_offsets) {
+    return dot(d, chunk_scales(col, c)) + dot(sums, chunk_offsets(col, c));
+  }
   return dot(d, chunk_scales(col, c));
 }
 
 // Columns col0 .. col0 + cols - 1 (those past N read the last column; never written).
 fn chunk_dots4(col0: u32, c: u32, x: X32) -> vec4<f32> {
   let last = params.n - 1u;
-  var d = vec4<f32>(chunk_dot(min(col0, last), c, x), 0.0, 0.0, 0.0);
-  if (cols > 1u) { d.y = chunk_dot(min(col0 + 1u, last), c, x); }
-  if (cols > 2u) { d.z = chunk_dot(min(col0 + 2u, last), c, x); }
-  if (cols > 3u) { d.w = chunk_dot(min(col0 + 3u, last), c, x); }
+  var sums = vec4<f32>(0.0);
+  if (has_offsets) { sums = chunk_sums(x); }
+  var d = vec4<f32>(chunk_dot(min(col0, last), c, x, sums), 0.0, 0.0, 0.0);
+  if (cols > 1u) { d.y = chunk_dot(min(col0 + 1u, last), c, x, sums); }
+  if (cols > 2u) { d.z = chunk_dot(min(col0 + 2u, last), c, x, sums); }
+  if (cols > 3u) { d.w = chunk_dot(min(col0 + 3u, last), c, x, sums); }
   return d;
 }
 

@@ -78,7 +78,7 @@ def stem_of(path: Path) -> str:
 
 def convert(gguf_path: Path, out: Path, dtype: str = "fp32", max_seq_len: int = 1024,
             max_context_len: int | None = None, progress=lambda text: None) -> dict:
-    from . import gguf_arch, gguf_llama, llama_pte, tokenizer_json
+    from . import exact_q4, gguf_arch, gguf_llama, llama_pte, tokenizer_json
 
     if dtype not in DTYPES:
         raise PteError(f"dtype {dtype!r}: one of {', '.join(DTYPES)}")
@@ -110,7 +110,12 @@ def convert(gguf_path: Path, out: Path, dtype: str = "fp32", max_seq_len: int = 
     quantize = "q4" if dtype == "q4" else None
     progress("building ExecuTorch's llama example model" + (" (quantizing to q4)" if quantize else ""))
     with _quiet_toolchain():
-        model = llama_pte.source_transformed(llama_pte.build_model(hp, weights, max_seq_len, ctx), quantize)
+        exact = exact_q4.groups(reader, hp) if quantize else None
+        if exact:
+            progress(f"keeping the GGUF's 4-bit groups of {len(exact)} linears"
+                     f" ({sum(g.offsets is not None for g in exact.values())} with Q4_1 offsets)")
+        model = llama_pte.source_transformed(llama_pte.build_model(hp, weights, max_seq_len, ctx),
+                                             quantize, exact)
     digest = llama_pte.weights_digest(model) if quantize else None
     progress("exporting, lowering with the Vulkan partitioner" + (" (force_fp16)" if dtype == "fp16" else ""))
     with _quiet_toolchain():

@@ -368,9 +368,12 @@ def expected_shape(name: str, hp: LlamaHParams) -> tuple:
     }[leaf]
 
 
-def arrays(reader, hp: LlamaHParams) -> dict:
+def arrays(reader, hp: LlamaHParams, load=None) -> dict:
     """Dequantized float32 numpy arrays keyed like the llama example model, shapes checked
-    against ``hp`` before any tensor is dequantized."""
+    against ``hp`` before any tensor is dequantized. ``load`` (default: ``dequantize``)
+    reads one tensor instead: whatever it returns is split and reordered by rows like the
+    arrays (it needs ``shape`` and numpy-style row indexing); None leaves the tensor out."""
+    load = load or dequantize
     named = {}
     for t in reader.tensors:
         if t.name == "rope_freqs.weight":  # read by read_hparams
@@ -394,7 +397,9 @@ def arrays(reader, hp: LlamaHParams) -> dict:
         raise FormatError(f"GGUF tensor {missing!r} is missing", field=missing)
     out = {}
     for key, t in named.items():
-        w = dequantize(t)
+        w = load(t)
+        if w is None:
+            continue
         out.update(split_fused(t.name, key, w, hp) if key.split(".", 2)[-1] in _FUSED_PARTS
                    else {key: w})
     if hp.rope_halves:  # rotate-half q/k rows -> the interleaved pairs the model's RoPE takes

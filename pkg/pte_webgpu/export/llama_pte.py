@@ -101,16 +101,25 @@ def rope_tables(hp: LlamaHParams, positions: int, factors=None, scale: float = 1
     return (torch.cos(angles) * scale).float(), (torch.sin(angles) * scale).float()
 
 
-def source_transformed(model, quantize=None):
+def source_transformed(model, quantize=None, exact=None):
     """The model after the llama export's source transforms (custom SDPA + KV-cache ops, and
     the weight quantization of preset ``quantize``): the eager twin of the exported program.
-    Quantizing changes ``model`` in place."""
+    ``exact`` (export/exact_q4.groups): the GGUF's own int4 groups, put in place of the
+    quantized linears they belong to; with q4, an lm head without them is 8-bit per channel
+    (exact_q4.int8_head). Quantizing changes ``model`` in place."""
     import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (registers llama:: ops)
     import torch
 
+    from . import exact_q4
+
+    exact = exact or {}
     with torch.no_grad():
+        if quantize == "q4" and "output.weight" not in exact:
+            exact_q4.int8_head(model)
         for transform in _transforms(quantize):
             model = transform(model)
+    if quantize and exact:
+        exact_q4.apply(model, exact)
     return model
 
 

@@ -102,10 +102,16 @@ def weight_error(model, weights: dict) -> dict:
     num = den = 0.0
     with torch.no_grad():
         for name, module in model.named_modules():
-            if isinstance(module, torch.nn.Linear) and hasattr(module.weight, "dequantize"):
-                ref = weights[f"{name}.weight"].double()
-                num += float(((module.weight.dequantize().double() - ref) ** 2).sum())
-                den += float((ref ** 2).sum())
+            if hasattr(module, "dequantized_weight"):  # export/exact_q4.py's linears
+                got = module.dequantized_weight()
+            elif isinstance(module, torch.nn.Linear) and hasattr(module.weight, "dequantize") \
+                    and not name.endswith(".linear"):  # not the inner one of an OffsetLinear
+                got = module.weight.dequantize()
+            else:
+                continue
+            ref = weights[f"{name}.weight"].double()
+            num += float(((got.double() - ref) ** 2).sum())
+            den += float((ref ** 2).sum())
         table = weights["tok_embeddings.weight"].double()
         got = model.tok_embeddings(torch.arange(table.shape[0])).double()
     return {"linear_rel_rms": round(math.sqrt(num / den), 5) if den else None,

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..llm.chat_template import ChatTemplate
 from ..llm.tokenizer import Tokenizer
-from . import gguf_llama, llama_pte, llm_accuracy, tokenizer_json
+from . import exact_q4, gguf_llama, llama_pte, llm_accuracy, tokenizer_json
 
 PROMPTS = [
     {"name": "chat_capital", "chat": True, "text": "What is the capital of France?"},
@@ -222,7 +222,8 @@ def quantized_reference(args) -> int:
     template = ChatTemplate.from_tokenizer(tokenizer)
     weights = gguf_llama.state_dict(reader, hp)
     model = llama_pte.source_transformed(
-        llama_pte.build_model(hp, weights, args.max_seq_len, ctx), args.quantize)
+        llama_pte.build_model(hp, weights, args.max_seq_len, ctx), args.quantize,
+        exact_q4.groups(reader, hp))
     digest = llama_pte.weights_digest(model)
     error = llm_accuracy.weight_error(model, weights)
     del weights

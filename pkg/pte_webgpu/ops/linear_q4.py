@@ -9,11 +9,17 @@
   w[n, k] * scales[n]. Repacked at load into q4gsw's layout (nibbles swapped, rows padded
   to whole u32 words) with one group spanning K, so both run the same kernels.
 
+``pte_webgpu.linear_q4gsw_offsets [x, weights, scales, group_size, bias|Null, offsets,
+out]``: q4gsw with a float offset per group, value w[n, k] * scales[k / group, n] +
+offsets[n, k / group] (offsets [N, K / group], torch's linear layout): what
+``q4gsw(x) + linear(group sums of x, offsets)`` computes (export/exact_q4.py: a GGUF's
+Q4_1 blocks), folded into one op by runtime/fusion_q4.py.
+
 ``pte_webgpu.fused_linear_q4gsw [x, weights, scales, group_size, bias|Null, layout,
-outs]``: q4gsw linears sharing an input (runtime/fusion_q4.py), their packed weights
-stacked along N at load and their scales one after another (``layout``: each part's
-scale row stride, then where its scales begin), each column range written to its own
-output.
+offsets, outs]``: q4gsw linears sharing an input (runtime/fusion_q4.py), their packed
+weights stacked along N at load and their scales one after another (``layout``: each
+part's scale row stride, then where its scales begin), each column range written to its
+own output; ``offsets``: Null, or a list of each part's offsets tensor.
 
 Kernels: ops/linear_q4_choice.py (the variants and the rule), shaders/linear_q4.wgsl.
 """
@@ -39,6 +45,7 @@ from .registry import define
 
 Q4GSW, QCS4W = "et_vk.linear_q4gsw.default", "et_vk.linear_qcs4w.default"
 FUSED = "pte_webgpu.fused_linear_q4gsw"
+OFFSETS = "pte_webgpu.linear_q4gsw_offsets"
 TILE = 32  # the tiled form's outputs per side
 
 PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("words", "u32"),
@@ -62,22 +69,25 @@ _WIDE_BINDINGS = (Binding(1, "weight16", type="vec4<u32>"),)  # (the input: _INP
 
 
 def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
-           browser: bool = True, rows: int = 1, whole: bool = True) -> Kernel:
+           browser: bool = True, rows: int = 1, whole: bool = True,
+           offsets: bool = False) -> Kernel:
     """The shader of one form (``kind``: dot, gemv, gemvsg, tiled) and epilogue;
     ``scales_f32``: float32 scales beside f16 activations; ``browser``: gemvsg's
     ``enable subgroups;`` (Chromium needs it, wgpu-native's naga rejects it); ``rows``:
     input rows per gemv workgroup (1 to 4); ``whole``: the group a multiple of 8 (the
-    wide form needs it)."""
+    wide form needs it); ``offsets``: groups with offsets (binding 8, float32)."""
     sg = kind in ("gemvsg", "wide")
     return _kernel(kind, epilogue, scales_f32, browser or not sg,
-                   rows if kind.startswith("gemv") else 1, whole or kind == "wide")
+                   rows if kind.startswith("gemv") else 1, whole or kind == "wide", offsets)
 
 
 @cache
 def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int,
-            whole: bool) -> Kernel:
+            whole: bool, offsets: bool) -> Kernel:
     sums = {"gemv": "sum_tree", "gemvsg": "sum_subgroups", "wide": "wide"}.get(kind)
-    generated = fill("linear_q4_parts", "consts", rows=rows, whole=str(whole).lower())
+    generated = fill("linear_q4_parts", "consts", rows=rows, whole=str(whole).lower(),
+                     offsets=str(offsets).lower())
+    generated += sections("linear_q4_parts")["offsets_bound" if offsets else "offsets_none"]
     generated += sections("linear_q4_parts")["x_vec4" if whole else "x_scalar"]
     generated += sections("matmul_parts")["put" + (f"_{epilogue}" if epilogue else "")]
     if sums:
@@ -88,8 +98,9 @@ def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int
     name = "_".join(filter(None, ("linear_q4", kind, "native" if sg and not browser else "",
                                   epilogue, "sf32" if scales_f32 else "",
                                   f"r{rows}" if kind.startswith("gemv") else "",
-                                  "" if whole else "any")))
-    bindings = (_INPUT[whole],) + _BINDINGS + extra + (scales,) + EPILOGUES[epilogue]
+                                  "" if whole else "any", "off" if offsets else "")))
+    bindings = (_INPUT[whole],) + _BINDINGS + extra + (scales,) + EPILOGUES[epilogue] \
+        + ((Binding(8, "offsets", type="f32"),) if offsets else ())
     return Kernel("linear_q4", bindings, PARAMS, uniform_binding=3, generated=generated,
                   entries=(_ENTRIES[kind],), enables=("subgroups",) if sg and browser else (),
                   name=name)
@@ -195,11 +206,56 @@ async def build_q4gsw(ctx, op):
     await product(ctx, op, bindings, shape, bias, out_id, shape.n, s_id)
 
 
+async def build_offsets(ctx, op):
+    x_id, w_id, s_id, g_id, b_id, o_id, out_id = ctx.args(op, 7)
+    values = ctx.graph.values
+    shape = _checked(ctx, op, q4gsw_shape(values, op.args, int_arg(ctx, g_id, op), op.name))
+    _check_out(values, x_id, out_id, shape.n, op.name)
+    bias = _check_bias(values, b_id, shape.n, op.name)
+    _check_stored(ctx, op, b_id, bias, out_id)
+    _check_scales(ctx, op, s_id)
+    offsets = scale_laid_offsets(ctx, op, [o_id], [shape.n], [shape.s_stride], [0],
+                                 shape.k // shape.group, values[s_id].numel)
+    bindings = [(0, x_id), (1, w_id), (2, out_id), (4, b_id if bias else s_id), (5, s_id)]
+    await product(ctx, op, bindings, shape, bias, out_id, shape.n, s_id, offsets=offsets)
+
+
+def offset_values(values, o_id: int, n: int, groups: int, name: str) -> TensorValue:
+    """The offsets tensor ``o_id`` checked: float [N, K / group] (torch's linear layout)."""
+    o = _tensor(values, o_id, name, "offsets")
+    _float(o, name, "the offsets")
+    if tuple(o.shape) != (n, groups):
+        raise FormatError(f"{name}: offsets {list(o.shape)} should be [N, K / group] = "
+                          f"[{n}, {groups}]")
+    return o
+
+
+def scale_laid_offsets(ctx, op, ids, widths, strides, starts, groups: int, total: int):
+    """(buffer, float32 values) of the parts' offsets (``ids``, each [width, groups]) laid
+    out as their scales: part p's column j, group g at starts[p] + g * strides[p] + j, zero
+    in the padding; a FormatError naming the op when one is not a finite float constant."""
+    out = array("f", bytes(4 * total))
+    for o_id, width, stride, start in zip(ids, widths, strides, starts):
+        o = offset_values(ctx.graph.values, o_id, width, groups, op.name)
+        data = ctx.constant_bytes(o_id)
+        if data is None:
+            raise UnsupportedError(f"{op.name}: offsets {list(o.shape)} must be a constant "
+                                   f"({ctx.where(op)})")
+        check_finite(data, o.dtype.name, f"{op.name} offsets {list(o.shape)}", ctx.where(op))
+        src = array("f", struct.unpack(f"<{width * groups}{'e' if o.dtype.itemsize == 2 else 'f'}",
+                                       bytes(data[:width * groups * o.dtype.itemsize])))
+        for g in range(groups):
+            out[start + g * stride:start + g * stride + width] = src[g::groups]
+    buf = ctx.resources.buffer(max(4, 4 * total), f"{ctx.where(op)} offsets")
+    ctx.device.write_buffer(buf, out.tobytes())
+    return buf, out.tobytes()
+
+
 def fused_layout(values, args, name: str = FUSED):
     """(shape, output widths, scales strides, scales offsets) of a fused q4gsw op ``args``
-    = (x, weights, scales, group, bias, layout, outs); layout = the parts' scale row
-    strides, then where each part's scales begin."""
-    outs, layout = fused_outputs(values, args[6]), values[args[5]]
+    = (x, weights, scales, group, bias, layout, offsets, outs); layout = the parts' scale
+    row strides, then where each part's scales begin."""
+    outs, layout = fused_outputs(values, args[7]), values[args[5]]
     items = tuple(getattr(layout, "items", ()))
     if not 2 <= len(outs) <= MAX_SPLIT or len(items) != 2 * len(outs):
         raise FormatError(f"{name}: 2 to {MAX_SPLIT} outputs and a layout of 2 per output, "
@@ -221,8 +277,19 @@ def fused_layout(values, args, name: str = FUSED):
     return replace(shape, s_stride=strides[0]), widths, strides, offsets
 
 
+def fused_offsets(values, args, count: int, name: str = FUSED) -> list[int] | None:
+    """The parts' offsets tensors of a fused op (None: symmetric groups)."""
+    o = values[args[6]]
+    if isinstance(o, Null):
+        return None
+    items = list(getattr(o, "items", ()))
+    if getattr(o, "kind", None) != "value_list" or len(items) != count:
+        raise FormatError(f"{name}: offsets should be Null or a list of {count} tensors")
+    return items
+
+
 async def build_fused(ctx, op):
-    x_id, w_id, s_id, g_id, b_id, layout_id, outs_id = ctx.args(op, 7)
+    x_id, w_id, s_id, g_id, b_id, layout_id, o_id, outs_id = ctx.args(op, 8)
     values, outs = ctx.graph.values, fused_outputs(ctx.graph.values, outs_id)
     int_arg(ctx, g_id, op)
     try:
@@ -233,6 +300,12 @@ async def build_fused(ctx, op):
     bias = _check_bias(values, b_id, shape.n, op.name)
     _check_stored(ctx, op, b_id, bias, outs[0])
     _check_scales(ctx, op, s_id)
+    try:
+        parts = fused_offsets(values, op.args, len(outs), op.name)
+    except FormatError as e:
+        raise FormatError(str(e), field=ctx.where(op)) from None
+    laid = parts and scale_laid_offsets(ctx, op, parts, widths, strides, offsets,
+                                        shape.k // shape.group, values[s_id].numel)
     n0 = widths[0]
     n1 = n0 + widths[1] if len(outs) > 2 else shape.n
     split = dict(n0=n0, n1=n1, s_stride0=strides[0], s_stride1=strides[1],
@@ -241,7 +314,7 @@ async def build_fused(ctx, op):
     bindings += [(6 + i, o) for i, o in enumerate(outs[1:])]
     ctx.note_kernel(op, fused=f"{len(outs)} q4 linears")
     await product(ctx, op, bindings, shape, bias, outs[0], widths[0], s_id,
-                  ("", "", "split2", "split3")[len(outs)], split)
+                  ("", "", "split2", "split3")[len(outs)], split, laid or None)
 
 
 async def build_qcs4w(ctx, op):
@@ -341,12 +414,14 @@ async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, 
                  scales_f32: bool, epilogue: str = "", split: dict | None = None,
                  rows: int = 4) -> None:
     """One product of variant ``v`` (bindings: 0 input, 1 packed weight, 2 out, 4 bias,
-    5 scales, 6-7 the split outputs; ``rows``: up to this many input rows per gemv
-    workgroup, M at most). Also used by bench/."""
+    5 scales, 6-7 the split outputs, 8 the offsets if any; ``rows``: up to this many
+    input rows per gemv workgroup, M at most). Also used by bench/."""
     m, n = shape.m, shape.n
     rows = max(1, min(rows, m, 4))
     browser = ctx.device.info.traits.subgroups
-    shader = kernel(v.kind, epilogue, scales_f32, browser, rows, shape.group % 8 == 0)
+    offsets = any(b == 8 for b, _ in bindings)
+    shader = kernel(v.kind, epilogue, scales_f32, browser, rows, shape.group % 8 == 0,
+                    offsets)
     lanes = {"dot": 64, "tiled": 64, "wide": WIDE_LANES}.get(v.kind, v.lanes)
     constants = {"wg_size": lanes}
     if v.kind == "wide":
@@ -370,26 +445,36 @@ def column_scales(ctx, op, s_id: int, shape: Q4Shape, split: dict | None):
     if data is None:
         return None
     t = ctx.graph.values[s_id]
+    out = column_laid(data, t.dtype.itemsize, shape, split)
+    return ctx.constant_buffer(out, t.dtype, f"{ctx.where(op)} scales by column")
+
+
+def column_laid(data, itemsize: int, shape: Q4Shape, split: dict | None) -> bytes:
+    """Scale-laid values (``data``, ``itemsize`` bytes each) as [N, groups]."""
     groups, n = shape.k // shape.group, shape.n
     split = split or dict(n0=n, n1=n, s_stride0=shape.s_stride)
     starts = (0, split["n0"], split["n1"])
     parts = [(start, end, split.get(f"s_stride{i}", 0), split.get(f"s_off{i}", 0))
              for i, (start, end) in enumerate(zip(starts, starts[1:] + (n,))) if end > start]
-    code = "H" if t.dtype.itemsize == 2 else "I"  # the bits moved as they are
+    code = "H" if itemsize == 2 else "I"  # the bits moved as they are
     src = array(code, bytes(data))
-    out = array(code, bytes(t.dtype.itemsize * n * groups))
+    out = array(code, bytes(itemsize * n * groups))
     for start, end, stride, off in parts:
         for g in range(groups):
             row = off + g * stride
             out[start * groups + g:end * groups:groups] = src[row:row + end - start]
-    return ctx.constant_buffer(out.tobytes(), t.dtype, f"{ctx.where(op)} scales by column")
+    return out.tobytes()
 
 
 async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int,
-                  out_n: int, s_id: int, epilogue: str = "", split: dict | None = None):
+                  out_n: int, s_id: int, epilogue: str = "", split: dict | None = None,
+                  offsets=None):
     """The chosen form (and, for a dynamic row count, decode's twin: ops/matmul.py's
     ``product`` does the same) of one q4 product; ``out_id``, ``out_n`` columns wide, is
-    the output whose actual size the dispatches follow."""
+    the output whose actual size the dispatches follow; ``offsets``: scale_laid_offsets'
+    (buffer, values) when the groups have offsets."""
+    if offsets is not None:
+        bindings = list(bindings) + [(8, offsets[0])]
     m, n, k = shape.m, shape.n, shape.k
     if m * n == 0:
         return
@@ -406,13 +491,19 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
             forms.append((1, forms[-1][1]))  # decode: one row per workgroup
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
-    by_column = None
+    by_column = offsets_by_column = None
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0
         binds = bindings
         if form.kind == "wide":
             by_column = by_column or column_scales(ctx, op, s_id, shape, split)
-            binds = [(b, by_column if b == 5 else v) for b, v in bindings]
+            if offsets is not None and offsets_by_column is None:
+                laid = column_laid(offsets[1], 4, shape, split)
+                offsets_by_column = ctx.resources.buffer(max(4, len(laid)),
+                                                         f"{ctx.where(op)} offsets by column")
+                ctx.device.write_buffer(offsets_by_column, laid)
+            binds = [(b, by_column if b == 5 else offsets_by_column if b == 8 else v)
+                     for b, v in bindings]
         rows = max(1, min(4, top, m))  # a gemv workgroup's rows: this form's at most
         await record(ctx, op, form, binds, shape, has_bias, half, scales_f32, epilogue,
                      split, rows)
@@ -449,20 +540,30 @@ def _dot_rows(x, k: int, n: int, weight_at, bias) -> list:
     return out
 
 
-def reference_q4gsw(read, values, args):
+def reference_q4gsw(read, values, args, name: str = Q4GSW):
     group = values[args[3]].value
-    shape = q4gsw_shape(values, args, group)
-    _check_out(values, args[0], args[-1], shape.n, Q4GSW)
+    shape = q4gsw_shape(values, args, group, name)
+    _check_out(values, args[0], args[-1], shape.n, name)
     x, w, s = read(args[0]), read(args[1]).values, read(args[2]).values
-    bias = read(args[4]).values if _check_bias(values, args[4], shape.n, Q4GSW) else None
-    _reference_finite(s, Q4GSW)
-    width = 4 * shape.words
+    bias = read(args[4]).values if _check_bias(values, args[4], shape.n, name) else None
+    _reference_finite(s, name)
+    offsets = None
+    if name == OFFSETS:
+        offset_values(values, args[5], shape.n, shape.k // group, name)
+        offsets = read(args[5]).values
+        _reference_finite(offsets, name)
+    width, groups = 4 * shape.words, shape.k // group
 
     def weight_at(j, kk):
         byte = w[j * width + kk // 2] & 255
         q = ((byte >> 4) if kk % 2 else (byte & 15)) - 8
-        return q * s[(kk // group) * shape.s_stride + j]
+        value = q * s[(kk // group) * shape.s_stride + j]
+        return value + offsets[j * groups + kk // group] if offsets else value
     return _dot_rows(x, shape.k, shape.n, weight_at, bias)
+
+
+def reference_offsets(read, values, args):
+    return reference_q4gsw(read, values, args, OFFSETS)
 
 
 def reference_qcs4w(read, values, args):
@@ -484,11 +585,20 @@ def reference_fused(read, values, args):
     bias = read(args[4]).values if _check_bias(values, args[4], shape.n, FUSED) else None
     _reference_finite(s, FUSED)
     width, group, parts, start = 4 * shape.words, shape.group, [], 0
-    for n, stride, off in zip(widths, strides, offsets):
-        def weight_at(j, kk, start=start, stride=stride, off=off):
+    groups = shape.k // group
+    part_offsets = fused_offsets(values, args, len(widths)) or [None] * len(widths)
+    for n, stride, off, o_id in zip(widths, strides, offsets, part_offsets):
+        o = None
+        if o_id is not None:
+            offset_values(values, o_id, n, groups, FUSED)
+            o = read(o_id).values
+            _reference_finite(o, FUSED)
+
+        def weight_at(j, kk, start=start, stride=stride, off=off, o=o):
             byte = w[(start + j) * width + kk // 2] & 255
             q = ((byte >> 4) if kk % 2 else (byte & 15)) - 8
-            return q * s[off + (kk // group) * stride + j]
+            value = q * s[off + (kk // group) * stride + j]
+            return value + o[j * groups + kk // group] if o else value
         part_bias = bias[start:start + n] if bias else None
         parts.append(_dot_rows(x, shape.k, n, weight_at, part_bias))
         start += n
@@ -503,9 +613,11 @@ def _reference_finite(scales, name: str) -> None:
 
 def sizes_fused(op, shape, integer, values):
     lead = tuple(shape(op.args[0])[:-1])
-    return {o: lead + (values[o].shape[-1],) for o in fused_outputs(values, op.args[6])}
+    return {o: lead + (values[o].shape[-1],) for o in fused_outputs(values, op.args[7])}
 
 
 define(Q4GSW, build_q4gsw, reference_q4gsw, 6, half=True, choices=choices, sizes=sizes.linear)
 define(QCS4W, build_qcs4w, reference_qcs4w, 4, half=True, choices=choices, sizes=sizes.linear)
-define(FUSED, build_fused, reference_fused, 7, half=True, sizes=sizes_fused)
+define(OFFSETS, build_offsets, reference_offsets, 7, half=True, choices=choices,
+       sizes=sizes.linear)
+define(FUSED, build_fused, reference_fused, 8, half=True, sizes=sizes_fused)

@@ -185,7 +185,8 @@ async def build_reduction(ctx, op):
 
 
 for _name, (_code, _count) in _DIM_REDUCTIONS.items():
-    define(_name, build_reduction, _reduce_reference(_code), _count, half=True)
+    define(_name, build_reduction, _reduce_reference(_code), _count, half=True,
+           sizes=sizes.reduction)
 
 
 async def build_softmax(ctx, op):

@@ -8,7 +8,7 @@ that reads a dynamic tensor and has no rule is refused at load, naming it.
 
 from __future__ import annotations
 
-from ..errors import FormatError
+from ..errors import FormatError, UnsupportedError
 from ..model.graph import ListValue, TensorValue
 
 
@@ -39,6 +39,21 @@ def broadcast(op, shape, integer, values):
 
 def linear(op, shape, integer, values):
     return {_out(op): tuple(shape(op.args[0])[:-1]) + (values[op.args[1]].shape[0],)}
+
+
+def reduction(op, shape, integer, values):
+    """sum/mean/amax/...(x, dims | Null, keepdim, ...): the kernels reduce the bound's
+    elements, so a reduced dim must have its full size (the padded rest is no zero)."""
+    bound, s = values[op.args[0]].shape, shape(op.args[0])
+    items = getattr(values[op.args[1]], "items", None)
+    dims = {d % max(len(s), 1) for d in items} if items else set(range(len(s)))
+    moving = [d for d in sorted(dims) if s[d] != bound[d]]
+    if moving:
+        raise UnsupportedError(f"{op.name}: reduces dim {moving[0]} of a dynamic-shape tensor "
+                               f"(actual {list(s)}, bound {list(bound)})")
+    keep = bool(getattr(values[op.args[2]], "value", False))
+    return {_out(op): tuple(1 if i in dims else n for i, n in enumerate(s)) if keep
+            else tuple(n for i, n in enumerate(s) if i not in dims)}
 
 
 def embedding(op, shape, integer, values):

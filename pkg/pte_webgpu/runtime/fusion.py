@@ -5,7 +5,8 @@ bound by the number of dispatches, not by arithmetic (docs/performance.md), so:
 1. linears reading one input (through views) with constant weights, e.g. q/k/v or
    gate/up, become one ``pte_webgpu.fused_linear`` whose weight is theirs stacked at load
    (graph.meta["concat"]; the parts are not uploaded on their own), writing each output;
-   4-bit q4gsw linears likewise into ``pte_webgpu.fused_linear_q4gsw`` (fusion_q4.py);
+   4-bit q4gsw linears likewise into ``pte_webgpu.fused_linear_q4gsw``, after their
+   group-offset terms are folded in (fusion_q4.py);
 2. a linear whose output only feeds (through views) ``add.Tensor(residual, it)`` with
    alpha 1 writes ``residual + linear`` itself (the residual form of the same op);
 3. chains of same-shape unary/binary ops (registry ``pointwise``), each output read only
@@ -48,6 +49,7 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     """The rewritten graph (``graph`` itself when nothing fuses). ``nbytes(tensor)``: its
     bytes as stored; ``max_binding``: the largest buffer the adapter binds."""
     f = _Fusion(graph)
+    fusion_q4.fold_offsets(f)  # first: its float linear must not be grouped with others
     f.group_linears(nbytes, max_binding)
     fusion_q4.group_q4(f, nbytes, max_binding)
     f.fold_residuals()

@@ -1,16 +1,104 @@
 """Load-time fusion of 4-bit linears (runtime/fusion.py's step 1 for et_vk.linear_q4gsw):
-q4gsw linears reading one input (through views) with constant packed weights and scales,
-the same group size, scale dtype and bias presence, become one
-``pte_webgpu.fused_linear_q4gsw`` (ops/linear_q4.py). Its packed weight is theirs stacked
-along N (rows of whole u32 words: the bytes meet end to end), its scales theirs one after
-another (each part keeps its own row stride: the op's layout list says where each
-begins), bias stacked like the float linears'."""
+
+1. ``q4gsw(x) + linear(group sums of x, offsets)``, the form export/exact_q4.py gives a
+   GGUF's Q4_1 linears (view of x as [..., K / group, group], sum over the last dim, a
+   float linear of constant offsets [N, K / group], an add), becomes one
+   ``pte_webgpu.linear_q4gsw_offsets``: 4 dispatches fewer per linear.
+2. q4gsw linears (with or without offsets, all alike) reading one input (through views)
+   with constant packed weights and scales, the same group size, scale dtype and bias
+   presence, become one ``pte_webgpu.fused_linear_q4gsw`` (ops/linear_q4.py). Its packed
+   weight is theirs stacked along N (rows of whole u32 words: the bytes meet end to end),
+   its scales theirs one after another (each part keeps its own row stride: the op's
+   layout list says where each begins), bias stacked like the float linears', offsets
+   listed per part.
+"""
 
 from __future__ import annotations
 
 from ..model.graph import ListValue, Null, OpCall, Scalar, TensorValue
 from ..ops.fused_linear import MAX_SPLIT
-from ..ops.linear_q4 import FUSED, Q4GSW
+from ..ops.linear_q4 import FUSED, OFFSETS, Q4GSW
+
+SUM, LINEAR, ADD = "aten.sum.dim_IntList", "aten.linear.default", "aten.add.Tensor"
+
+
+def fold_offsets(f) -> None:
+    """Fold on ``f`` (fusion._Fusion) every q4gsw + group-sum offset linear pair."""
+    for i in sorted(f.placed):
+        if i in f.placed and f.placed[i].name == Q4GSW and len(f.placed[i].args) == 6:
+            _fold_offsets(f, i)
+
+
+def _forward_views(f, vid: int):
+    """(view ops, last vid, its sole reader) along sole readers through reshapes."""
+    from .fusion import VIEWS
+
+    views = []
+    reader = f._sole_reader(vid)
+    while reader is not None and f.placed[reader].name in VIEWS and reader not in views:
+        views.append(reader)
+        vid = f.placed[reader].args[-1]
+        reader = f._sole_reader(vid)
+    return views, vid, reader
+
+
+def _back_views(f, vid: int):
+    """(view ops, the vid before them) back through reshapes, each output read once."""
+    from .fusion import VIEWS
+
+    views = []
+    while vid in f.writer and f.placed[f.writer[vid]].name in VIEWS \
+            and f.writer[vid] not in views and f._sole_reader(vid) is not None:
+        views.append(f.writer[vid])
+        vid = f.placed[f.writer[vid]].args[0]
+    return views, vid
+
+
+def _fold_offsets(f, i: int) -> None:
+    from .fusion import _is_one
+
+    x_id, w_id, s_id, g_id, b_id, out_id = f.placed[i].args
+    group = f.values[g_id]
+    out_views, cur, add_i = _forward_views(f, out_id)
+    if add_i is None or not (isinstance(group, Scalar) and group.kind == "int"):
+        return
+    add = f.placed[add_i]
+    if add.name != ADD or len(add.args) != 4 or not _is_one(f.values[add.args[2]]):
+        return
+    a, b, total = add.args[0], add.args[1], add.args[3]
+    if (a == cur) == (b == cur) or f._sole_reader(a if a != cur else b) != add_i:
+        return
+    term_views, term = _back_views(f, b if a == cur else a)
+    lin_i = f.writer.get(term)
+    if lin_i is None or f.placed[lin_i].name != LINEAR or len(f.placed[lin_i].args) != 4:
+        return
+    sums_in, o_id, lin_b, _ = f.placed[lin_i].args
+    o, out, t = _constant(f, o_id), f._tensor(out_id), f._tensor(total)
+    if o is None or not isinstance(f.values[lin_b], Null) or len(o.shape) != 2 \
+            or out is None or t is None or tuple(t.shape) != tuple(out.shape) \
+            or t.dtype != out.dtype or f._sole_reader(term) is None:
+        return
+    sum_views, sums = _back_views(f, sums_in)
+    sum_i = f.writer.get(sums)
+    if sum_i is None or f.placed[sum_i].name != SUM or len(f.placed[sum_i].args) != 5 \
+            or f._sole_reader(sums) is None:
+        return
+    grouped, dims, keep, dtype, _ = f.placed[sum_i].args
+    g_in = f._tensor(grouped)
+    x = f._tensor(x_id)
+    if g_in is None or x is None or f._root(grouped) != f._root(x_id) or len(g_in.shape) < 2 \
+            or tuple(g_in.shape[-2:]) != (x.shape[-1] // group.value, group.value) \
+            or tuple(o.shape) != (out.shape[-1], x.shape[-1] // group.value) \
+            or not isinstance(f.values[dtype], Null) or getattr(f.values[keep], "value", True) \
+            or [d % len(g_in.shape) for d in getattr(f.values[dims], "items", ())] \
+            != [len(g_in.shape) - 1]:
+        return
+    grouping_views, _ = _back_views(f, grouped)  # x as [..., K / group, group]
+    for j in [i, add_i, lin_i, sum_i] + out_views + term_views + sum_views + grouping_views:
+        f._unlink(j)
+    f._link(add_i, OpCall(OFFSETS, (x_id, w_id, s_id, g_id, b_id, o_id, total),
+                          add.node_id))
+    f._count("q4 linear + group offsets")
 
 
 def group_q4(f, nbytes, max_binding: int) -> None:
@@ -34,9 +122,11 @@ def _constant(f, vid: int) -> TensorValue | None:
 
 def _key(f, i: int):
     op = f.placed[i]
-    if op.name != Q4GSW or len(op.args) != 6:
+    if not (op.name == Q4GSW and len(op.args) == 6 or op.name == OFFSETS and len(op.args) == 7):
         return None
-    x_id, w_id, s_id, g_id, b_id, out_id = op.args
+    x_id, w_id, s_id, g_id, b_id, out_id = op.args[:5] + op.args[-1:]
+    if op.name == OFFSETS and _constant(f, op.args[5]) is None:
+        return None
     x, out, w, s = f._tensor(x_id), f._tensor(out_id), _constant(f, w_id), _constant(f, s_id)
     group = f.values[g_id]
     if x is None or out is None or w is None or s is None or len(w.shape) != 2 \
@@ -53,7 +143,7 @@ def _key(f, i: int):
     if root is None or root.is_constant:
         return None
     return (f._root(x_id), tuple(x.shape), w.dtype, w.shape[1], s.dtype, s.shape[0],
-            group.value, out.dtype, has_bias)
+            group.value, out.dtype, has_bias, op.name)
 
 
 def _group(f, chunk: list[int], nbytes, max_binding: int) -> None:
@@ -86,10 +176,12 @@ def _group(f, chunk: list[int], nbytes, max_binding: int) -> None:
         offsets.append(at)
         at += f.values[s].numel
     layout = f._add(ListValue("int_list", tuple(strides + offsets)))
-    outs = f._add(ListValue("value_list", tuple(op.args[5] for op in ops)))
+    outs = f._add(ListValue("value_list", tuple(op.args[-1] for op in ops)))
+    offsets = f._add(ListValue("value_list", tuple(op.args[5] for op in ops))) \
+        if ops[0].name == OFFSETS else f._add(Null())
     for i in chunk:
         f._unlink(i)
-    x_id, _, _, g_id, _, _ = ops[0].args
-    f._link(chunk[0], OpCall(FUSED, (x_id, w_id, s_id, g_id, b_id, layout, outs),
+    x_id, g_id = ops[0].args[0], ops[0].args[3]
+    f._link(chunk[0], OpCall(FUSED, (x_id, w_id, s_id, g_id, b_id, layout, offsets, outs),
                              ops[0].node_id))
     f._count(f"q4 linear x{len(chunk)}")

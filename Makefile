@@ -126,14 +126,12 @@ $(LLM_DIR)/$(LLM_NAME)-q4.pte: $(LLM_GGUF) | llm-export-deps
 $(LLM_DIR)/reference.json: $(LLM_GGUF) | llm-export-deps
 	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_reference $< --out $@ \
 		--max-seq-len $(LLM_MAX_SEQ_LEN)
+# with the q4 model's teacher-forced top-1 agreement with a float64 model of the GGUF
+# (4 texts x 128 positions, about a minute more)
 $(LLM_DIR)/reference-q4.json: $(LLM_GGUF) | llm-export-deps
 	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_reference $< --out $@ \
-		--max-seq-len $(LLM_MAX_SEQ_LEN) --quantize q4
-# the q4 program's reference again, with its teacher-forced top-1 agreement with a float64
-# model of the GGUF (4 texts x 128 positions; several minutes more, so not part of `llm`)
-llm-accuracy: $(LLM_GGUF) | llm-export-deps
-	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_reference $< \
-		--out $(LLM_DIR)/reference-q4.json --max-seq-len $(LLM_MAX_SEQ_LEN) --quantize q4 --accuracy
+		--max-seq-len $(LLM_MAX_SEQ_LEN) --quantize q4 --accuracy
+llm-accuracy: $(LLM_DIR)/reference-q4.json
 
 # --- Tiny GGUFs of each converted architecture (tests/fixtures/llm_families, committed) ---
 # GGUFs from spec.py's seeds, converted with `pte-webgpu convert`, then transformers' float64

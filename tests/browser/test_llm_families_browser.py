@@ -2,12 +2,13 @@
 and with LongRoPE) in Pyodide on headless Chromium's WebGPU, step by step with the KV cache
 as in the native test (tests/native/test_llm_families.py: prefill in one call, then the
 reference's tokens one per call): each step's argmax is the float64 reference's token, and
-logits are within that test's tolerances. Every prompt of every program (32 steps each)."""
+logits are within that test's tolerances. Every prompt of every program (32 steps each);
+the q4 programs teacher forced, against the float64 model and the eager q4 one."""
 
 import pytest
 
-from tests.native.test_llm_families import (FP16_LOGIT_TOL, LOGIT_TOL, PROGRAMS, REFERENCE,
-                                            _model)
+from tests.native.test_llm_families import (FP16_LOGIT_TOL, LOGIT_TOL, PROGRAMS, Q4_AGREEMENT,
+                                            Q4_PROGRAMS, REFERENCE, REFERENCE_Q4, _model)
 
 pytestmark = pytest.mark.browser
 PROMPTS = ("short", "mid", "one")
@@ -54,3 +55,26 @@ def test_greedy_decode_in_the_page_equals_the_float64_reference(families_page, p
             assert token == s["token"], f"{program} step {i}: {got['tokens']}"
         else:  # fp16 only: the reference's best two are within the program's precision
             assert token in {j for j, v in s["top"] if v >= s["top"][0][1] - 2 * tol}
+
+
+@pytest.mark.parametrize("program", Q4_PROGRAMS)
+def test_q4_program_in_the_page_agrees_with_the_float64_model(families_page, program):
+    """The 4-bit programs in the page (the offset groups of Q4_1 folded into the 4-bit
+    kernel there too), teacher forced along the float64 reference's tokens: every pick
+    equals the eager q4 model's where that one's top two are apart (reference-q4.json is
+    free-running, so only the steps before the first difference from float64 compare), and
+    at least Q4_AGREEMENT of all steps equal the float64 model's."""
+    agree = total = 0
+    for prompt in PROMPTS:
+        ref = REFERENCE["models"][_model(program)]["prompts"][prompt]
+        tokens = [s["token"] for s in ref["steps"]]
+        got = families_page.run_python(
+            f"await _families_steps({program!r}, {ref['ids']!r}, {tokens[:-1]!r}, {[[0]] * len(tokens)!r})")
+        agree += sum(a == b for a, b in zip(got["tokens"], tokens))
+        total += len(tokens)
+        q4 = REFERENCE_Q4["models"][_model(program)]["prompts"][prompt]["steps"]
+        same = next((i for i, (a, b) in enumerate(zip(q4, tokens)) if a["token"] != b), len(tokens))
+        for i, s in enumerate(q4[:same + 1]):
+            if s["gap"] >= 2 * LOGIT_TOL:
+                assert got["tokens"][i] == s["token"], f"{program} {prompt} step {i}"
+    assert agree >= Q4_AGREEMENT * total, f"{program}: {agree} of {total} steps agree"

@@ -41,13 +41,27 @@ def test_every_model_has_a_program():
     assert {_model(p) for p in Q4_PROGRAMS} == set(REFERENCE_Q4["models"])
 
 
-def test_reference_top_two_are_far_enough_apart_for_argmax_to_be_checked():
-    # if a step's two best logits were closer than twice the tolerance, an fp32 program could
-    # pick either; none is, so every fp32 step's token is compared exactly below
+def test_reference_top_two_are_mostly_far_enough_apart_for_argmax_to_be_checked():
+    # a step whose two best logits are closer than twice the tolerance may pick either of
+    # them (the tests below accept those near the top there); such near ties are rare
+    # (measured: 2 of 672 steps, phi3 and gemma3), so nearly every step's token is
+    # compared exactly
     close = [(m, p, i, s["gap"]) for m, r in REFERENCE["models"].items()
              for p, pr in r["prompts"].items() for i, s in enumerate(pr["steps"])
              if s["gap"] < 2 * LOGIT_TOL]
-    assert not close, f"steps whose top-2 logits are within 2 x {LOGIT_TOL}: {close}"
+    steps = sum(len(pr["steps"]) for r in REFERENCE["models"].values() for pr in r["prompts"].values())
+    assert len(close) <= 0.01 * steps, f"steps whose top-2 logits are within 2 x {LOGIT_TOL}: {close}"
+
+
+def _picks_match(got: list[int], steps: list[dict], tol: float, what: str) -> None:
+    """Each pick is the reference's token; where the reference's best two are within twice
+    ``tol``, one of the tokens that close to the top."""
+    for i, (token, s) in enumerate(zip(got, steps)):
+        if s["gap"] >= 2 * tol:
+            assert token == s["token"], f"{what} step {i}: {got} != {[s['token'] for s in steps]}"
+        else:
+            near = {j for j, v in s["top"] if v >= s["top"][0][1] - 2 * tol}
+            assert token in near, f"{what} step {i}: {token} not in {near}"
 
 
 async def _run(runtime, pte: bytes, ids: list[int], fed: list[int]) -> list[np.ndarray]:
@@ -79,15 +93,7 @@ def test_greedy_tokens_equal_the_float64_reference(runtime, program):
         got = [int(np.argmax(r)) for r in rows]
         worst = max(abs(row[i] - v) for row, s in zip(rows, steps) for i, v in s["top"])
         assert worst < tol, f"{program} {name}: logits differ by up to {worst:.3g}"
-        for i, (token, s) in enumerate(zip(got, steps)):
-            if s["gap"] >= 2 * tol:
-                assert token == s["token"], f"{program} {name} step {i}: {got} != {tokens}"
-            else:
-                # only fp16 (test above): the reference's two best are within twice the
-                # program's tolerance, so either may win; the pick must be one of those close
-                # to the top (measured on lavapipe: every fp16 pick equals the reference's)
-                near = {j for j, v in s["top"] if v >= s["top"][0][1] - 2 * tol}
-                assert token in near, f"{program} {name} step {i}: {token} not in {near}"
+        _picks_match(got, steps, tol, f"{program} {name}")
 
 
 @pytest.mark.parametrize("program", [p for p in PROGRAMS if not p.endswith("-fp16")])
@@ -128,14 +134,36 @@ def test_q4_program_equals_the_eager_quantized_model(runtime, program):
     """4-bit weights (convert --dtype q4: et_vk.linear_q4gsw, with qwen2's biases, and
     embedding_q4gsw) against the model they were lowered from, run eagerly in float32
     (make_q4_references.py; the weights' sha256 equals the program's export record):
-    every step's token equal, logits within LOGIT_TOL (measured 2.6e-5 on lavapipe)."""
+    every step's token equal (one of the near-top ones at a near tie), logits within
+    LOGIT_TOL (measured 2.6e-5 on lavapipe)."""
     ref = REFERENCE_Q4["models"][_model(program)]
     pte = (FIXTURES / f"{program}.pte").read_bytes()
     for name, prompt in ref["prompts"].items():
         steps = prompt["steps"]
-        assert min(s["gap"] for s in steps) >= 2 * LOGIT_TOL
         rows = run_sync(_run(runtime, pte, prompt["ids"], [s["token"] for s in steps][:-1]))
-        assert [int(np.argmax(r)) for r in rows] == [s["token"] for s in steps], name
+        _picks_match([int(np.argmax(r)) for r in rows], steps, LOGIT_TOL, f"{program} {name}")
         worst = max(abs(row[i] - v) for row, s in zip(rows, steps) for i, v in s["top"])
         assert worst < LOGIT_TOL, f"{program} {name}: logits differ by up to {worst:.3g}"
 
+
+
+# issue 22's bar for 4-bit conversions: teacher-forced top-1 agreement with the float64 model
+Q4_AGREEMENT = 0.85
+
+
+@pytest.mark.parametrize("program", Q4_PROGRAMS)
+def test_q4_program_agrees_with_the_float64_model(runtime, program):
+    """Teacher forced: the q4 program is fed the float64 reference's tokens and at every
+    step predicts the next one; its picks equal the float64 model's on at least 85% of the
+    steps (3 prompts x 32). The GGUFs hold Q4_0/Q4_1 linears, which the conversion keeps
+    as they are (export/exact_q4.py); what is left to differ is the embedding (and an
+    8-bit lm head where the GGUF's is Q8_0)."""
+    ref = REFERENCE["models"][_model(program)]
+    pte = (FIXTURES / f"{program}.pte").read_bytes()
+    agree = total = 0
+    for prompt in ref["prompts"].values():
+        tokens = [s["token"] for s in prompt["steps"]]
+        rows = run_sync(_run(runtime, pte, prompt["ids"], tokens[:-1]))
+        agree += sum(int(np.argmax(r)) == t for r, t in zip(rows, tokens))
+        total += len(tokens)
+    assert agree >= Q4_AGREEMENT * total, f"{program}: {agree} of {total} steps agree"

@@ -67,8 +67,9 @@ def test_fused_reference_splits_like_the_parts():
     layout = ListValue("int_list", (rows[0].shape[1], rows[1].shape[1], 0, rows[0].size))
     values, read = _operands([(F32, x), (U8, packed), (F32, scales), Scalar("int", group),
                               Null(), layout, TensorValue(F32, (2, 20)),
-                              TensorValue(F32, (2, 12)), ListValue("value_list", (6, 7))])
-    got = reference_fused(read, values, (0, 1, 2, 3, 4, 5, 8))
+                              TensorValue(F32, (2, 12)), ListValue("value_list", (6, 7)),
+                              Null()])  # 9: no offsets
+    got = reference_fused(read, values, (0, 1, 2, 3, 4, 5, 9, 8))
     for out, (w, s), n in zip(got, parts, widths):
         np.testing.assert_allclose(np.array(out).reshape(2, n), numpy_reference(x, w, s),
                                    rtol=1e-12, atol=1e-12)

@@ -14,7 +14,8 @@ input's group sums:
 ExecuTorch lowers the second term as view + sum + linear + add inside the one delegate; the
 runtime folds it into the 4-bit kernel (runtime/fusion_q4.py).
 
-An lm head that is not 4-bit in the GGUF (SmolLM2's is its Q8_0 embedding, tied) becomes an
+A Q4_0 embedding table takes its groups as they are too (embedding_q4gsw is symmetric);
+a Q4_1 or 8-bit one is quantized by the transform. An lm head that is not 4-bit in the GGUF (SmolLM2's is its Q8_0 embedding, tied) becomes an
 8-bit per-channel linear (Int8Linear: ExecuTorch's Vulkan pattern makes it
 ``aten._weight_int8pack_mm``), not 4-bit groups: quantizing it to 4 bits cost more top-1
 agreement than all the layers' linears together (docs/llm.md, "q4").
@@ -35,8 +36,6 @@ def groups(reader, hp) -> dict[str, Int4Groups]:
     found = gguf_llama.arrays(reader, hp, load=gguf_groups.int4_groups)
     if hp.tied_output and "tok_embeddings.weight" in found:
         found["output.weight"] = found["tok_embeddings.weight"]
-    # the embedding table itself is a gather (et_vk.embedding_q4gsw), quantized by the transform
-    found.pop("tok_embeddings.weight", None)
     return found
 
 
@@ -111,6 +110,9 @@ def apply(model, exact: dict[str, Int4Groups]) -> int:
     done = 0
     for key, g in exact.items():
         name = key.rpartition(".")[0]
+        if key == "tok_embeddings.weight":
+            done += _embedding(modules[name], g)
+            continue
         linear = modules.get(name)
         if not isinstance(linear, torch.nn.Linear):
             continue
@@ -130,3 +132,22 @@ def apply(model, exact: dict[str, Int4Groups]) -> int:
             setattr(parent, leaf, offset_linear(linear, g.offsets))
         done += 1
     return done
+
+
+def _embedding(table, g: Int4Groups) -> int:
+    """The 4-bit embedding (the -E 4,32 transform's QuantizedGroupEmbedding: bytes
+    (q[2i] + 8) * 16 + q[2i + 1] + 8, scales [V, D / 32]) given a Q4_0 table's groups as
+    they are; a Q4_1 table (offsets) keeps the transform's symmetric quantization, which
+    has no place for them. Returns 1 when it took them."""
+    import torch
+
+    weight, scales = getattr(table, "weight", None), getattr(table, "scales", None)
+    if g.offsets is not None or weight is None or scales is None \
+            or tuple(weight.shape) != (g.shape[0], g.shape[1] // 2) \
+            or tuple(scales.shape) != g.scales.shape:
+        return 0
+    u = (g.values.astype(np.int16) + 8).astype(np.uint8)
+    with torch.no_grad():
+        weight.copy_(torch.from_numpy(u[:, 0::2] * 16 + u[:, 1::2]))
+        scales.copy_(torch.from_numpy(g.scales).to(scales.dtype))
+    return 1

@@ -127,11 +127,21 @@ def _unfused(name):
     return make_ggufs.weights({**spec.MODELS[name], "arch": "llama"}, spec.VOCAB)
 
 
+def _stored(name: str, drawn: dict) -> dict:
+    """The drawn matrices as the GGUF holds them (family_spec's ggml type, dequantized):
+    blocks run along rows, so a fused tensor's rows store as its parts' would."""
+    from gguf import GGMLQuantizationType, quants
+
+    kind = GGMLQuantizationType[spec.MODELS[name].get("types", spec.TYPES)["matrices"]]
+    return {k: np.asarray(quants.dequantize(quants.quantize(v, kind), kind), np.float32)
+            if v.ndim == 2 else v for k, v in drawn.items()}
+
+
 def test_phi3_fused_tensors_split_into_q_k_v_and_gate_then_up(ggufs):
     reader, hp = _hp(ggufs / "phi3.gguf")
     assert {t.name for t in reader.tensors} >= {"blk.1.attn_qkv.weight", "blk.1.ffn_up.weight"}
     assert not {t.name for t in reader.tensors} & {"blk.0.attn_q.weight", "blk.0.ffn_gate.weight"}
-    got, drawn = gguf_llama.arrays(reader, hp), _unfused("phi3")
+    got, drawn = gguf_llama.arrays(reader, hp), _stored("phi3", _unfused("phi3"))
     interleaved = gguf_arch.interleave_rows
     for i in range(2):
         b, layer = f"blk.{i}.", f"layers.{i}."

@@ -1,7 +1,8 @@
 """What `make llm` produced for 4-bit weights (skips without build/llm's q4 files): the program
 is one Vulkan delegate whose linears and embedding are the 4-bit ops (the GGUF's Q4_1 groups
-with their offset terms, an 8-bit lm head), within a size bound; its eager reference was made from the same quantized weights as the program, and
-the quantized model's top-1 agreement with float64 is recorded and meets the target."""
+with their offset terms, an 8-bit lm head), within a size bound; its eager reference was
+made from the same quantized weights as the program, and the quantized model's top-1
+agreement with float64 is recorded and meets the target."""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ _SUFFIX = {"fp32": "", "fp16": "-fp16", "q4": "-q4"}
 
 def add_parser(sub, common, count) -> None:
     p = sub.add_parser("convert", parents=[common],
-                       help="convert a GGUF language model (llama, qwen2, qwen3, phi3, gemma2, gemma3) to a .pte")
+                       help="convert a GGUF language model (llama, qwen2, qwen3, phi3, gemma2, gemma3) "
+                            "to a .pte")
     p.add_argument("gguf", metavar="MODEL.gguf")
     p.add_argument("--dtype", choices=tuple(_SUFFIX), default="fp32",
                    help="fp32 (default), fp16 (Vulkan force_fp16) or q4 (4-bit groups of 32: "

@@ -14,11 +14,12 @@ input's group sums:
 ExecuTorch lowers the second term as view + sum + linear + add inside the one delegate; the
 runtime folds it into the 4-bit kernel (runtime/fusion_q4.py).
 
-A Q4_0 embedding table takes its groups as they are too (embedding_q4gsw is symmetric);
-a Q4_1 or 8-bit one is quantized by the transform. An lm head that is not 4-bit in the GGUF (SmolLM2's is its Q8_0 embedding, tied) becomes an
-8-bit per-channel linear (Int8Linear: ExecuTorch's Vulkan pattern makes it
-``aten._weight_int8pack_mm``), not 4-bit groups: quantizing it to 4 bits cost more top-1
-agreement than all the layers' linears together (docs/llm.md, "q4").
+A Q4_0 embedding table takes its groups as they are too (embedding_q4gsw is symmetric); a
+Q4_1 or 8-bit one is quantized by the transform. An lm head that is not 4-bit in the GGUF
+(SmolLM2's is its Q8_0 embedding, tied) becomes an 8-bit per-channel linear (Int8Linear:
+ExecuTorch's Vulkan pattern makes it ``aten._weight_int8pack_mm``), not 4-bit groups:
+quantizing it to 4 bits cost more top-1 agreement than all the layers' linears together
+(docs/llm.md, "q4").
 """
 
 from __future__ import annotations

@@ -39,10 +39,10 @@ from ..ops.fused_elementwise import MAX_INPUTS
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
 from ..ops.fused_linear import MAX_SPLIT
 from . import fusion_conv, fusion_q4
+from .views import VIEWS
 
 LINEAR, ADD = "aten.linear.default", "aten.add.Tensor"
 # reshapes: the same elements in the same order (ops/view.py shares or copies the buffer)
-VIEWS = ("aten.view_copy.default", "aten.squeeze_copy.dims", "aten.unsqueeze_copy.default")
 
 
 def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..model.graph import ListValue, Null, OpCall, Scalar, TensorValue
 from ..ops.fused_linear import MAX_SPLIT
 from ..ops.linear_q4 import FUSED, OFFSETS, Q4GSW
+from .views import VIEWS
 
 SUM, LINEAR, ADD = "aten.sum.dim_IntList", "aten.linear.default", "aten.add.Tensor"
 
@@ -31,8 +32,6 @@ def fold_offsets(f) -> None:
 
 def _forward_views(f, vid: int):
     """(view ops, last vid, its sole reader) along sole readers through reshapes."""
-    from .fusion import VIEWS
-
     views = []
     reader = f._sole_reader(vid)
     while reader is not None and f.placed[reader].name in VIEWS and reader not in views:
@@ -44,8 +43,6 @@ def _forward_views(f, vid: int):
 
 def _back_views(f, vid: int):
     """(view ops, the vid before them) back through reshapes, each output read once."""
-    from .fusion import VIEWS
-
     views = []
     while vid in f.writer and f.placed[f.writer[vid]].name in VIEWS \
             and f.writer[vid] not in views and f._sole_reader(vid) is not None:
@@ -55,8 +52,6 @@ def _back_views(f, vid: int):
 
 
 def _fold_offsets(f, i: int) -> None:
-    from .fusion import _is_one
-
     x_id, w_id, s_id, g_id, b_id, out_id = f.placed[i].args
     group = f.values[g_id]
     out_views, cur, add_i = _forward_views(f, out_id)
@@ -185,3 +180,7 @@ def _group(f, chunk: list[int], nbytes, max_binding: int) -> None:
     f._link(chunk[0], OpCall(FUSED, (x_id, w_id, s_id, g_id, b_id, layout, offsets, outs),
                              ops[0].node_id))
     f._count(f"q4 linear x{len(chunk)}")
+
+
+def _is_one(value) -> bool:
+    return isinstance(value, Scalar) and value.is_one()

@@ -32,17 +32,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..model.graph import Graph, ListValue, Null, OpCall, Scalar, TensorValue
+from ..model.graph import Graph, ListValue, Null, OpCall, TensorValue
 from ..ops import registry
 from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
 from ..ops.fused_elementwise import MAX_INPUTS
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
 from ..ops.fused_linear import MAX_SPLIT
 from . import fusion_conv, fusion_q4
-from .views import VIEWS
+from .views import VIEWS, add_through_views, is_one
 
-LINEAR, ADD = "aten.linear.default", "aten.add.Tensor"
-# reshapes: the same elements in the same order (ops/view.py shares or copies the buffer)
+LINEAR = "aten.linear.default"
 
 
 def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
@@ -202,22 +201,12 @@ class _Fusion:
 
     def _fold(self, i: int, parts) -> None:
         x_id, w_id, b_id, out_id = parts
-        views, cur = [], out_id
-        reader = self._sole_reader(cur)
-        while reader is not None and self.placed[reader].name in VIEWS \
-                and reader not in views:  # a cycle of views: a malformed graph
-            views.append(reader)
-            cur = self.placed[reader].args[-1]
-            reader = self._sole_reader(cur)
-        if reader is None:
+        found = add_through_views(self, out_id)
+        if found is None:
             return
+        views, cur, reader, r_id = found
         add = self.placed[reader]
-        if add.name != ADD or len(add.args) != 4 or not _is_one(self.values[add.args[2]]):
-            return
-        a, b, s = add.args[0], add.args[1], add.args[3]
-        if (a == cur) == (b == cur):
-            return  # the linear is not exactly one operand
-        r_id = b if a == cur else a
+        s = add.args[3]
         r, lin, total = self._tensor(r_id), self._tensor(cur), self._tensor(s)
         out = self.values[out_id]
         if r is None or total is None or lin is None or tuple(r.shape) != tuple(total.shape) \
@@ -241,7 +230,7 @@ class _Fusion:
             return None
         kind, row = d.pointwise
         operands = list(op.args[:2] if kind == "binary" else op.args[:1])
-        if kind == "binary" and len(op.args) == 4 and not _is_one(self.values[op.args[2]]):
+        if kind == "binary" and len(op.args) == 4 and not is_one(self.values[op.args[2]]):
             return None
         out = self._tensor(op.args[-1])
         if out is None or out.dtype.name not in ("float32", "float16"):
@@ -370,10 +359,6 @@ def _lead(shape) -> tuple:
     while shape[:1] == (1,):
         shape = shape[1:]
     return shape
-
-
-def _is_one(value) -> bool:
-    return isinstance(value, Scalar) and value.is_one()
 
 
 def _expand(values, ids) -> list[int]:

@@ -18,9 +18,9 @@ from __future__ import annotations
 from ..model.graph import ListValue, Null, OpCall, Scalar, TensorValue
 from ..ops.fused_linear import MAX_SPLIT
 from ..ops.linear_q4 import FUSED, OFFSETS, Q4GSW
-from .views import VIEWS
+from .views import add_through_views, back_views
 
-SUM, LINEAR, ADD = "aten.sum.dim_IntList", "aten.linear.default", "aten.add.Tensor"
+SUM, LINEAR = "aten.sum.dim_IntList", "aten.linear.default"
 
 
 def fold_offsets(f) -> None:
@@ -30,40 +30,18 @@ def fold_offsets(f) -> None:
             _fold_offsets(f, i)
 
 
-def _forward_views(f, vid: int):
-    """(view ops, last vid, its sole reader) along sole readers through reshapes."""
-    views = []
-    reader = f._sole_reader(vid)
-    while reader is not None and f.placed[reader].name in VIEWS and reader not in views:
-        views.append(reader)
-        vid = f.placed[reader].args[-1]
-        reader = f._sole_reader(vid)
-    return views, vid, reader
-
-
-def _back_views(f, vid: int):
-    """(view ops, the vid before them) back through reshapes, each output read once."""
-    views = []
-    while vid in f.writer and f.placed[f.writer[vid]].name in VIEWS \
-            and f.writer[vid] not in views and f._sole_reader(vid) is not None:
-        views.append(f.writer[vid])
-        vid = f.placed[f.writer[vid]].args[0]
-    return views, vid
-
-
 def _fold_offsets(f, i: int) -> None:
     x_id, w_id, s_id, g_id, b_id, out_id = f.placed[i].args
     group = f.values[g_id]
-    out_views, cur, add_i = _forward_views(f, out_id)
-    if add_i is None or not (isinstance(group, Scalar) and group.kind == "int"):
+    found = add_through_views(f, out_id)
+    if found is None or not (isinstance(group, Scalar) and group.kind == "int"):
         return
+    out_views, _, add_i, other = found
     add = f.placed[add_i]
-    if add.name != ADD or len(add.args) != 4 or not _is_one(f.values[add.args[2]]):
+    total = add.args[3]
+    if f._sole_reader(other) != add_i:
         return
-    a, b, total = add.args[0], add.args[1], add.args[3]
-    if (a == cur) == (b == cur) or f._sole_reader(a if a != cur else b) != add_i:
-        return
-    term_views, term = _back_views(f, b if a == cur else a)
+    term_views, term = back_views(f, other)
     lin_i = f.writer.get(term)
     if lin_i is None or f.placed[lin_i].name != LINEAR or len(f.placed[lin_i].args) != 4:
         return
@@ -73,7 +51,7 @@ def _fold_offsets(f, i: int) -> None:
             or out is None or t is None or tuple(t.shape) != tuple(out.shape) \
             or t.dtype != out.dtype or f._sole_reader(term) is None:
         return
-    sum_views, sums = _back_views(f, sums_in)
+    sum_views, sums = back_views(f, sums_in)
     sum_i = f.writer.get(sums)
     if sum_i is None or f.placed[sum_i].name != SUM or len(f.placed[sum_i].args) != 5 \
             or f._sole_reader(sums) is None:
@@ -88,7 +66,7 @@ def _fold_offsets(f, i: int) -> None:
             or [d % len(g_in.shape) for d in getattr(f.values[dims], "items", ())] \
             != [len(g_in.shape) - 1]:
         return
-    grouping_views, _ = _back_views(f, grouped)  # x as [..., K / group, group]
+    grouping_views, _ = back_views(f, grouped)  # x as [..., K / group, group]
     for j in [i, add_i, lin_i, sum_i] + out_views + term_views + sum_views + grouping_views:
         f._unlink(j)
     f._link(add_i, OpCall(OFFSETS, (x_id, w_id, s_id, g_id, b_id, o_id, total),
@@ -181,6 +159,3 @@ def _group(f, chunk: list[int], nbytes, max_binding: int) -> None:
                              ops[0].node_id))
     f._count(f"q4 linear x{len(chunk)}")
 
-
-def _is_one(value) -> bool:
-    return isinstance(value, Scalar) and value.is_one()

@@ -1,4 +1,54 @@
-"""The reshape ops that fusion looks through and build.py binds as aliases of their input
-(one list, read by fusion.py and fusion_q4.py without importing each other)."""
+"""Reshapes and the walks through them that fusion.py and fusion_q4.py share (one module
+both import, so neither imports the other). A reshape is the same elements in the same
+order: build.py binds its output as an alias of its input (ops/view.py shares or copies
+the buffer), and fusion looks through it."""
+
+from __future__ import annotations
+
+from ..model.graph import Scalar
 
 VIEWS = ("aten.view_copy.default", "aten.squeeze_copy.dims", "aten.unsqueeze_copy.default")
+ADD = "aten.add.Tensor"
+
+
+def forward_views(f, vid: int):
+    """(view ops, last vid, its sole reader) along sole readers from ``vid`` through
+    reshapes; ``f`` is a fusion._Fusion."""
+    views = []
+    reader = f._sole_reader(vid)
+    while reader is not None and f.placed[reader].name in VIEWS \
+            and reader not in views:  # a cycle of views: a malformed graph
+        views.append(reader)
+        vid = f.placed[reader].args[-1]
+        reader = f._sole_reader(vid)
+    return views, vid, reader
+
+
+def back_views(f, vid: int):
+    """(view ops, the vid before them) back through reshapes, each output read once."""
+    views = []
+    while vid in f.writer and f.placed[f.writer[vid]].name in VIEWS \
+            and f.writer[vid] not in views and f._sole_reader(vid) is not None:
+        views.append(f.writer[vid])
+        vid = f.placed[f.writer[vid]].args[0]
+    return views, vid
+
+
+def add_through_views(f, vid: int):
+    """(view ops, vid after them, the add's index, its other operand) when ``vid`` only
+    feeds, through reshapes, an ``add.Tensor`` with alpha 1 as exactly one of its two
+    operands; else None."""
+    views, cur, add_i = forward_views(f, vid)
+    if add_i is None:
+        return None
+    add = f.placed[add_i]
+    if add.name != ADD or len(add.args) != 4 or not is_one(f.values[add.args[2]]):
+        return None
+    a, b = add.args[0], add.args[1]
+    if (a == cur) == (b == cur):
+        return None
+    return views, cur, add_i, b if a == cur else a
+
+
+def is_one(value) -> bool:
+    return isinstance(value, Scalar) and value.is_one()

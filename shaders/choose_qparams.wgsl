@@ -11,7 +11,7 @@ override wg_size: u32 = 64;
 // pair is what the next op reads, whether f16 is stored as f16 or as f32.
 fn as_stored(v: f32) -> f32 {
   if (params.f16_scale != 0u) {
-    return unpack2x16float(pack2x16float(vec2<f32>(v, 0.0))).x;
+    return round_half(v);
   }
   return v;
 }

@@ -62,7 +62,10 @@ class Outcomes:
 
 def _first_line(text: str) -> str:
     lines = [ln for ln in text.splitlines() if ln.startswith("E ")]
-    return (lines[0][1:].strip() if lines else text.strip().splitlines()[-1:] or [""])[0][:200]
+    if lines:
+        return lines[0][1:].strip()[:200]
+    tail = text.strip().splitlines()
+    return tail[-1][:200] if tail else ""
 
 
 def summary(info: dict, outcomes: Outcomes, seconds: float, args: list[str], status: int) -> str:

@@ -18,6 +18,8 @@ per-tensor activations use; another is refused naming the op and block.
 
 from __future__ import annotations
 
+import math
+
 from ..errors import FormatError, UnsupportedError
 from ..model.graph import ListValue, Null, Scalar
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, sections
@@ -30,12 +32,16 @@ SMALLEST_NORMAL = {"float32": 2.0 ** -126, "float16": 2.0 ** -14}
 MAPPINGS = ("ASYMMETRIC", "SYMMETRIC")
 
 PARAMS = Uniform(("rows", "u32"), ("width", "u32"), ("qmin", "i32"), ("qmax", "i32"),
-                 ("eps", "f32"), ("symmetric", "u32"), ("f16_scale", "u32"))
+                 ("eps", "f32"), ("symmetric", "u32"), ("f16_scale", "u32"),
+                 ("inf", "f32"))
 KERNEL = Kernel("choose_qparams", (Binding(0, "x"), Binding(1, "scale", "read_write"),
                                    # int8 zero points: 4 to a word, each set by its row
                                    Binding(2, "zp", "read_write", "atomic<u32>")),
-                PARAMS, entries=(Entry("main", "item", "params.rows"),),
-                generated=sections("linear_dq8_parts")["div_rn"])  # torch's rounded division
+                PARAMS, entries=(Entry("main", "item", "params.rows"),), snippets=("bits",),
+                # torch's rounded division; float16 rounding in integers (NVIDIA's compiler
+                # folds unpack2x16float(pack2x16float(v)) to v)
+                generated=sections("linear_dq8_parts")["div_rn"]
+                + sections("f32_math")["round_half"])
 
 
 def _fail(op_name: str, msg: str, where: str | None = None):
@@ -170,7 +176,8 @@ async def build_choose_qparams(ctx, op):
     uniform = ctx.uniform(PARAMS.pack(rows=p["rows"], width=p["width"], qmin=p["qmin"],
                                       qmax=p["qmax"], eps=p["eps"],
                                       symmetric=int(p["symmetric"]),
-                                      f16_scale=int(p["f16_scale"])), f"{op.name} params")
+                                      f16_scale=int(p["f16_scale"]), inf=math.inf),
+                         f"{op.name} params")
     ctx.dispatch(op, pipeline, [(0, args[0]), (1, p["scale"]), (2, p["zp"]), (3, uniform)],
                  ctx.grid(-(-p["rows"] // wg)))
     follow_actual_size(ctx, p["scale"], wg)

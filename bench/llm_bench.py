@@ -296,6 +296,11 @@ def main_llm(model: Path, backend: str, todo: list[dict], *, export: dict | None
         progress("torch on CUDA (when present)")
         records += [dict(r, backend=backend, dtype=dtype)
                     for r in torch_records(export["hparams"], dtype, todo, warmup)]
+        progress("torch static-cache step as CUDA graphs, compiled and not (when present)")
+        import llm_torch_static
+
+        records += [dict(r, backend=backend, dtype=dtype)
+                    for r in llm_torch_static.records(export["hparams"], dtype, todo, progress)]
     text = llm_report.markdown(records, result.get("profiles", {}), result.get("timestamps", True),
                                result.get("web_profiles"))
     print(text)

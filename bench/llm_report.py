@@ -13,7 +13,8 @@ import json
 import sys
 from collections import defaultdict
 
-IMPL_ORDER = ("ours", "ort-web", "transformers.js", "torch-cuda")
+IMPL_ORDER = ("ours", "ort-web", "transformers.js", "torch-cuda", "torch-cuda-graph",
+              "torch-compile-graph")
 
 
 def _rows(records):

@@ -5,8 +5,9 @@
 #
 # Chromium is Debian's chromium-headless-shell, packed here into .chromium-parts/pNN
 # (../shared/tools/h200-chromium/pack.sh) and carried one part per device call; the Pyodide
-# dist (build/web/pyodide, `make dist`) travels too. Extra arguments go to the fixture runner
-# (e.g. --only conv/).
+# dist (build/web/pyodide, `make dist`) travels too, and on a freshly lent machine the .gl
+# loaders unpacked first (tools/h200_env.sh's first line): without them Chromium finds no
+# adapter. Extra arguments go to the fixture runner (e.g. --only conv/).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PARTS=${CHROMIUM_PARTS:-.chromium-parts}

@@ -79,9 +79,9 @@ async def main_async(path: Path, runs: int, backend: str, profile: bool = False)
         await method.execute(inputs)
         walls.append(time.perf_counter() - t0)
         rows.append(dict(phases.now))
-    from vision_job import _segments
+    from pte_webgpu.gpu.recording import dispatch_runs
 
-    segments = list(_segments(gpu_work(method).recording.steps))
+    segments = dispatch_runs(gpu_work(method).recording.steps)
     dispatches = sum(len(run) for run in segments)
     gpu = []
     if "timestamp-query" in rt.adapter.features:

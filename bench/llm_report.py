@@ -55,6 +55,7 @@ def markdown(records: list[dict], profiles: dict | None = None, timestamps: bool
         lines += ["\\* decode from a KV cache of as many rows of zeros, at the same positions, "
                   "without a prefill (--peer-prefill-max: too long a prompt for that impl "
                   "here).", ""]
+    lines += cost_table(records)
     for c, rows in (profiles or {}).items():
         clock = "GPU timestamps" if timestamps else "wall time per dispatch: no timestamp-query"
         lines += profile_table(rows, f"one decode step of ours at context {c} ({clock})") + [""]
@@ -63,6 +64,28 @@ def markdown(records: list[dict], profiles: dict | None = None, timestamps: bool
         lines += profile_table(rows, f"one decode step of {impl} at context {c} (JSEP's "
                                "profiler, GPU timestamps per kernel)") + [""]
     return "\n".join(lines)
+
+
+def cost_table(records: list[dict]) -> list[str]:
+    """Where ours' decode step goes, by context (the records' ``cost``: llm/step_cost.py)."""
+    rows = sorted((r for r in records if r.get("impl", "ours") == "ours"
+                   and r["phase"] == "decode" and r.get("cost")), key=lambda r: r["context"])
+    if not rows:
+        return []
+
+    def us(v):
+        return "-" if v is None else f"{v:.0f}"
+    lines = ["Where a decode step of ours goes (µs): the chained step as timed; the GPU's time "
+             "for its dispatches back to back, one timed pass per run of dispatches; the host "
+             "encoding it (no submit):", "",
+             "| ctx | step | GPU | encode | dispatches | passes | GPU per dispatch |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        c = r["cost"]
+        per = "-" if c["gpu_us"] is None else f"{c['gpu_us'] / max(1, c['dispatches']):.1f}"
+        lines.append(f"| {r['context']} | {r['ms_per_token'] * 1e3:.0f} | {us(c['gpu_us'])} | "
+                     f"{us(c['encode_us'])} | {c['dispatches']} | {c['passes']} | {per} |")
+    return lines + [""]
 
 
 def profile_table(rows: list[dict], title: str, top: int = 12) -> list[str]:

@@ -271,8 +271,8 @@ async def ours_conv(pte: bytes, conv) -> list[dict]:
     import array
 
     import gpu_bench
-    import vision_job
     from pte_webgpu import Runtime
+    from pte_webgpu.gpu.recording import dispatch_runs
     from pte_webgpu.model.tensor import Tensor
     from pte_webgpu.runtime.build import Resources
     from pte_webgpu.runtime.method import gpu_work
@@ -285,7 +285,7 @@ async def ours_conv(pte: bytes, conv) -> list[dict]:
             shape, _ = method.input_specs()[0]
             x = array.array("f", [0.5]) * (shape[0] * shape[1] * shape[2] * shape[3])
             await method.execute([Tensor(x.tobytes(), shape)], as_numpy=False)
-            steps = [s for run in vision_job._segments(gpu_work(method).recording.steps)
+            steps = [s for run in dispatch_runs(gpu_work(method).recording.steps)
                      for s in run]
             timer = gpu_bench.Timer(rt.device)
             rec = await gpu_bench.measure(timer, steps, conv.nbytes)

@@ -45,23 +45,8 @@ def weight_bytes(pte: bytes, data_files=()) -> int:
                if getattr(d, "graph", None) is not None for c in d.graph.graph.constants)
 
 
-def _segments(steps):
-    """Runs of dispatches as execute encodes them: a copy ends one, an empty grid is skipped."""
-    from pte_webgpu.gpu.recording import Copy
-
-    run = []
-    for step in steps:
-        if type(step) is Copy:
-            if run:
-                yield run
-            run = []
-        elif step.grid[0] and step.grid[1] and step.grid[2]:
-            run.append(step)
-    if run:
-        yield run
-
-
 async def _gpu_times(method, inputs, repeats: int = 5) -> dict:
+    from pte_webgpu.gpu.recording import dispatch_runs
     from pte_webgpu.runtime.method import gpu_work
 
     work = gpu_work(method)
@@ -71,7 +56,7 @@ async def _gpu_times(method, inputs, repeats: int = 5) -> dict:
         await method.execute(inputs, as_numpy=False, profile=True)
         profiles.append(sum(row["us"] for row in method.last_profile) / 1e3)
     passes = []
-    segments = list(_segments(work.recording.steps))
+    segments = dispatch_runs(work.recording.steps)
     for _ in range(repeats):
         total = 0.0
         for run in segments:

@@ -39,6 +39,9 @@ def check_records(records, contexts, steps, file):
             assert r["positions"] == [n, n + steps - 1] and r["steps"] == len(r["ms"]) == steps
             assert len(r["greedy"]) == steps + 1  # the prefill's token, then each step's
             assert r["cache"] == "prefill"  # ours always decodes after its own prefill
+            cost = r["cost"]  # the decode step's recording: its own dispatches and passes
+            assert cost["dispatches"] >= 10 and 1 <= cost["passes"] <= cost["dispatches"]
+            assert cost["encode_us"] > 0 and (cost["gpu_us"] is None or cost["gpu_us"] > 0)
         assert r["file"] == file and r["dtype"] == "float32"
     torch = [r for r in records if r["impl"] == "torch-cuda"]  # where torch + CUDA exist
     assert not torch or sorted({r["context"] for r in torch}) == sorted(contexts)
@@ -54,6 +57,7 @@ def test_bench_llm_writes_records_table_and_profile(tmp_path):
     table = (tmp_path / "llm.md").read_text()
     assert "| ours | prefill |" in table and "| ours | decode |" in table
     assert "ctx 28: prefill 26 tokens, decode 2 steps at positions 26..27" in table
+    assert "Where a decode step of ours goes" in table and "| 28 | " in table
     profiles = json.loads((tmp_path / "llm.profile.json").read_text())["ours"]
     assert sorted(profiles) == ["16", "28", "4"]
     ops = {row["op"] for row in profiles["4"] if row["dispatches"]}

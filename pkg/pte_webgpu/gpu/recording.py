@@ -71,6 +71,18 @@ def pass_plan(steps):
         yield END, -1
 
 
+def dispatch_runs(steps) -> list[list]:
+    """The runs of dispatches that ``pass_plan`` puts in one compute pass each (timing
+    tools replay them pass by pass)."""
+    runs = []
+    for op, index in pass_plan(steps):
+        if op == BEGIN:
+            runs.append([])
+        elif op == DISPATCH:
+            runs[-1].append(steps[index])
+    return runs
+
+
 def align4(n: int) -> int:
     return max(4, (n + 3) & ~3)
 

@@ -26,6 +26,7 @@ from ..model.tensor import Tensor
 from ..runtime import Runtime
 from ..runtime.readout import LastArgmax
 from .generate import LanguageModel, forward_shape
+from .step_cost import step_cost
 
 # the first warm-up prefill: more rows than a matrix-vector linear takes (8), so that the
 # prefill kernels are built before timing, as the decode ones are by its decode step
@@ -81,7 +82,8 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
                         runtime: Runtime | None = None, progress=None) -> dict:
     """Records {phase, context, tokens | positions, ms, tok_s, ...} (decode records also
     ``greedy``: the prefill's token and each step's, to compare impls by); with
-    ``profile`` one more decode step per context with per-op GPU times."""
+    ``profile`` one more decode step per context with per-op GPU times; each decode record's
+    ``cost``: where a step's time goes (llm/step_cost.py)."""
     say = progress or (lambda text: None)
     rt = runtime or await Runtime.create(backend)
     try:
@@ -97,6 +99,7 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
                                          argmax=True)
             await method.execute([_ids(first), _pos(n)], argmax=True)
             records, profiles = [], {}
+            timestamps = "timestamp-query" in rt.adapter.features
             for p in todo:
                 n, c = p["prefill"], p["context"]
                 prompt = _ids(prompt_ids(n, model.vocab_size))
@@ -123,15 +126,16 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
                     times.append((t1 - t0) * 1e3)
                     t0, pending = t1, ahead
                     greedy += token
+                cost = await step_cost(method, timestamps)
                 records.append({"phase": "decode", "context": c, "greedy": greedy,
-                                "positions": [n, n + steps - 1], "ms": times})
+                                "positions": [n, n + steps - 1], "ms": times, "cost": cost})
                 if profile:  # the last position again (its cache row is rewritten)
                     await method.execute([_ids(token), _pos(n + steps - 1)], argmax=True,
                                          profile=True)
                     profiles[str(c)] = method.last_profile
             return {"records": [summarize(r) for r in records], "load_s": load_s,
                     "profiles": profiles, "backend": rt.adapter.backend,
-                    "timestamps": "timestamp-query" in rt.adapter.features,
+                    "timestamps": timestamps,
                     "adapter": rt.adapter.summary(),
                     "max_context_len": model.max_context_len,
                     "prefill_chunk": model.prefill_chunk}

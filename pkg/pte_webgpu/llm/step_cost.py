@@ -1,0 +1,46 @@
+"""Where one decode step's time goes (``bench --llm``, the cost model of
+docs/performance.md): measured right after the bench's decode steps, so the recording's
+grids are those of a decode step at that context.
+
+- ``gpu_us``: the step's dispatches back to back, one timed compute pass per run of
+  dispatches as ``execute`` encodes them (a copy ends a run), the argmax pass included:
+  the GPU's own time with no host in it (needs timestamps);
+- ``encode_us``: the host encoding that recording and finishing the command buffer,
+  submitting nothing (in the page: the one JS call that encodes it);
+- ``dispatches`` and ``passes`` of the step.
+
+A chained step (the bench's ``ms``) costs about max(GPU, host: encode + submit + the
+steps' host work) when the two overlap, their sum when they do not.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from ..gpu.recording import dispatch_runs
+from ..runtime.method import gpu_work
+
+RUNS = 5
+
+
+async def step_cost(method, timestamps: bool) -> dict:
+    """{dispatches, passes, gpu_us (None without timestamps), encode_us} of the step the
+    last execute ran (medians of RUNS)."""
+    work = gpu_work(method)
+    recording = work.pick_recording or work.recording
+    runs = dispatch_runs(recording.steps)
+    device = work.device
+    encode = []
+    for _ in range(RUNS):
+        t0 = time.perf_counter()
+        device.encode_only(recording)
+        encode.append((time.perf_counter() - t0) * 1e6)
+    gpu = None
+    if timestamps:
+        totals = []
+        for _ in range(RUNS):
+            totals.append(sum([await device.time_one_pass(run) for run in runs]) / 1e3)
+        gpu = statistics.median(totals)
+    return {"dispatches": sum(map(len, runs)), "passes": len(runs), "gpu_us": gpu,
+            "encode_us": statistics.median(encode)}

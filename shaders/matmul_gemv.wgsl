@@ -15,7 +15,10 @@
 // and the entry points main (scalar loads, any K), main_vec4 (K % 4 == 0) and
 // main_packed (f16 weights, K % 8 == 0: 16-byte loads of 8 halves, `weight8`).
 // Rows and columns past M and N are clamped to the last one (read, never written), so
-// the sweep has no branches.
+// the sweep has no branches. The vec4 and packed sweeps read the input through x4_at
+// (row start, the row's place in the block, vec4 index): the input itself, or (RMSNorm
+// folded in, pte_webgpu.norm_linear) x times the norm's weight, its squares summed on the
+// way, the rows' rstd applied in write_column (matmul_parts.wgsl gemv_norm).
 // Prelude (Params, bindings, `put`: where output (row, col) goes): shaders/compose.py
 // from ops/matmul.py.
 
@@ -85,13 +88,13 @@ fn dots(x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, x3: vec4<f32>, w: vec4<f32>
 
 fn step_vec4(s_in: Sums, rb: vec4<u32>, cb: vec4<u32>, j: u32) -> Sums {
   var s = s_in;
-  let x0 = vec4<f32>(input4[rb.x + j]);
+  let x0 = x4_at(rb.x, 0u, j);
   var x1 = x0;
   var x2 = x0;
   var x3 = x0;
-  if (rows > 1u) { x1 = vec4<f32>(input4[rb.y + j]); }
-  if (rows > 2u) { x2 = vec4<f32>(input4[rb.z + j]); }
-  if (rows > 3u) { x3 = vec4<f32>(input4[rb.w + j]); }
+  if (rows > 1u) { x1 = x4_at(rb.y, 1u, j); }
+  if (rows > 2u) { x2 = x4_at(rb.z, 2u, j); }
+  if (rows > 3u) { x3 = x4_at(rb.w, 3u, j); }
   s.c0 += dots(x0, x1, x2, x3, vec4<f32>(weight4[cb.x + j]));
   if (cols > 1u) { s.c1 += dots(x0, x1, x2, x3, vec4<f32>(weight4[cb.y + j])); }
   if (cols > 2u) {
@@ -115,17 +118,17 @@ fn high4(w: vec4<u32>) -> vec4<f32> {
 fn step_packed(s_in: Sums, rb: vec4<u32>, cb: vec4<u32>, j: u32) -> Sums {
   var s = s_in;
   let i = 2u * j;
-  let a0 = vec4<f32>(input4[rb.x + i]);
-  let b0 = vec4<f32>(input4[rb.x + i + 1u]);
+  let a0 = x4_at(rb.x, 0u, i);
+  let b0 = x4_at(rb.x, 0u, i + 1u);
   var a1 = a0;
   var b1 = b0;
   var a2 = a0;
   var b2 = b0;
   var a3 = a0;
   var b3 = b0;
-  if (rows > 1u) { a1 = vec4<f32>(input4[rb.y + i]); b1 = vec4<f32>(input4[rb.y + i + 1u]); }
-  if (rows > 2u) { a2 = vec4<f32>(input4[rb.z + i]); b2 = vec4<f32>(input4[rb.z + i + 1u]); }
-  if (rows > 3u) { a3 = vec4<f32>(input4[rb.w + i]); b3 = vec4<f32>(input4[rb.w + i + 1u]); }
+  if (rows > 1u) { a1 = x4_at(rb.y, 1u, i); b1 = x4_at(rb.y, 1u, i + 1u); }
+  if (rows > 2u) { a2 = x4_at(rb.z, 2u, i); b2 = x4_at(rb.z, 2u, i + 1u); }
+  if (rows > 3u) { a3 = x4_at(rb.w, 3u, i); b3 = x4_at(rb.w, 3u, i + 1u); }
   let w0 = weight8[cb.x + j];
   s.c0 += dots(a0, a1, a2, a3, low4(w0)) + dots(b0, b1, b2, b3, high4(w0));
   if (cols > 1u) {
@@ -151,7 +154,7 @@ fn write_column(b: Block, c: u32, total: vec4<f32>) {
   if (params.has_bias == 1u) {
     bias_v = f32(bias[col]);
   }
-  let t = total + bias_v;
+  let t = total * row_scale() + bias_v;  // row_scale: 1, or the rows' rstd (gemv_norm)
   put(b.row0, col, t.x);
   if (rows > 1u && b.row0 + 1u < params.m) { put(b.row0 + 1u, col, t.y); }
   if (rows > 2u && b.row0 + 2u < params.m) { put(b.row0 + 2u, col, t.z); }

@@ -170,6 +170,120 @@ fn lanes_sum(s: Sums, me: u32, sg_size: u32, sg_lane: u32) -> vec4<f32> {
   }
   return all;
 }
+// ==== x_plain  gemv: the vec4 sweeps read the input rows as they are
+fn x4_at(base: u32, slot: u32, j: u32) -> vec4<f32> {
+  return vec4<f32>(input4[base + j]);
+}
+
+fn row_scale() -> vec4<f32> {
+  return vec4<f32>(1.0);
+}
+// ==== gemv_norm  gemv with RMSNorm folded in (pte_webgpu.norm_linear): y = rstd * (W (x w)) + bias
+// The sweeps read x times the norm's weight w and sum each row's squares as they go, so
+// a decode step's norm costs neither a dispatch nor a pass of its own: the rows' rstd
+// scales the dot products in the epilogue (row_scale). The rare row whose f32 sum of
+// squares over- or underflows (snippets.wgsl bits) is swept again with x scaled by 2^k
+// and takes that row's rescaled rstd, as et_vk.rms_norm redoes it. The normalised x is
+// not rounded to the stored type here (float16 programs: within an f16 ulp of the
+// unfused result).
+var<private> norm_ss: vec4<f32>;  // this lane's sums of squares, per row of the block
+var<private> norm_k: vec4<i32>;  // 2^k scales x (rare rows; 0 otherwise)
+var<private> norm_rstd: vec4<f32>;
+
+fn x4_at(base: u32, slot: u32, j: u32) -> vec4<f32> {
+  var v = vec4<f32>(input4[base + j]);
+  let k = norm_k[slot];
+  if (k != 0) {
+    v = scale4(v, k);
+  }
+  let d = dot(v, v);  // slot is a constant at every call: named components, registers
+  if (slot == 0u) {
+    norm_ss.x += d;
+  } else if (slot == 1u) {
+    norm_ss.y += d;
+  } else if (slot == 2u) {
+    norm_ss.z += d;
+  } else {
+    norm_ss.w += d;
+  }
+  return v * vec4<f32>(gamma4[j]);
+}
+
+fn row_scale() -> vec4<f32> {
+  return norm_rstd;
+}
+
+// (k, rstd) of the row starting at vec4 `base` with the f32 sum of squares `total`.
+fn norm_scale(base: u32, total: f32) -> vec2<f32> {
+  let width = f32(params.k);
+  if (!norm_row_is_rare(total, width, params.eps)) {
+    return vec2<f32>(0.0, inverseSqrt(total / width + params.eps));
+  }
+  let k4 = params.k / 4u;
+  var m = vec4<u32>(0u);  // the rare row: every lane redoes it alike, scaled by 2^k
+  for (var j = 0u; j < k4; j++) {
+    m = max(m, bitcast<vec4<u32>>(vec4<f32>(input4[base + j])) & vec4<u32>(0x7fffffffu));
+  }
+  let smax = max(max(m.x, m.y), max(m.z, m.w));
+  let k = rms_rescue_k(smax);
+  var ss = 0.0;
+  for (var j = 0u; j < k4; j++) {
+    let v = scale4(vec4<f32>(input4[base + j]), k);
+    ss += dot(v, v);
+  }
+  return rare_row_scale(smax, k, ss, total, width, params.eps);
+}
+
+// norm_k and norm_rstd from the rows' totals; true when a row is rare (sweep again).
+fn set_norm(b: Block, total: vec4<f32>) -> bool {
+  let rb = row_bases(b, params.k / 4u);
+  let s0 = norm_scale(rb.x, total.x);
+  var s1 = s0;
+  var s2 = s0;
+  var s3 = s0;
+  if (rows > 1u) { s1 = norm_scale(rb.y, total.y); }
+  if (rows > 2u) { s2 = norm_scale(rb.z, total.z); }
+  if (rows > 3u) { s3 = norm_scale(rb.w, total.w); }
+  norm_k = vec4<i32>(i32(s0.x), i32(s1.x), i32(s2.x), i32(s3.x));
+  norm_rstd = vec4<f32>(s0.y, s1.y, s2.y, s3.y);
+  norm_ss = vec4<f32>(0.0);
+  return any(norm_k != vec4<i32>(0));
+}
+
+// The column group's lanes' sums of squares, in every lane: a halving tree in workgroup
+// memory (every lane calls it: barriers).
+fn norm_tree(v: vec4<f32>, me: u32) -> vec4<f32> {
+  part[me] = v;
+  workgroupBarrier();
+  let sub = me % (wg_size / col_groups);
+  for (var stride = wg_size / col_groups / 2u; stride > 0u; stride /= 2u) {
+    if (sub < stride) {
+      part[me] += part[me + stride];
+    }
+    workgroupBarrier();
+  }
+  let total = part[me - sub];
+  workgroupBarrier();  // part is free again for lanes_sum
+  return total;
+}
+// ==== norm_sum_tree  gemv_norm without subgroups
+fn norm_sum(v: vec4<f32>, me: u32) -> vec4<f32> {
+  return norm_tree(v, me);
+}
+// ==== norm_sum_subgroups  gemv_norm with subgroups: subgroupAdd, or butterflies per column group
+fn norm_sum(v: vec4<f32>, me: u32, sg_size: u32) -> vec4<f32> {
+  if (col_groups == 1u && sg_size >= wg_size) {
+    return subgroupAdd(v);
+  }
+  if (col_groups > 1u && sg_size == wg_size) {
+    var t = v;
+    for (var m = wg_size / col_groups / 2u; m > 0u; m /= 2u) {
+      t += subgroupShuffleXor(t, m);
+    }
+    return t;
+  }
+  return norm_tree(v, me);
+}
 // ==== gemv_entry  gemv: an entry point (main, main_vec4, main_packed)
 
 @compute @workgroup_size(wg_size)
@@ -183,7 +297,8 @@ fn $name(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups:
   let span = wg_size / col_groups;
   let sub = me % span;  // lane within its column group
   let b = block_of(g, me / span);
-  write_column(b, sub, lanes_sum(sweep_$form(b, sub), me));
+  var s = sweep_$form(b, sub);
+$norm  write_column(b, sub, lanes_sum(s, me));
 }
 // ==== gemv_entry_subgroups  the same with the subgroup builtins (me: the subgroup lane)
 
@@ -199,5 +314,6 @@ fn $name(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups:
   let span = wg_size / col_groups;
   let sub = me % span;  // lane within its column group
   let b = block_of(g, me / span);
-  write_column(b, sub, lanes_sum(sweep_$form(b, sub), me, sg_size, sg_lane));
+  var s = sweep_$form(b, sub);
+$norm  write_column(b, sub, lanes_sum(s, me, sg_size, sg_lane));
 }

@@ -53,6 +53,28 @@ fn pow2_to_unit(mag: u32) -> i32 {
   return 127 - e;
 }
 
+fn scale4(v: vec4<f32>, k: i32) -> vec4<f32> {
+  return vec4<f32>(scale_pow2(v.x, k), scale_pow2(v.y, k), scale_pow2(v.z, k), scale_pow2(v.w, k));
+}
+
+// A norm's rare row (rms_rescue below; the matmul family's norm prologue): the k that
+// brings its largest |x|, with bits `smax`, into [1, 2) ...
+fn rms_rescue_k(smax: u32) -> i32 {
+  if (smax == 0u || smax >= 0x7f800000u) { return 0; }
+  return pow2_to_unit(smax);
+}
+
+// ... and (k, rstd) from the sum `ss` of its (x * 2^k)^2 and the plain total: x * 2^k *
+// rstd is the normalised x. Powers of two scale exactly, on the bits (eps / s^2 in
+// floats is 0 / 0 where a compiler forms s * s and the adapter flushes it).
+fn rare_row_scale(smax: u32, k: i32, ss: f32, total: f32, width: f32, eps: f32) -> vec2<f32> {
+  let t = scale_pow2(scale_pow2(eps, k), k);
+  if (smax == 0u || smax >= 0x7f800000u || not_finite(t)) {
+    return vec2<f32>(0.0, inverseSqrt(total / width + eps));
+  }
+  return vec2<f32>(f32(k), inverseSqrt(ss / width + t));
+}
+
 // 0, or a subnormal: what a flushing adapter's float tests cannot tell apart.
 fn below_flt_min(v: f32) -> bool {
   return (bitcast<u32>(v) & 0x7fffffffu) < 0x00800000u;
@@ -215,21 +237,8 @@ fn rms_needs_rescue(total: f32) -> bool {
   return norm_row_is_rare(total, f32(params.width), params.eps);
 }
 
-// (k, rstd) of a rare row whose largest |x| has bits `smax`, from the sum `ss` of its
-// (x * 2^k)^2 and the plain total: x * 2^k * rstd is the normalised x. Powers of two
-// scale exactly, on the bits (eps / s^2 in floats is 0 / 0 where a compiler forms s * s
-// and the adapter flushes it).
 fn rms_rescue_scale(smax: u32, k: i32, ss: f32, total: f32) -> vec2<f32> {
-  let t = scale_pow2(scale_pow2(params.eps, k), k);
-  if (smax == 0u || smax >= 0x7f800000u || not_finite(t)) {
-    return vec2<f32>(0.0, inverseSqrt(total / f32(params.width) + params.eps));
-  }
-  return vec2<f32>(f32(k), inverseSqrt(ss / f32(params.width) + t));
-}
-
-fn rms_rescue_k(smax: u32) -> i32 {
-  if (smax == 0u || smax >= 0x7f800000u) { return 0; }
-  return pow2_to_unit(smax);
+  return rare_row_scale(smax, k, ss, total, f32(params.width), params.eps);
 }
 
 fn rms_rescue_row(base: u32, total: f32) {
@@ -294,6 +303,3 @@ fn rms_rescue_row4_lean(base4: u32, total: f32) {
   }
 }
 
-fn scale4(v: vec4<f32>, k: i32) -> vec4<f32> {
-  return vec4<f32>(scale_pow2(v.x, k), scale_pow2(v.y, k), scale_pow2(v.z, k), scale_pow2(v.w, k));
-}

@@ -100,13 +100,16 @@ def test_decoder_with_the_other_attention_kernels(runtime, name, form, monkeypat
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if INDEX[n].get("dynamic")])
-def test_dynamic_decoder_with_the_split_rms_norm(runtime, name, monkeypatch):
+def test_dynamic_decoder_with_the_split_rms_norm(name, monkeypatch):
     """rms_norm's -split form records two dispatches over a dynamic output; prefill and
     decode steps still match torch, and a one-token step runs one workgroup of the first
     (two over the 27-row bound; the second pass's 64 rows per workgroup make one either
-    way here, so its following the actual size is not checked by this test)."""
+    way here, so its following the actual size is not checked by this test). Unfused:
+    fused, the norms run inside the linears after them (test_norm_linear.py)."""
+    import pte_webgpu
     from pte_webgpu.ops import rms_norm
     monkeypatch.setenv(rms_norm.VARIANTS.env_var, "row4-16-split")
+    runtime = run_sync(pte_webgpu.Runtime.create("native", options={"fuse": False}))
     pte = (DECODERS / f"{name}.pte").read_bytes()
     npz = (DECODERS / f"{name}.npz").read_bytes()
     check_report(name, run_sync(decoder_report(runtime, pte, npz)))
@@ -123,6 +126,13 @@ def test_dynamic_decoder_with_the_split_rms_norm(runtime, name, monkeypatch):
         finally:
             program.close()
 
-    one = run_sync(grids(1))
+    try:
+        one = run_sync(grids(1))
+        bound = run_sync(grids(27))
+    finally:
+        runtime.close()
     assert one and len(one) % 2 == 0, one  # two dispatches per op
     assert all(g[0] * g[1] * g[2] == 1 for g in one), one  # one row: one workgroup each
+    # 27 rows: the layers' norms two workgroups of 16 in the first dispatch, one of 64 in
+    # the second; the final norm sees the last row alone
+    assert bound[:-2] == [(2, 1, 1), (1, 1, 1)] * (len(bound) // 2 - 1), bound

@@ -29,7 +29,7 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill, sections
 from . import sizes
 from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size
-from .matmul_choice import GEMV_MAX_ROWS, VARIANTS, Variant, row_forms
+from .matmul_choice import DECODE_ROWS, GEMV_MAX_ROWS, VARIANTS, Variant, row_forms
 from .registry import define
 
 MAX_THREADS_PER_SIDE = 8  # tiled: 8 x 8 invocations, 32 x 32 outputs per workgroup
@@ -38,7 +38,8 @@ _PARTS = "matmul_parts"  # shaders/matmul_parts.wgsl
 PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("has_bias", "u32"),
                  ("tiles_n", "u32"),  # workgroups across N
                  ("tiles", "u32"),  # workgroups in all
-                 ("n0", "u32"), ("n1", "u32"))  # split epilogues: where out1, out2 begin
+                 ("n0", "u32"), ("n1", "u32"),  # split epilogues: where out1, out2 begin
+                 ("eps", "f32"))  # the norm prologue's (ops/norm_linear.py)
 # Bindings 0-2 in two views each (entry points main: scalars, main_vec4: vec4s).
 # Without a bias the weight stands in for binding 4; the shader never reads it.
 _BINDINGS = (Binding(0, "input"), Binding(1, "weight"), Binding(2, "out", "read_write"),
@@ -62,27 +63,36 @@ EPILOGUES = {
 }
 
 
-def _with_epilogue(name: str, epilogue: str, generated: str = "", **kw) -> Kernel:
+# The norm prologue's extra binding: RMSNorm's weight (gemv forms, ops/norm_linear.py).
+NORM_BINDINGS = (Binding(7, "gamma4", type="elem4"),)
+
+
+def _with_epilogue(name: str, epilogue: str, generated: str = "", norm: bool = False,
+                   **kw) -> Kernel:
     put = sections(_PARTS)["put" + (f"_{epilogue}" if epilogue else "")]
-    if epilogue.startswith("conv"):  # clamp_f32 compares bits: GPUs' max/min drop NaN
-        kw["snippets"] = tuple(kw.get("snippets", ())) + ("bits", "nan_minmax")
-    return Kernel(kw.pop("body", name), _BINDINGS + EPILOGUES[epilogue], PARAMS,
+    if epilogue.startswith("conv") or norm:  # bits: NaN tests and exact powers of two
+        kw["snippets"] = tuple(kw.get("snippets", ())) + ("bits",) + (
+            ("nan_minmax",) if epilogue.startswith("conv") else ())
+    return Kernel(kw.pop("body", name), _BINDINGS + EPILOGUES[epilogue]
+                  + (NORM_BINDINGS if norm else ()), PARAMS,
                   uniform_binding=3, generated=generated + put,
                   name=name + (f"_{epilogue}" if epilogue else ""), **kw)
 
 
 def kernel(form: str, epilogue: str = "", rows: int = 1, depth: int = 2,
-           col_groups: int = 1) -> Kernel:
+           col_groups: int = 1, norm: bool = False) -> Kernel:
     """The shader of one form ("basic": tiled and dot; "tile8", "tile8_vec4"; "gemv",
     "gemvsg_browser", "gemvsg_native" with ``rows``, ``depth`` and ``col_groups``) and
-    epilogue."""
+    epilogue; ``norm`` (gemv forms, vec4 and packed entries): the RMSNorm prologue
+    (ops/norm_linear.py)."""
     if not form.startswith("gemv"):
-        rows, depth, col_groups = 1, 2, 1
-    return _kernel(form, epilogue, rows, depth, col_groups)
+        rows, depth, col_groups, norm = 1, 2, 1, False
+    return _kernel(form, epilogue, rows, depth, col_groups, norm)
 
 
 @cache
-def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int) -> Kernel:
+def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int,
+            norm: bool = False) -> Kernel:
     if form == "basic":
         return _with_epilogue("matmul", epilogue,
                               entries=(Entry("dot", "dot_item", "params.m * params.n"),))
@@ -98,9 +108,11 @@ def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int) ->
     name = {"gemv": "matmul_gemv", "gemvsg_browser": "matmul_gemv_sg",
             "gemvsg_native": "matmul_gemv_sg_native"}[form]
     suffix = (f"_d{depth}" if depth != 2 else "") + (f"_g{col_groups}" if col_groups > 1 else "")
+    if norm:
+        name += "_norm"
     return _with_epilogue(f"{name}_r{rows}{suffix}", epilogue,
-                          _gemv_generated(subgroups, rows, depth, col_groups),
-                          body="matmul_gemv", snippets=("flat_index",),
+                          _gemv_generated(subgroups, rows, depth, col_groups, norm),
+                          body="matmul_gemv", snippets=("flat_index",), norm=norm,
                           enables=("subgroups",) if form == "gemvsg_browser" else ())
 
 
@@ -109,18 +121,31 @@ _GEMV_FORMS = (("main", "scalar", 1, 1), ("main_vec4", "vec4", 4, 4),
                ("main_packed", "packed", 8, 4))
 
 
-def _gemv_generated(subgroups: bool, rows: int, depth: int, col_groups: int) -> str:
+def _gemv_generated(subgroups: bool, rows: int, depth: int, col_groups: int,
+                    norm: bool = False) -> str:
     """The gemv sweeps (one per load width), reductions and entry points, appended to
-    shaders/matmul_gemv.wgsl's steps (sections of matmul_parts.wgsl)."""
+    shaders/matmul_gemv.wgsl's steps (sections of matmul_parts.wgsl); with the norm
+    prologue (``norm``) only the vec4 ones, which read the input through x4_at."""
     parts = sections(_PARTS)
+    forms = _GEMV_FORMS[1:] if norm else _GEMV_FORMS
     sweeps = "".join(
         fill(_PARTS, "sweep", form=f, per_step=ps, per_input=pi,
              steps="".join(fill(_PARTS, "step", form=f, i=i) for i in range(depth)))
-        for _, f, ps, pi in _GEMV_FORMS)
+        for _, f, ps, pi in forms)
     entry = "gemv_entry_subgroups" if subgroups else "gemv_entry"
-    entries = "".join(fill(_PARTS, entry, name=n, form=f) for n, f, _, _ in _GEMV_FORMS)
+    # RMSNorm folded in: the rows' sums of squares once swept, the rows' scales; a rare
+    # row sweeps again (x scaled by 2^k)
+    again = ("  if (set_norm(b, norm_sum(norm_ss, me" + (", sg_size" if subgroups else "")
+             + "))) {\n    s = sweep_FORM(b, sub);\n  }\n")
+    entries = "".join(fill(_PARTS, entry, name=n, form=f,
+                           norm=again.replace("FORM", f) if norm else "")
+                      for n, f, _, _ in forms)
+    x_source = parts["x_plain"]
+    if norm:
+        x_source = parts["gemv_norm"] + parts["norm_sum_subgroups" if subgroups
+                                              else "norm_sum_tree"]
     return (fill(_PARTS, "gemv_consts", rows=rows, depth=depth, col_groups=col_groups)
-            + sweeps + parts["tree_sum"]
+            + sweeps + parts["tree_sum"] + x_source
             + parts["subgroup_sum" if subgroups else "tree_lanes"] + entries)
 
 
@@ -144,7 +169,7 @@ def tile_counts(m: int, n: int, tile: int) -> tuple[int, int]:
     return tiles_n, tiles_n * -(-m // tile)
 
 
-def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = ""):
+def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = "", norm: bool = False):
     """(kernel, constants, tiles_n, tiles, workgroups) of variant ``v``."""
     if v.kind == "dot":
         wg = elementwise_workgroup(ctx)
@@ -163,21 +188,32 @@ def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = ""):
     rows = min(GEMV_MAX_ROWS, m)
     tiles_n = -(-n // (v.b * v.groups))
     tiles = tiles_n * -(-m // rows)
-    return (kernel(form, epilogue, rows, v.depth, v.groups), {"wg_size": v.a, "cols": v.b},
-            tiles_n, tiles, tiles)
+    return (kernel(form, epilogue, rows, v.depth, v.groups, norm),
+            {"wg_size": v.a, "cols": v.b}, tiles_n, tiles, tiles)
+
+
+def takes_norm(v: Variant, k: int, rows: int) -> bool:
+    """Whether variant ``v`` runs with the RMSNorm prologue for up to ``rows`` rows of
+    K: a gemv form with vec4 loads, for decode's few rows (each workgroup sums its rows'
+    squares: at 256 rows the N / cols workgroups of a row block redo it, 3x slower in
+    prefill on the H200, where the norm's own kernel does it once)."""
+    return v.kind in ("gemv", "gemvsg") and k % 4 == 0 and v.for_k(k).vec4 \
+        and rows <= DECODE_ROWS
 
 
 async def record(ctx, op, v: Variant, bindings, m: int, n: int, k: int, has_bias: bool,
-                 half: bool = False, epilogue: str = "", n0: int = 0, n1: int = 0) -> None:
+                 half: bool = False, epilogue: str = "", n0: int = 0, n1: int = 0,
+                 eps: float | None = None) -> None:
     """Record one product of variant ``v``: ``bindings`` maps 0 input [M, K], 1 weight
     [N, K], 2 out [M, N], 4 bias [N] (anything when ``has_bias`` is False), and what the
-    epilogue binds (5, 6), to value ids or buffers. Also used by bench/."""
+    epilogue binds (5, 6), to value ids or buffers; with ``eps`` (a ``takes_norm``
+    variant) the input is RMSNorm'ed first, its weight at 7. Also used by bench/."""
     v = v.for_dtype(half)
-    shader, constants, tiles_n, tiles, groups = _shape(ctx, v, m, n, epilogue)
+    shader, constants, tiles_n, tiles, groups = _shape(ctx, v, m, n, epilogue, eps is not None)
     entry = {"dot": "dot", "tiled": "main", "mm": "main"}.get(v.kind, v.entry)
     pipeline = await ctx.pipeline(shader, constants, entry, half)
     params = PARAMS.pack(m=m, n=n, k=k, has_bias=int(has_bias), tiles_n=tiles_n, tiles=tiles,
-                         n0=n0, n1=n1)
+                         n0=n0, n1=n1, eps=eps or 0.0)
     uniform = ctx.uniform(params, f"{op.name} params")
     ctx.dispatch(op, pipeline, list(bindings) + [(3, uniform)], ctx.grid(groups))
 
@@ -215,9 +251,14 @@ async def build_linear(ctx, op):
 
 
 async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out_id: int,
-                  out_n: int, epilogue: str = "", n0: int = 0, n1: int = 0) -> None:
+                  out_n: int, epilogue: str = "", n0: int = 0, n1: int = 0,
+                  norm=None) -> None:
     """The chosen form of an [M, K] x [N, K] product (and its decode twin); ``out_id``,
-    ``out_n`` columns wide, is the output whose actual size the dispatches follow."""
+    ``out_n`` columns wide, is the output whose actual size the dispatches follow.
+    ``norm`` (ops/norm_linear.py): the input is RMSNorm's output; forms that take the
+    prologue (``takes_norm``) read ``norm.x`` and normalise it themselves, the others
+    read the input that ``await norm.fallback(rows_above)`` records the norm's own
+    dispatch for (run only where more than ``rows_above`` rows are actual)."""
     if m * n == 0:
         return
     traits = ctx.device.info.traits
@@ -232,13 +273,24 @@ async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out
         forms = row_forms(traits, m, n, k, v, half)
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
+    prologue = [norm is not None and takes_norm(f.for_dtype(half), k, top) for top, f in forms]
+    if prologue != sorted(prologue):  # not the fewest rows' forms alone: none takes it
+        prologue = [False] * len(forms)
+    if norm is not None and not all(prologue):
+        # forms taking the prologue serve the smallest row counts (matrix-vector)
+        await norm.fallback(next((top for (top, _), p in zip(forms, prologue) if p), 0))
 
     def rows(elements: int) -> int:
         return -(-elements // out_n)
 
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0  # the next form's rows are below
-        await record(ctx, op, form, bindings, m, n, k, has_bias, half, *extra)
+        if prologue[i]:
+            normed = [(0, norm.x_id) if b == 0 else (b, v) for b, v in bindings]
+            await record(ctx, op, form, normed + [(7, norm.gamma_id)], m, n, k, has_bias,
+                         half, *extra, eps=norm.eps)
+        else:
+            await record(ctx, op, form, bindings, m, n, k, has_bias, half, *extra)
         follow_actual_size(
             ctx, out_id, lambda e, f=form, low=low, top=top:
             _groups(ctx, f, rows(e), n) if low < rows(e) <= top else 0, alternative=i > 0)

@@ -204,9 +204,11 @@ def candidates(adapter, width: int) -> list[Variant]:
 
 
 async def record(ctx, op, variant: Variant, bindings, rows: int, width: int, eps: float,
-                 half: bool = False):
+                 half: bool = False, rows_above: int = 0):
     """Record the rms_norm dispatches of ``variant`` (also used by bench/): one, or two
-    for the split form; ``half``: the f16 form of the shader (tensors stored as f16)."""
+    for the split form; ``half``: the f16 form of the shader (tensors stored as f16). A
+    dynamic output: run only where more than ``rows_above`` rows are actual (fewer are
+    normalised by the linear reading them: ops/norm_linear.py)."""
     pipeline = await ctx.pipeline(KERNELS[variant.shader], variant.constants, variant.entry, half)
     params = ctx.uniform(PARAMS.pack(num_rows=rows, width=width, eps=eps), "rms_norm params")
     split = variant.rescue == "split"
@@ -216,8 +218,9 @@ async def record(ctx, op, variant: Variant, bindings, rows: int, width: int, eps
     every = list(bindings) + [(3, params), (4, flags)]
     out_id = dict(bindings)[2]
 
-    def rows_of(n: int) -> int:  # the rows holding n elements
-        return -(-n // width)
+    def rows_of(n: int) -> int:  # the rows holding n elements (none at or below rows_above)
+        r = -(-n // width)
+        return r if r > rows_above else 0
 
     ctx.dispatch(op, pipeline, every, ctx.grid(variant.workgroups(rows)))
     # A dynamic output: each dispatch covers only the actual rows at execute (both the
@@ -243,14 +246,20 @@ async def build(ctx, op):
     if out.numel != x.numel:
         raise FormatError(f"{op.name}: output has {out.numel} elements, input {x.numel}",
                           field=f"value {out_id}")
-    eps = ctx.float_scalar(eps_id, F32_EPS)
-    half = ctx.half(x_id)
+    await pick_and_record(ctx, op, (x_id, w_id, out_id), rows, width,
+                          ctx.float_scalar(eps_id, F32_EPS))
+
+
+async def pick_and_record(ctx, op, ids, rows: int, width: int, eps: float,
+                          rows_above: int = 0) -> None:
+    """The chosen variant for rows x width, recorded over value ids (x, weight, out)."""
+    half = ctx.half(ids[0])
     traits = ctx.device.info.traits
     if half:  # the subgroup shader has no f16 form: choose among the others
         traits = replace(traits, subgroups=False)
     variant = VARIANTS.pick(ctx, op, traits=traits, rows=rows, width=width)
-    await record(ctx, op, variant, [(0, x_id), (1, w_id), (2, out_id)], rows, width, eps,
-                 half)
+    await record(ctx, op, variant, list(zip((0, 1, 2), ids)), rows, width, eps, half,
+                 rows_above)
 
 
 def choices(graph, op) -> dict[str, str]:

@@ -14,7 +14,10 @@ bound by the number of dispatches, not by arithmetic (docs/performance.md), so:
    mul), every step rounded to the stored type as its tensor would be;
 4. a convolution whose output only feeds a clamp, relu or hardtanh clamps in its own
    store (et_vk.conv_with_clamp; fusion_conv.py);
-5. a reshape (``VIEWS``) shares its input's memory object, so build.py binds the input's
+5. an rms_norm whose output only a float linear (stacked or not) reads becomes one
+   ``pte_webgpu.norm_linear`` (fusion_norm.py): decode's matrix-vector forms normalise
+   their rows themselves;
+6. a reshape (``VIEWS``) shares its input's memory object, so build.py binds the input's
    buffer instead of recording a copy (a copy ends the compute pass, and it copies the
    tensor's whole bound, e.g. 1024 rows for a decode step's one).
 
@@ -38,7 +41,7 @@ from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
 from ..ops.fused_elementwise import MAX_INPUTS
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
 from ..ops.fused_linear import MAX_SPLIT
-from . import fusion_conv, fusion_q4
+from . import fusion_conv, fusion_norm, fusion_q4
 from .views import VIEWS, add_through_views, is_one
 
 LINEAR = "aten.linear.default"
@@ -55,6 +58,8 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     fusion_conv.fold_residuals(f)
     fusion_conv.fold_clamps(f)
     f.chain_pointwise()
+    f.drop_dead_views()  # the stacked linears' input reshapes: the norm's other readers
+    fusion_norm.fold_norms(f)
     f.drop_dead_views()
     views = [(op.args[0], op.args[-1]) for op in f.placed.values() if op.name in VIEWS]
     if not f.fused and not views:

@@ -1,0 +1,77 @@
+"""Load-time fusion, RMSNorm into the linear after it (fusion.py runs it after the linears
+are stacked): an ``et_vk.rms_norm`` whose output only feeds, through reshapes, the input
+of one float linear (``aten.linear`` or a stacked ``pte_webgpu.fused_linear`` without a
+residual) becomes one ``pte_webgpu.norm_linear`` at the linear's place
+(ops/norm_linear.py): a Llama layer's two norms and the final one stop being dispatches
+of their own in a decode step. The norm's output stays a tensor of the graph: the
+linear's forms without the prologue (prefill's tiles) read it, written by the norm's own
+dispatch in the same op.
+"""
+
+from __future__ import annotations
+
+from ..model.graph import ListValue, Null, OpCall, TensorValue
+from ..ops.fused_linear import FUSED as FUSED_LINEAR
+from ..ops.fused_linear import fused_outputs
+from ..ops.norm_linear import NORM_LINEAR
+from .views import forward_views
+
+RMS_NORM = "et_vk.rms_norm.default"
+LINEAR = "aten.linear.default"
+
+
+def fold_norms(f) -> None:
+    """``f``: a fusion._Fusion, its linears already stacked."""
+    for i in sorted(f.placed):
+        op = f.placed.get(i)
+        if op is not None and op.name == RMS_NORM and len(op.args) == 4:
+            _fold(f, i, op)
+
+
+def _fold(f, i: int, norm: OpCall) -> None:
+    x_id, g_id, eps_id, normed = norm.args
+    x, g, out = f._tensor(x_id), f._tensor(g_id), f._tensor(normed)
+    if x is None or g is None or out is None or not x.shape or not g.is_constant \
+            or g.mem_obj_id >= 0 or out.dtype != x.dtype or tuple(out.shape) != tuple(x.shape) \
+            or normed in f.keep:
+        return
+    views, vid, reader = forward_views(f, normed)
+    if reader is None or reader <= i:
+        return
+    lin = f.placed[reader]
+    outs = _linear_outputs(f, lin, vid)
+    if outs is None:
+        return
+    w_id, b_id = lin.args[1], lin.args[2]
+    w = f._tensor(w_id)
+    lead = _lead(x.shape[:-1])
+    if w is None or len(w.shape) != 2 or w.shape[1] != x.shape[-1] or w.dtype != x.dtype \
+            or x.dtype.name not in ("float32", "float16") \
+            or any(_lead(f.values[o].shape[:-1]) != lead for o in outs):
+        return  # the outputs' rows laid out as the norm input's (leading 1s aside)
+    items = f._add(ListValue("value_list", (normed,) + tuple(outs)))
+    for j in [i, reader] + views:
+        f._unlink(j)
+    f._link(reader, OpCall(NORM_LINEAR, (x_id, g_id, eps_id, w_id, b_id, items), lin.node_id))
+    f._count("rms_norm + linear")
+
+
+def _lead(shape) -> tuple:
+    """A shape without its leading 1s."""
+    shape = tuple(shape)
+    while shape[:1] == (1,):
+        shape = shape[1:]
+    return shape
+
+
+def _linear_outputs(f, lin: OpCall, vid: int):
+    """The outputs of a float linear reading ``vid`` as its input, else None."""
+    if lin.args[0] != vid:
+        return None
+    if lin.name == LINEAR and len(lin.args) == 4:
+        out = f._tensor(lin.args[3])
+        return None if out is None else (lin.args[3],)
+    if lin.name == FUSED_LINEAR and len(lin.args) == 5 and isinstance(f.values[lin.args[3]], Null):
+        outs = fused_outputs(f.values, lin.args[4])
+        return outs if outs and all(isinstance(f.values[o], TensorValue) for o in outs) else None
+    return None

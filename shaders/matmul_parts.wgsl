@@ -219,19 +219,8 @@ fn norm_scale(base: u32, total: f32) -> vec2<f32> {
   if (!norm_row_is_rare(total, width, params.eps)) {
     return vec2<f32>(0.0, inverseSqrt(total / width + params.eps));
   }
-  let k4 = params.k / 4u;
-  var m = vec4<u32>(0u);  // the rare row: every lane redoes it alike, scaled by 2^k
-  for (var j = 0u; j < k4; j++) {
-    m = max(m, bitcast<vec4<u32>>(vec4<f32>(input4[base + j])) & vec4<u32>(0x7fffffffu));
-  }
-  let smax = max(max(m.x, m.y), max(m.z, m.w));
-  let k = rms_rescue_k(smax);
-  var ss = 0.0;
-  for (var j = 0u; j < k4; j++) {
-    let v = scale4(vec4<f32>(input4[base + j]), k);
-    ss += dot(v, v);
-  }
-  return rare_row_scale(smax, k, ss, total, width, params.eps);
+  // the rare row: every lane redoes it alike (snippets.wgsl rare_row4)
+  return rare_row4_scale(base, params.k / 4u, total, width, params.eps);
 }
 
 // norm_k and norm_rstd from the rows' totals; true when a row is rare (sweep again).

@@ -262,18 +262,7 @@ fn rms_rescue_row(base: u32, total: f32) {
 
 fn rms_rescue_row4(base: u32, total: f32) {
   let width4 = params.width / 4u;
-  var m = vec4<u32>(0u);
-  for (var j = 0u; j < width4; j++) {
-    m = max(m, bitcast<vec4<u32>>(vec4<f32>(x4[base + j])) & vec4<u32>(0x7fffffffu));
-  }
-  let smax = max(max(m.x, m.y), max(m.z, m.w));
-  let k = rms_rescue_k(smax);
-  var ss = 0.0;
-  for (var j = 0u; j < width4; j++) {
-    let v = scale4(vec4<f32>(x4[base + j]), k);
-    ss += dot(v, v);
-  }
-  let r = rms_rescue_scale(smax, k, ss, total);
+  let r = rare_row4_scale(base, width4, total, f32(params.width), params.eps);
   let kk = i32(r.x);
   for (var j = 0u; j < width4; j++) {
     y4[base + j] = vec4<elem>(scale4(vec4<f32>(x4[base + j]), kk) * r.y * vec4<f32>(weight4[j]));
@@ -302,4 +291,21 @@ fn rms_rescue_row4_lean(base4: u32, total: f32) {
     y4[base4 + j / 4u][j % 4u] = elem(v * f32(weight4[j / 4u][j % 4u]));
   }
 }
-
+// ==== rare_row4  a template (compose.fill, $rows: the vec4 binding the rows are in): (k, rstd) of a rare row
+// The row of n4 vec4s at `base` scaled by the 2^k that brings its largest |x| into
+// [1, 2), and its rstd from the scaled squares (rms_rescue above; the matmul family's
+// RMSNorm, matmul_parts.wgsl gemv_norm). Needs "bits".
+fn rare_row4_scale(base: u32, n4: u32, total: f32, width: f32, eps: f32) -> vec2<f32> {
+  var m = vec4<u32>(0u);
+  for (var j = 0u; j < n4; j++) {
+    m = max(m, bitcast<vec4<u32>>(vec4<f32>($rows[base + j])) & vec4<u32>(0x7fffffffu));
+  }
+  let smax = max(max(m.x, m.y), max(m.z, m.w));
+  let k = rms_rescue_k(smax);
+  var ss = 0.0;
+  for (var j = 0u; j < n4; j++) {
+    let v = scale4(vec4<f32>($rows[base + j]), k);
+    ss += dot(v, v);
+  }
+  return rare_row_scale(smax, k, ss, total, width, eps);
+}

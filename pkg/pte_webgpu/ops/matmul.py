@@ -142,8 +142,8 @@ def _gemv_generated(subgroups: bool, rows: int, depth: int, col_groups: int,
                       for n, f, _, _ in forms)
     x_source = parts["x_plain"]
     if norm:
-        x_source = parts["gemv_norm"] + parts["norm_sum_subgroups" if subgroups
-                                              else "norm_sum_tree"]
+        x_source = (parts["gemv_norm"] + fill("snippets", "rare_row4", rows="input4")
+                    + parts["norm_sum_subgroups" if subgroups else "norm_sum_tree"])
     return (fill(_PARTS, "gemv_consts", rows=rows, depth=depth, col_groups=col_groups)
             + sweeps + parts["tree_sum"] + x_source
             + parts["subgroup_sum" if subgroups else "tree_lanes"] + entries)

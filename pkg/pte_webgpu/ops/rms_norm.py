@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import FormatError, UnsupportedError
 from ..model.graph import TensorValue
-from ..shaders.compose import Binding, Entry, Kernel, Uniform
+from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill
 from . import cpu_reference as cpu
 from . import sizes
 from .args import number
@@ -51,12 +51,13 @@ PARAMS = Uniform(("num_rows", "u32"), ("width", "u32"), ("eps", "f32"))
 _BINDINGS = (Binding(0, "x"), Binding(1, "weight"), Binding(2, "y", "read_write"),
              Binding(0, "x4", type="elem4"), Binding(1, "weight4", type="elem4"),
              Binding(2, "y4", "read_write", "elem4"), Binding(4, "rescue_flags", "read_write", "u32"))
+_RARE_ROW4 = fill("snippets", "rare_row4", rows="x4")  # rms_rescue's scale of a rare row
 KERNELS = {
-    "rms_norm": Kernel("rms_norm", _BINDINGS, PARAMS, uniform_binding=3,
+    "rms_norm": Kernel("rms_norm", _BINDINGS, PARAMS, uniform_binding=3, generated=_RARE_ROW4,
                        snippets=("bits", "nan_minmax", "flat_index", "tree", "rms_rescue"),
                        entries=(Entry("rescue", "rescue_flagged", "params.num_rows"),)),
     "rms_norm_subgroup": Kernel("rms_norm_subgroup", _BINDINGS, PARAMS, uniform_binding=3,
-                                half=False,
+                                half=False, generated=_RARE_ROW4,
                                 enables=("subgroups",), snippets=("bits", "rms_rescue"),
                                 entries=(Entry("main", "row_scalar", "params.num_rows", "group", True),
                                          Entry("main_vec4", "row_vec4", "params.num_rows", "group",

@@ -16,9 +16,9 @@
 // main_packed (f16 weights, K % 8 == 0: 16-byte loads of 8 halves, `weight8`).
 // Rows and columns past M and N are clamped to the last one (read, never written), so
 // the sweep has no branches. The vec4 and packed sweeps read the input through x4_at
-// (row start, the row's place in the block, vec4 index): the input itself, or (RMSNorm
-// folded in, pte_webgpu.norm_linear) x times the norm's weight, its squares summed on the
-// way, the rows' rstd applied in write_column (matmul_parts.wgsl gemv_norm).
+// (row start, the row's place in the block, vec4 index): the input itself, or (the norm
+// prologue, pte_webgpu.norm_linear) the input normalised as RMSNorm would store it, with
+// the block's rows' scales found first (matmul_parts.wgsl gemv_norm).
 // Prelude (Params, bindings, `put`: where output (row, col) goes): shaders/compose.py
 // from ops/matmul.py.
 
@@ -154,7 +154,7 @@ fn write_column(b: Block, c: u32, total: vec4<f32>) {
   if (params.has_bias == 1u) {
     bias_v = f32(bias[col]);
   }
-  let t = total * row_scale() + bias_v;  // row_scale: 1, or the rows' rstd (gemv_norm)
+  let t = total + bias_v;
   put(b.row0, col, t.x);
   if (rows > 1u && b.row0 + 1u < params.m) { put(b.row0 + 1u, col, t.y); }
   if (rows > 2u && b.row0 + 2u < params.m) { put(b.row0 + 2u, col, t.z); }

@@ -174,43 +174,24 @@ fn lanes_sum(s: Sums, me: u32, sg_size: u32, sg_lane: u32) -> vec4<f32> {
 fn x4_at(base: u32, slot: u32, j: u32) -> vec4<f32> {
   return vec4<f32>(input4[base + j]);
 }
-
-fn row_scale() -> vec4<f32> {
-  return vec4<f32>(1.0);
-}
-// ==== gemv_norm  gemv with RMSNorm folded in (pte_webgpu.norm_linear): y = rstd * (W (x w)) + bias
-// The sweeps read x times the norm's weight w and sum each row's squares as they go, so
-// a decode step's norm costs neither a dispatch nor a pass of its own: the rows' rstd
-// scales the dot products in the epilogue (row_scale). The rare row whose f32 sum of
-// squares over- or underflows (snippets.wgsl bits) is swept again with x scaled by 2^k
-// and takes that row's rescaled rstd, as et_vk.rms_norm redoes it. The normalised x is
-// not rounded to the stored type here (float16 programs: within an f16 ulp of the
-// unfused result).
-var<private> norm_ss: vec4<f32>;  // this lane's sums of squares, per row of the block
-var<private> norm_k: vec4<i32>;  // 2^k scales x (rare rows; 0 otherwise)
-var<private> norm_rstd: vec4<f32>;
+// ==== gemv_norm  gemv with an RMSNorm prologue (pte_webgpu.norm_linear): the sweeps read the input normalised
+// Each workgroup first finds its block's rows' scales (the f32 sum of squares over its
+// lanes; the rare row rescaled by 2^k as et_vk.rms_norm redoes it: snippets.wgsl
+// rare_row4), then the sweeps normalise as they load, elem(x 2^k rstd w), rounded as the
+// norm's output tensor would be: the norm's own dispatch and its output's round trip are
+// gone. Decode rows only (ops/matmul.py takes_norm): every workgroup pays one more pass
+// over its rows, from cache. Per-row values sit in named components: a vec4 indexed in a
+// loop went to local memory on NVIDIA's driver (decode 5% slower than without the fold).
+var<private> norm_rstd: vec4<f32>;  // per row of the block
+var<private> norm_k: vec4<i32>;  // 2^k scales x on a rare row (0 otherwise)
 
 fn x4_at(base: u32, slot: u32, j: u32) -> vec4<f32> {
   var v = vec4<f32>(input4[base + j]);
-  let k = norm_k[slot];
+  let k = norm_k[slot];  // slot: a constant at every call
   if (k != 0) {
     v = scale4(v, k);
   }
-  let d = dot(v, v);  // slot is a constant at every call: named components, registers
-  if (slot == 0u) {
-    norm_ss.x += d;
-  } else if (slot == 1u) {
-    norm_ss.y += d;
-  } else if (slot == 2u) {
-    norm_ss.z += d;
-  } else {
-    norm_ss.w += d;
-  }
-  return v * vec4<f32>(gamma4[j]);
-}
-
-fn row_scale() -> vec4<f32> {
-  return norm_rstd;
+  return vec4<f32>(vec4<elem>(v * norm_rstd[slot] * vec4<f32>(gamma4[j])));
 }
 
 // (k, rstd) of the row starting at vec4 `base` with the f32 sum of squares `total`.
@@ -223,8 +204,37 @@ fn norm_scale(base: u32, total: f32) -> vec2<f32> {
   return rare_row4_scale(base, params.k / 4u, total, width, params.eps);
 }
 
-// norm_k and norm_rstd from the rows' totals; true when a row is rare (sweep again).
-fn set_norm(b: Block, total: vec4<f32>) -> bool {
+// This lane's part of the block's rows' sums of squares (components: the rows).
+fn norm_squares(b: Block, lane: u32) -> vec4<f32> {
+  let k4 = params.k / 4u;
+  let rb = row_bases(b, k4);
+  var ss = vec4<f32>(0.0);
+  for (var j = lane; j < k4; j += wg_size) {
+    let v0 = vec4<f32>(input4[rb.x + j]);
+    ss.x += dot(v0, v0);
+    if (rows > 1u) { let v = vec4<f32>(input4[rb.y + j]); ss.y += dot(v, v); }
+    if (rows > 2u) { let v = vec4<f32>(input4[rb.z + j]); ss.z += dot(v, v); }
+    if (rows > 3u) { let v = vec4<f32>(input4[rb.w + j]); ss.w += dot(v, v); }
+  }
+  return ss;
+}
+
+// The workgroup's parts summed in a halving tree (every lane calls it: barriers).
+fn norm_tree(ss: vec4<f32>, lane: u32) -> vec4<f32> {
+  part[lane] = ss;
+  workgroupBarrier();
+  for (var stride = wg_size / 2u; stride > 0u; stride /= 2u) {
+    if (lane < stride) {
+      part[lane] += part[lane + stride];
+    }
+    workgroupBarrier();
+  }
+  let total = part[0];
+  workgroupBarrier();  // part is free again for lanes_sum
+  return total;
+}
+
+fn set_norm(b: Block, total: vec4<f32>) {
   let rb = row_bases(b, params.k / 4u);
   let s0 = norm_scale(rb.x, total.x);
   var s1 = s0;
@@ -235,43 +245,6 @@ fn set_norm(b: Block, total: vec4<f32>) -> bool {
   if (rows > 3u) { s3 = norm_scale(rb.w, total.w); }
   norm_k = vec4<i32>(i32(s0.x), i32(s1.x), i32(s2.x), i32(s3.x));
   norm_rstd = vec4<f32>(s0.y, s1.y, s2.y, s3.y);
-  norm_ss = vec4<f32>(0.0);
-  return any(norm_k != vec4<i32>(0));
-}
-
-// The column group's lanes' sums of squares, in every lane: a halving tree in workgroup
-// memory (every lane calls it: barriers).
-fn norm_tree(v: vec4<f32>, me: u32) -> vec4<f32> {
-  part[me] = v;
-  workgroupBarrier();
-  let sub = me % (wg_size / col_groups);
-  for (var stride = wg_size / col_groups / 2u; stride > 0u; stride /= 2u) {
-    if (sub < stride) {
-      part[me] += part[me + stride];
-    }
-    workgroupBarrier();
-  }
-  let total = part[me - sub];
-  workgroupBarrier();  // part is free again for lanes_sum
-  return total;
-}
-// ==== norm_sum_tree  gemv_norm without subgroups
-fn norm_sum(v: vec4<f32>, me: u32) -> vec4<f32> {
-  return norm_tree(v, me);
-}
-// ==== norm_sum_subgroups  gemv_norm with subgroups: subgroupAdd, or butterflies per column group
-fn norm_sum(v: vec4<f32>, me: u32, sg_size: u32) -> vec4<f32> {
-  if (col_groups == 1u && sg_size >= wg_size) {
-    return subgroupAdd(v);
-  }
-  if (col_groups > 1u && sg_size == wg_size) {
-    var t = v;
-    for (var m = wg_size / col_groups / 2u; m > 0u; m /= 2u) {
-      t += subgroupShuffleXor(t, m);
-    }
-    return t;
-  }
-  return norm_tree(v, me);
 }
 // ==== gemv_entry  gemv: an entry point (main, main_vec4, main_packed)
 
@@ -286,8 +259,7 @@ fn $name(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups:
   let span = wg_size / col_groups;
   let sub = me % span;  // lane within its column group
   let b = block_of(g, me / span);
-  var s = sweep_$form(b, sub);
-$norm  write_column(b, sub, lanes_sum(s, me));
+$prologue  write_column(b, sub, lanes_sum(sweep_$form(b, sub), me));
 }
 // ==== gemv_entry_subgroups  the same with the subgroup builtins (me: the subgroup lane)
 
@@ -303,6 +275,5 @@ fn $name(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups:
   let span = wg_size / col_groups;
   let sub = me % span;  // lane within its column group
   let b = block_of(g, me / span);
-  var s = sweep_$form(b, sub);
-$norm  write_column(b, sub, lanes_sum(s, me, sg_size, sg_lane));
+$prologue  write_column(b, sub, lanes_sum(sweep_$form(b, sub), me, sg_size, sg_lane));
 }

@@ -133,17 +133,17 @@ def _gemv_generated(subgroups: bool, rows: int, depth: int, col_groups: int,
              steps="".join(fill(_PARTS, "step", form=f, i=i) for i in range(depth)))
         for _, f, ps, pi in forms)
     entry = "gemv_entry_subgroups" if subgroups else "gemv_entry"
-    # RMSNorm folded in: the rows' sums of squares once swept, the rows' scales; a rare
-    # row sweeps again (x scaled by 2^k)
-    again = ("  if (set_norm(b, norm_sum(norm_ss, me" + (", sg_size" if subgroups else "")
-             + "))) {\n    s = sweep_FORM(b, sub);\n  }\n")
-    entries = "".join(fill(_PARTS, entry, name=n, form=f,
-                           norm=again.replace("FORM", f) if norm else "")
+    prologue = ""
+    if norm:  # the rows' scales first: summed by subgroupAdd where one subgroup is all
+        prologue = "  let nb = block_of(g, 0u);\n  let nss = norm_squares(nb, lane);\n" + (
+            "  if (sg_size >= wg_size) { set_norm(nb, subgroupAdd(nss)); } "
+            "else { set_norm(nb, norm_tree(nss, lane)); }\n" if subgroups
+            else "  set_norm(nb, norm_tree(nss, lane));\n")
+    entries = "".join(fill(_PARTS, entry, name=n, form=f, prologue=prologue)
                       for n, f, _, _ in forms)
     x_source = parts["x_plain"]
     if norm:
-        x_source = (parts["gemv_norm"] + fill("snippets", "rare_row4", rows="input4")
-                    + parts["norm_sum_subgroups" if subgroups else "norm_sum_tree"])
+        x_source = parts["gemv_norm"] + fill("snippets", "rare_row4", rows="input4")
     return (fill(_PARTS, "gemv_consts", rows=rows, depth=depth, col_groups=col_groups)
             + sweeps + parts["tree_sum"] + x_source
             + parts["subgroup_sum" if subgroups else "tree_lanes"] + entries)

@@ -105,6 +105,7 @@ def test_js_encode_makes_the_python_encodes_calls(browser_session, options):
     calls = [r["calls"] for r in js["runs"]]
     assert calls[0] != calls[1] and calls[1] == calls[2]
     dispatches = sum(c.startswith("dispatchWorkgroups") for c in calls[1])
-    assert js["runs"][1]["js"] >= 3 * dispatches >= 3 * 20, (dispatches, report["dispatches"])
+    # (the two-layer decoder's decode step: 19 dispatches, its norms folded into linears)
+    assert js["runs"][1]["js"] >= 3 * dispatches >= 3 * 15, (dispatches, report["dispatches"])
     skipped = [r["skipped"] for r in js["runs"][:2]]
     assert (skipped[0] != skipped[1]) == bool(options), skipped

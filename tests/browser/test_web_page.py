@@ -333,16 +333,17 @@ def test_profile_draws_a_bar_per_op(demo):
     bars = demo.get_by_test_id("profile-bar")
     # one per op as built, views included: the delegate's 12 ops, of which load-time
     # fusion (runtime/fusion.py) runs two element-wise pairs as one op each (the SiLU's
-    # sigmoid and mul; the mul and sub after the softmax): 10
-    assert bars.count() == 10
+    # sigmoid and mul; the mul and sub after the softmax) and the rms_norm, the squeeze
+    # after it and the linear as one (pte_webgpu.norm_linear): 8
+    assert bars.count() == 8
     rows = [{"op": b.get_attribute("data-op"), "where": b.get_attribute("data-where"),
              "us": float(b.get_attribute("data-us")), "share": float(b.get_attribute("data-share"))}
             for b in bars.all()]
     assert all(r["us"] >= 0 for r in rows) and sum(r["us"] for r in rows) > 0
     assert abs(sum(r["share"] for r in rows) - 1) < 1e-9
-    assert rows[0]["op"] == "et_vk.rms_norm.default" and rows[0]["where"] == "delegate 0"
+    assert rows[0]["op"] == "pte_webgpu.norm_linear" and rows[0]["where"] == "delegate 0"
     text = bars.first.text_content()  # an SVG group has no innerText
-    assert "et_vk.rms_norm.default · delegate 0" in text and "µs" in text and "%" in text
+    assert "pte_webgpu.norm_linear · delegate 0" in text and "µs" in text and "%" in text
     clock = demo.get_by_test_id("profile-clock").inner_text()
     assert clock.startswith("GPU timestamps") or clock.startswith("wall time")
     print("clock:", clock)

@@ -49,3 +49,12 @@ def numel(shape) -> int:
         if n < NUMEL_CAP:
             n = min(n * d, NUMEL_CAP)
     return n
+
+
+def without_leading_ones(shape) -> tuple:
+    """``shape`` with its leading 1s dropped: shapes that hold the same rows in another
+    rank compare equal (a linear's [1, 1, K] input and its [1, K] output rows)."""
+    shape = tuple(shape)
+    while shape[:1] == (1,):
+        shape = shape[1:]
+    return shape

@@ -64,10 +64,13 @@ def reference_fused(read, values, args):
     outs = fused_outputs(values, outs_id)
     if not isinstance(values[r_id], Null):
         return [[r + v for r, v in zip(read(r_id).values, whole)]]
-    n = values[w_id].shape[0]
+    return split_columns(whole, values[w_id].shape[0], [values[o].shape[-1] for o in outs])
+
+
+def split_columns(whole, n: int, widths) -> list:
+    """Rows of ``n`` columns (flat) cut into consecutive column ranges of ``widths``."""
     parts, start = [], 0
-    for o in outs:
-        width = values[o].shape[-1]
+    for width in widths:
         parts.append([v for i, v in enumerate(whole) if start <= i % n < start + width])
         start += width
     return parts

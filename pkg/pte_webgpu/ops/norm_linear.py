@@ -13,9 +13,10 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import FormatError
+from ..model.dtypes import without_leading_ones
 from . import cpu_reference as cpu
 from .args import number
-from .fused_linear import MAX_SPLIT, fused_outputs
+from .fused_linear import MAX_SPLIT, fused_outputs, split_columns
 from .matmul import has_bias, product
 from .matmul import reference as linear_reference
 from .registry import define
@@ -84,21 +85,15 @@ def reference(read, values, args):
     as_input = cpu.Array(x.shape, normed)
     whole = linear_reference(lambda vid: as_input if vid == x_id else read(vid), values,
                              (x_id, w_id, b_id, None))
-    n, parts, start = values[w_id].shape[0], [normed], 0
-    for o in items[1:]:
-        width = values[o].shape[-1]
-        parts.append([v for i, v in enumerate(whole) if start <= i % n < start + width])
-        start += width
-    return parts
+    widths = [values[o].shape[-1] for o in items[1:]]
+    return [normed] + split_columns(whole, values[w_id].shape[0], widths)
 
 
 def sizes(op, shape, integer, values):
     """The norm's output as its input; each linear's the input's rows in the output's
     rank (fusion_norm.py fuses only where the two agree but for leading 1s)."""
     x_id, outs_id = op.args[0], op.args[-1]
-    lead = tuple(shape(x_id)[:-1])
-    while lead[:1] == (1,):
-        lead = lead[1:]
+    lead = without_leading_ones(shape(x_id)[:-1])
     items = fused_outputs(values, outs_id)
     out = {items[0]: tuple(shape(x_id))}
     for o in items[1:]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..model.dtypes import without_leading_ones
 from ..model.graph import Graph, ListValue, Null, OpCall, TensorValue
 from ..ops import registry
 from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
@@ -216,7 +217,8 @@ class _Fusion:
         out = self.values[out_id]
         if r is None or total is None or lin is None or tuple(r.shape) != tuple(total.shape) \
                 or tuple(lin.shape) != tuple(total.shape) or r.dtype != total.dtype \
-                or total.dtype != out.dtype or _lead(out.shape) != _lead(total.shape):
+                or total.dtype != out.dtype \
+                or without_leading_ones(out.shape) != without_leading_ones(total.shape):
             return  # (same rows, so a dynamic row count pads both alike)
         outs = self._add(ListValue("value_list", (s,)))
         # At the add's place: the residual is ready there (it may be written after the
@@ -356,14 +358,6 @@ def _repair(graph: Graph, values: list, placed: dict, nbytes, views=()) -> list:
             if out[vid].mem_obj_id != mem:
                 out[vid] = replace(values[vid], mem_obj_id=mem)
     return out
-
-
-def _lead(shape) -> tuple:
-    """A shape without its leading 1s."""
-    shape = tuple(shape)
-    while shape[:1] == (1,):
-        shape = shape[1:]
-    return shape
 
 
 def _expand(values, ids) -> list[int]:

@@ -10,6 +10,7 @@ dispatch in the same op.
 
 from __future__ import annotations
 
+from ..model.dtypes import without_leading_ones
 from ..model.graph import ListValue, Null, OpCall, TensorValue
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
 from ..ops.fused_linear import fused_outputs
@@ -44,24 +45,16 @@ def _fold(f, i: int, norm: OpCall) -> None:
         return
     w_id, b_id = lin.args[1], lin.args[2]
     w = f._tensor(w_id)
-    lead = _lead(x.shape[:-1])
+    lead = without_leading_ones(x.shape[:-1])
     if w is None or len(w.shape) != 2 or w.shape[1] != x.shape[-1] or w.dtype != x.dtype \
             or x.dtype.name not in ("float32", "float16") \
-            or any(_lead(f.values[o].shape[:-1]) != lead for o in outs):
+            or any(without_leading_ones(f.values[o].shape[:-1]) != lead for o in outs):
         return  # the outputs' rows laid out as the norm input's (leading 1s aside)
     items = f._add(ListValue("value_list", (normed,) + tuple(outs)))
     for j in [i, reader] + views:
         f._unlink(j)
     f._link(reader, OpCall(NORM_LINEAR, (x_id, g_id, eps_id, w_id, b_id, items), lin.node_id))
     f._count("rms_norm + linear")
-
-
-def _lead(shape) -> tuple:
-    """A shape without its leading 1s."""
-    shape = tuple(shape)
-    while shape[:1] == (1,):
-        shape = shape[1:]
-    return shape
 
 
 def _linear_outputs(f, lin: OpCall, vid: int):

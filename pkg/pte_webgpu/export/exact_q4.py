@@ -16,10 +16,11 @@ runtime folds it into the 4-bit kernel (runtime/fusion_q4.py).
 
 A Q4_0 embedding table takes its groups as they are too (embedding_q4gsw is symmetric); a
 Q4_1 or 8-bit one is quantized by the transform. An lm head that is not 4-bit in the GGUF
-(SmolLM2's is its Q8_0 embedding, tied) becomes an 8-bit per-channel linear (Int8Linear:
-ExecuTorch's Vulkan pattern makes it ``aten._weight_int8pack_mm``), not 4-bit groups:
-quantizing it to 4 bits cost more top-1 agreement than all the layers' linears together
-(docs/llm.md, "q4").
+stays 8-bit, not 4-bit groups: quantizing it to 4 bits cost more top-1 agreement than all
+the layers' linears together (docs/llm.md, "q4"). A tied one (SmolLM2's Q8_0 embedding)
+shares one 8-bit table with the gather (export/split_table.py); an untied one is an 8-bit
+per-channel linear (Int8Linear: ExecuTorch's Vulkan pattern makes it
+``aten._weight_int8pack_mm``).
 """
 
 from __future__ import annotations
@@ -91,8 +92,8 @@ def _int8_linear_class():
 
 
 def int8_head(model) -> None:
-    """The model's lm head (``output``, a float nn.Linear) as an Int8Linear; before the 4w
-    transform, which quantizes nn.Linear modules only."""
+    """The model's untied lm head (``output``, a float nn.Linear) as an Int8Linear; before
+    the 4w transform, which quantizes nn.Linear modules only."""
     from torch.ao.quantization.fx import _decomposed  # noqa: F401  (registers quantized_decomposed)
 
     if model.output.bias is not None:
@@ -125,14 +126,27 @@ def apply(model, exact: dict[str, Int4Groups]) -> int:
                              f"{list(g.values.shape)} in groups of {GROUP}")
         with torch.no_grad():
             w.qdata.copy_(torch.from_numpy(g.values))
-            w.scale.copy_(torch.from_numpy(g.scales).to(w.scale.dtype))
             w.zero_point.zero_()
+            w.scale = _scales(g.scales, w.scale.dtype)
         if g.offsets is not None:
             parent_name, _, leaf = name.rpartition(".")
             parent = modules[parent_name] if parent_name else model
             setattr(parent, leaf, offset_linear(linear, g.offsets))
         done += 1
     return done
+
+
+def _scales(scales: np.ndarray, dtype):
+    """The groups' scales as the linear keeps them: float16 where every one is a float16
+    value (a GGUF's Q4_0 / Q4_1 scales are), so the program stores half the bytes (6.6 MB
+    of SmolLM2's 110; torchao multiplies them into the float32 weights in float32, and the
+    runtime widens them at upload beside float32 activations); else ``dtype``."""
+    import torch
+
+    half = scales.astype(np.float16)
+    if np.isfinite(half).all() and np.array_equal(half.astype(scales.dtype), scales):
+        return torch.from_numpy(half)
+    return torch.from_numpy(scales).to(dtype)
 
 
 def _embedding(table, g: Int4Groups) -> int:

@@ -105,21 +105,28 @@ def source_transformed(model, quantize=None, exact=None):
     """The model after the llama export's source transforms (custom SDPA + KV-cache ops, and
     the weight quantization of preset ``quantize``): the eager twin of the exported program.
     ``exact`` (export/exact_q4.groups): the GGUF's own int4 groups, put in place of the
-    quantized linears they belong to; with q4, an lm head without them is 8-bit per channel
-    (exact_q4.int8_head). Quantizing changes ``model`` in place."""
+    quantized linears they belong to; with q4, an lm head without them is 8-bit: a tied one
+    shares one table with the gather (export/split_table.py), an untied one is 8-bit per
+    channel (exact_q4.int8_head). Quantizing changes ``model`` in place."""
     import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (registers llama:: ops)
     import torch
 
-    from . import exact_q4
+    from . import exact_q4, split_table
 
     exact = exact or {}
+    tied_table = None
     with torch.no_grad():
         if quantize == "q4" and "output.weight" not in exact:
-            exact_q4.int8_head(model)
+            if torch.equal(model.output.weight, model.tok_embeddings.weight):
+                tied_table = model.output.weight.detach().clone()
+            else:
+                exact_q4.int8_head(model)
         for transform in _transforms(quantize):
             model = transform(model)
     if quantize and exact:
         exact_q4.apply(model, exact)
+    if tied_table is not None:  # after the transforms, which would quantize both again
+        model.tok_embeddings, model.output = split_table.modules(tied_table)
     return model
 
 

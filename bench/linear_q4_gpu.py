@@ -87,7 +87,7 @@ async def bench_linear_q4(device, m: int, k: int, n: int, half: bool = False, va
             if linear_q4_choice.supported(v, device.info):
                 continue
             ctx.begin_op(0, op)
-            await linear_q4.record(ctx, op, v, wide_binds if v.kind == "wide" else binds,
+            await linear_q4.record(ctx, op, v, wide_binds if v.kind in linear_q4.WIDE_KINDS else binds,
                                    shape, False, half, False)
             todo.append((v.name, ctx.recording.steps[-1]))
         todo.append(("chosen " + chosen, chosen_step))

@@ -149,6 +149,11 @@ fn chunk_dot(col: u32, c: u32, x: X32, sums: vec4<f32>) -> f32 {
   let w = weight16[col * (params.words / 4u) + c];
   let d = vec4<f32>(word_dot(w.x, x.x0, x.x1), word_dot(w.y, x.x2, x.x3),
                     word_dot(w.z, x.x4, x.x5), word_dot(w.w, x.x6, x.x7));
+  return chunk_scaled(col, c, d, sums);
+}
+
+// The chunk's four word products `d` scaled (and offset) into column `col`'s sum.
+fn chunk_scaled(col: u32, c: u32, d: vec4<f32>, sums: vec4<f32>) -> f32 {
   if (has_offsets) {
     return dot(d, chunk_scales(col, c)) + dot(sums, chunk_offsets(col, c));
   }
@@ -203,6 +208,173 @@ fn wide_item(g: u32, lane: u32, sg_size: u32, sg_lane: u32) {
     let col = col0 + j;
     if (col < params.n) {
       put(0u, col, s[j] + bias_at(col));
+    }
+  }
+}
+// ==== keep  decode with the input held in registers: a column's K split over `keep_lanes` lanes
+// One row (decode). Lane kl of a column group (kl = lane % keep_lanes) loads its chunks
+// kl, kl + keep_lanes, ... (keep_reps of them, 32 inputs each) once, then sweeps
+// keep_cols columns, keep_batch at once (their loads in flight together): per column and
+// chunk one 16-byte weight load and a scale, no input load. Nibbles are masked where they
+// lie (bits 4i .. 4i + 3 of each half word) into the mantissa of 1.0: 1 + n 2^(4i - 23),
+// less 1 + 8 2^(4i - 23), is (n - 8) 2^(4i - 23) exactly, times the input held scaled by
+// 2^(23 - 4i): one mask, one subtract and one multiply-add per weight, no shift. A group
+// of up to 32 lanes sums four columns by a transposed butterfly (each step halves the
+// values a lane keeps); keep_lanes > 32 spans several subgroups, whose sums meet once in
+// workgroup memory after the sweep. Where a subgroup is narrower than the group, the sums
+// meet in workgroup memory after each four columns.
+override keep_lanes: u32 = 32u;  // lanes per column (a power of two, 4 .. 256)
+override keep_cols: u32 = 32u;  // columns per workgroup (a multiple of keep_batch groups)
+override keep_batch: u32 = 4u;  // columns a lane sweeps at once (4 or 8)
+override keep_reps: u32 = 1u;  // chunks per lane: ceil(K / 32 / keep_lanes), 1 .. 4
+override keep_parts: u32 = 1u;  // (keep_lanes / 32) keep_cols: the subgroups' sums
+var<workgroup> keep_red: array<vec4<f32>, wg_size>;
+var<workgroup> keep_part: array<f32, keep_parts>;
+
+const KEEP_ONE: u32 = 0x3F800000u;  // the bits of 1.0
+const KEEP_MASK = vec4<u32>(0xFu, 0xF0u, 0xF00u, 0xF000u);
+// 1 + 8 2^(4i - 23): the bits of 1.0 with 8 in nibble i
+const KEEP_BIAS = vec4<f32>(1.00000095367431640625, 1.0000152587890625, 1.000244140625,
+                            1.00390625);
+const KEEP_SCALE = vec4<f32>(8388608.0, 524288.0, 32768.0, 2048.0);  // 2^(23 - 4i)
+
+// Word w's 8 weights times inputs xa, xb held scaled by KEEP_SCALE.
+fn keep_word(w: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
+  let lo = bitcast<vec4<f32>>((vec4<u32>(w) & KEEP_MASK) | vec4<u32>(KEEP_ONE)) - KEEP_BIAS;
+  let hi = bitcast<vec4<f32>>((vec4<u32>(w >> 16u) & KEEP_MASK) | vec4<u32>(KEEP_ONE))
+    - KEEP_BIAS;
+  return dot(lo, xa) + dot(hi, xb);
+}
+
+// Chunk c's inputs scaled by KEEP_SCALE (zeros past the row's last chunk).
+fn keep_input(c: u32) -> X32 {
+  if (c >= params.words / 4u) {
+    return X32();
+  }
+  let x = chunk_input(c);
+  let f = KEEP_SCALE;
+  return X32(x.x0 * f, x.x1 * f, x.x2 * f, x.x3 * f, x.x4 * f, x.x5 * f, x.x6 * f, x.x7 * f);
+}
+
+// The input sums of chunk c's four words (zeros past the row).
+fn keep_sums(c: u32) -> vec4<f32> {
+  if (!has_offsets || c >= params.words / 4u) {
+    return vec4<f32>(0.0);
+  }
+  return chunk_sums(chunk_input(c));
+}
+
+// Column `col`'s chunk `c` (clamped into the row: its inputs are then zeros) times `x`.
+fn keep_dot(col: u32, c: u32, x: X32, sums: vec4<f32>) -> f32 {
+  let cc = min(c, params.words / 4u - 1u);
+  let w = weight16[col * (params.words / 4u) + cc];
+  let d = vec4<f32>(keep_word(w.x, x.x0, x.x1), keep_word(w.y, x.x2, x.x3),
+                    keep_word(w.z, x.x4, x.x5), keep_word(w.w, x.x6, x.x7));
+  return chunk_scaled(col, cc, d, sums);
+}
+
+// `s` (four columns) summed over the `width` lanes of a column group: a lane ends with
+// column 2 (sg_lane & 1) + (sg_lane >> 1 & 1) (lanes of odd sg_lane keep columns 2, 3 and
+// send 0, 1; then the odd ones of each pair keep the second).
+fn keep_butterfly(s: vec4<f32>, sg_lane: u32, width: u32) -> f32 {
+  let b1 = (sg_lane & 1u) == 1u;
+  let h = select(s.xy, s.zw, b1) + subgroupShuffleXor(select(s.zw, s.xy, b1), 1u);
+  let b2 = (sg_lane & 2u) == 2u;
+  var u = select(h.x, h.y, b2) + subgroupShuffleXor(select(h.y, h.x, b2), 2u);
+  for (var m = 4u; m < width; m *= 2u) {
+    u += subgroupShuffleXor(u, m);
+  }
+  return u;
+}
+
+fn keep_put(col: u32, u: f32) {
+  if (col < params.n) {
+    put(0u, col, u + bias_at(col));
+  }
+}
+
+// Without subgroups as wide as the group: `s` (columns col0 .. col0 + 3) summed in
+// workgroup memory over the group's lanes and written (every lane calls it).
+fn keep_tree(s: vec4<f32>, lane: u32, col0: u32) {
+  keep_red[lane] = s;
+  workgroupBarrier();
+  let kl = lane % keep_lanes;
+  if (kl < 4u) {
+    var u = 0.0;
+    for (var i = 0u; i < keep_lanes; i++) {
+      u += keep_red[lane - kl + i][kl];
+    }
+    keep_put(col0 + kl, u);
+  }
+  workgroupBarrier();
+}
+
+// Column `col`'s sum over this lane's chunks.
+fn keep_col(col: u32, c: vec4<u32>, x0: X32, x1: X32, x2: X32, x3: X32, s0: vec4<f32>,
+            s1: vec4<f32>, s2: vec4<f32>, s3: vec4<f32>) -> f32 {
+  var d = keep_dot(col, c.x, x0, s0);
+  if (keep_reps > 1u) { d += keep_dot(col, c.y, x1, s1); }
+  if (keep_reps > 2u) { d += keep_dot(col, c.z, x2, s2); }
+  if (keep_reps > 3u) { d += keep_dot(col, c.w, x3, s3); }
+  return d;
+}
+
+fn keep_item(g: u32, lane: u32, sg_size: u32, sg_lane: u32) {
+  let kl = lane % keep_lanes;
+  let groups = wg_size / keep_lanes;  // column groups per workgroup (1 when keep_lanes >= 32)
+  let j = lane / keep_lanes;
+  let width = min(keep_lanes, 32u);  // lanes summed by shuffles
+  let shuffles = sg_size >= width;
+  let last = params.n - 1u;
+  let c = vec4<u32>(kl) + vec4<u32>(0u, 1u, 2u, 3u) * keep_lanes;  // this lane's chunks
+  let x0 = keep_input(c.x);
+  let s0 = keep_sums(c.x);
+  var x1: X32;
+  var x2: X32;
+  var x3: X32;
+  var s1 = vec4<f32>(0.0);
+  var s2 = vec4<f32>(0.0);
+  var s3 = vec4<f32>(0.0);
+  if (keep_reps > 1u) { x1 = keep_input(c.y); s1 = keep_sums(c.y); }
+  if (keep_reps > 2u) { x2 = keep_input(c.z); s2 = keep_sums(c.z); }
+  if (keep_reps > 3u) { x3 = keep_input(c.w); s3 = keep_sums(c.w); }
+  let q = 2u * (sg_lane & 1u) + ((sg_lane >> 1u) & 1u);  // the column a summing lane ends with
+  let writer = kl % width < 4u;
+  for (var t = 0u; t < keep_cols / (keep_batch * groups); t++) {
+    let slot = (t * groups + j) * keep_batch;  // this group's columns, from the workgroup's first
+    let col0 = g * keep_cols + slot;
+    var a = vec4<f32>(0.0);  // columns col0 .. col0 + 3
+    var b = vec4<f32>(0.0);  // col0 + 4 .. col0 + 7 (keep_batch 8)
+    for (var i = 0u; i < 4u; i++) {
+      a[i] = keep_col(min(col0 + i, last), c, x0, x1, x2, x3, s0, s1, s2, s3);
+      if (keep_batch > 4u) {
+        b[i] = keep_col(min(col0 + 4u + i, last), c, x0, x1, x2, x3, s0, s1, s2, s3);
+      }
+    }
+    if (shuffles) {
+      let u = keep_butterfly(a, sg_lane, width);
+      var v = 0.0;
+      if (keep_batch > 4u) { v = keep_butterfly(b, sg_lane, width); }
+      if (writer && keep_lanes > 32u) {
+        keep_part[(kl / 32u) * keep_cols + slot + q] = u;
+        if (keep_batch > 4u) { keep_part[(kl / 32u) * keep_cols + slot + 4u + q] = v; }
+      } else if (writer) {
+        keep_put(col0 + q, u);
+        if (keep_batch > 4u) { keep_put(col0 + 4u + q, v); }
+      }
+    } else {
+      keep_tree(a, lane, col0);
+      if (keep_batch > 4u) { keep_tree(b, lane, col0 + 4u); }
+    }
+  }
+  if (keep_lanes > 32u && shuffles) {
+    workgroupBarrier();
+    for (var i = lane; i < keep_cols; i += wg_size) {
+      var u = 0.0;
+      for (var p = 0u; p < keep_lanes / 32u; p++) {
+        u += keep_part[p * keep_cols + i];
+      }
+      keep_put(g * keep_cols + i, u);
     }
   }
 }

@@ -64,6 +64,28 @@ def test_q4gsw_wide_forms(device, m, n, k, group, bias, variant):
     _check_product(device, m, n, k, group, bias, variant, seed=m + 5)
 
 
+# the keep form (the input held in registers, K split over L lanes): one subgroup or
+# several (L > 32), one to four chunks per lane with lanes past the row, N not a multiple
+# of the columns per workgroup; SmolLM2's K of 576 and 1536 and K = 4096
+KEEP = ("keep-4-32-4", "keep-8-32-8", "keep-16-8-4", "keep-32-4-4", "keep-32-16-8",
+        "keep-64-8-4", "keep-128-16-8")
+KEEP_SHAPES = [(1, 20, 64, 32, True), (1, 33, 96, 8, True), (1, 50, 256, 64, True),
+               (1, 9, 1024, 32, False), (1, 37, 576, 32, True), (1, 21, 1536, 128, False)]
+
+
+@pytest.mark.parametrize("m,n,k,group,bias", KEEP_SHAPES)
+@pytest.mark.parametrize("variant", KEEP)
+def test_q4gsw_keep_forms(device, m, n, k, group, bias, variant):
+    if k // 32 > 4 * int(variant.split("-")[1]):
+        pytest.skip(f"{variant}: K = {k} is over 4 chunks per lane")
+    _check_product(device, m, n, k, group, bias, variant, seed=m + 7)
+
+
+@pytest.mark.parametrize("variant", ["keep-32-8-8", "keep-64-4-4", "keep-128-16-8"])
+def test_q4gsw_keep_k4096(device, variant):
+    _check_product(device, 1, 13, 4096, 32, True, variant, seed=11)
+
+
 @pytest.mark.parametrize("m,k,group,why", [(1, 48, 16, "multiple of 32"),
                                            (1, 64, 4, "multiple of 32"), (2, 64, 32, "one row")])
 def test_q4gsw_wide_refuses_what_it_cannot_read(device, m, k, group, why):
@@ -136,16 +158,17 @@ def test_stacked_q4gsw_linears(device, m, parts):
 
 @pytest.mark.parametrize("parts", [2, 3])
 @pytest.mark.parametrize("half", [False, True])
-def test_stacked_q4gsw_wide(device, parts, half):
-    """The wide form over stacked linears (its scales relaid by column across the parts,
-    each part's padded to 4) and with float16 activations (f16 scales)."""
+@pytest.mark.parametrize("variant", ["wide-8-2", "keep-8-16-4", "keep-64-16-8"])
+def test_stacked_q4gsw_wide(device, parts, half, variant):
+    """The wide and keep forms over stacked linears (their scales relaid by column across
+    the parts, each part's padded to 4) and with float16 activations (f16 scales)."""
     k, group, widths = 64, 32, (20, 12, 36)[:parts]
     x = rand(1, k)
     if half:
         x = x.astype(np.float16).astype(np.float32)
     storage = Storage(half=True) if half else None
     act = dtypes.FLOAT16 if half else dtypes.FLOAT32
-    g = G(**({"storage": storage} if storage else {}), options=_forced("wide-8-2"))
+    g = G(**({"storage": storage} if storage else {}), options=_forced(variant))
     xi = g.input(x, act)
     outs, wants = [], []
     for i, n in enumerate(widths):

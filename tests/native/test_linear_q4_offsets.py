@@ -15,7 +15,7 @@ from tests.support.q4_graphs import Q4GSW, dequantized, pack_q4gsw, quantize, sc
 
 UINT8 = __import__("pte_webgpu.model.dtypes", fromlist=["UINT8"]).UINT8
 FORMS = ("dot", "gemv-64", "gemv-4", "gemvsg-8", "gemvsg-32", "tiled", None)
-WIDE = ("wide-4-1", "wide-8-2", "wide-32-3")
+WIDE = ("wide-4-1", "wide-8-2", "wide-32-3", "keep-8-16-4", "keep-32-8-8", "keep-128-8-4")
 
 
 def _offset_linear(g, xi, m, k, n, group, seed, bias):
@@ -63,7 +63,7 @@ def test_offsets_every_form(device, m, k, group, variant, widths):
 
 @pytest.mark.parametrize("variant", WIDE)
 @pytest.mark.parametrize("k,group,widths", [(64, 32, (20,)), (128, 16, (33, 7)),
-                                            (256, 64, (9, 12, 40))])
+                                            (256, 64, (9, 12, 40)), (576, 32, (24, 8, 8))])
 def test_offsets_wide_forms(device, variant, k, group, widths):
     g, x, outs, parts = _check(variant, 1, k, group, widths, bias=False, seed=k)
     for y, (_, weight, _) in zip(g.run(device, *outs), parts):

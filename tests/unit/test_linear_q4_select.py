@@ -18,12 +18,15 @@ GPU_SG = traits(cpu=False, sizes=(32, 32))
 GPU_PLAIN = traits(cpu=False, builtins=False, sizes=None)
 
 
-@pytest.mark.parametrize("name", ["dot", "tiled", "gemv-64", "gemvsg-8", "gemv-1"])
+@pytest.mark.parametrize("name", ["dot", "tiled", "gemv-64", "gemvsg-8", "gemv-1", "wide-8-2",
+                                  "keep-32-16-4", "keep-8-32-8", "keep-256-4-4"])
 def test_names_round_trip(name):
     assert parse(name).name == name
 
 
-@pytest.mark.parametrize("name", ["gemv-3", "gemv", "mm4-16x8", "gemvsg-2048", "tiled-8"])
+@pytest.mark.parametrize("name", ["gemv-3", "gemv", "mm4-16x8", "gemvsg-2048", "tiled-8",
+                                  "keep-32-16", "keep-8-8-4", "keep-32-4-8", "keep-2-64-4",
+                                  "keep-512-4-4", "keep-32-12-4", "keep-32-16-2"])
 def test_bad_names_are_refused(name):
     with pytest.raises(UnsupportedError, match="linear_q4 variant"):
         parse(name)
@@ -45,7 +48,10 @@ def test_the_rule(t, m, want):
 
 @pytest.mark.parametrize("n,k,half,want", [
     (49152, 576, False, "wide-4-4"), (49152, 576, True, "wide-4-1"),
-    (4096, 4096, False, "wide-32-2"), (1536, 576, False, "wide-32-1"),
+    (4096, 4096, False, "keep-128-8-4"), (4096, 4096, True, "keep-128-8-4"),
+    (3072, 576, False, "keep-32-4-4"), (576, 1536, False, "gemv-64"),
+    (960, 576, False, "wide-32-1"), (1536, 576, False, "wide-32-1"),
+    (4096, 32768, False, "gemvsg-32"),  # K over 4 chunks per lane of 128: no keep form
     (576, 48, False, "gemvsg-32")])  # K not a multiple of 32: no wide form
 def test_the_wide_forms_by_shape(n, k, half, want):
     assert choose(GPU_SG, 1, n, k, half, group=16 if k == 48 else 32).name == want
@@ -80,3 +86,22 @@ def test_scales_computed_at_run_time_keep_the_wide_form_out():
     why = VARIANTS.why_not(parse("wide-32-1"), GPU_SG, m=1, k=576, group=32,
                            constant_scales=False)
     assert why and "constant scales" in why
+
+
+def test_keep_needs_k_in_four_chunks_per_lane():
+    """The keep form holds at most 4 chunks of 32 inputs per lane: K = 4096 needs 32 lanes
+    per column or more; 256 lanes need a workgroup that large."""
+    assert VARIANTS.why_not(parse("keep-32-16-4"), GPU_SG, m=1, k=4096, group=32) is None
+    why = VARIANTS.why_not(parse("keep-16-16-4"), GPU_SG, m=1, k=4096, group=32)
+    assert why and "4 chunks" in why
+    assert "one row" in VARIANTS.why_not(parse("keep-32-16-4"), GPU_SG, m=2, k=64, group=32)
+    why = VARIANTS.why_not(parse("keep-256-4-4"), traits(cpu=False, sizes=(32, 32),
+                                                          invocations=128), m=1, k=64)
+    assert why and "256 lanes" in why
+
+
+def test_the_decode_forms_are_for_one_row():
+    """The one-row forms' gemv-64 (1536 x 576) is measured for decode only: more rows keep
+    gemvsg-32."""
+    assert choose(GPU_SG, 1, 576, 1536).name == "gemv-64"
+    assert choose(GPU_SG, 2, 576, 1536).name == "gemvsg-32"

@@ -40,7 +40,7 @@ from . import sizes
 from .args import int_arg
 from .exec_ints import follow_actual_size
 from .fused_linear import MAX_SPLIT, fused_outputs
-from .linear_q4_choice import VARIANTS, WIDE_LANES, Variant, row_forms
+from .linear_q4_choice import VARIANTS, WIDE_LANES, Variant, keep_parts, keep_reps, row_forms
 from .registry import define
 
 Q4GSW, QCS4W = "et_vk.linear_q4gsw.default", "et_vk.linear_qcs4w.default"
@@ -63,38 +63,40 @@ _ENTRIES = {"dot": Entry("main", "dot_item", "params.m * params.n"),
             "gemv": Entry("main", "gemv_item", "params.tiles", per="group"),
             "gemvsg": Entry("main", "gemv_item_sg", "params.tiles", per="group", subgroups=True),
             "wide": Entry("main", "wide_item", "params.tiles", per="group", subgroups=True),
+            "keep": Entry("main", "keep_item", "params.tiles", per="group", subgroups=True),
             "tiled": Entry("main", "tiled_item", "params.tiles", per="group")}
-# the wide form's 16-byte view of the packed weight
+# the wide and keep forms' 16-byte view of the packed weight
+WIDE_KINDS = ("wide", "keep")  # one row, 16-byte loads, the scales relaid by column
 _WIDE_BINDINGS = (Binding(1, "weight16", type="vec4<u32>"),)  # (the input: _INPUT[True])
 
 
 def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
            browser: bool = True, rows: int = 1, whole: bool = True,
            offsets: bool = False) -> Kernel:
-    """The shader of one form (``kind``: dot, gemv, gemvsg, tiled) and epilogue;
+    """The shader of one form (``kind``: dot, gemv, gemvsg, wide, keep, tiled) and epilogue;
     ``scales_f32``: float32 scales beside f16 activations; ``browser``: gemvsg's
     ``enable subgroups;`` (Chromium needs it, wgpu-native's naga rejects it); ``rows``:
     input rows per gemv workgroup (1 to 4); ``whole``: the group a multiple of 8 (the
     wide form needs it); ``offsets``: groups with offsets (binding 8, float32)."""
-    sg = kind in ("gemvsg", "wide")
+    sg = kind in ("gemvsg",) + WIDE_KINDS
     return _kernel(kind, epilogue, scales_f32, browser or not sg,
-                   rows if kind.startswith("gemv") else 1, whole or kind == "wide", offsets)
+                   rows if kind.startswith("gemv") else 1, whole or kind in WIDE_KINDS, offsets)
 
 
 @cache
 def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int,
             whole: bool, offsets: bool) -> Kernel:
-    sums = {"gemv": "sum_tree", "gemvsg": "sum_subgroups", "wide": "wide"}.get(kind)
+    sums = {"gemv": ("sum_tree",), "gemvsg": ("sum_subgroups",), "wide": ("wide",),
+            "keep": ("wide", "keep")}.get(kind, ())
     generated = fill("linear_q4_parts", "consts", rows=rows, whole=str(whole).lower(),
                      offsets=str(offsets).lower())
     generated += sections("linear_q4_parts")["offsets_bound" if offsets else "offsets_none"]
     generated += sections("linear_q4_parts")["x_vec4" if whole else "x_scalar"]
     generated += sections("matmul_parts")["put" + (f"_{epilogue}" if epilogue else "")]
-    if sums:
-        generated += sections("linear_q4_parts")[sums]
+    generated += "".join(sections("linear_q4_parts")[part] for part in sums)
     scales = Binding(5, "scales", type="f32" if scales_f32 else "elem")
-    sg = kind in ("gemvsg", "wide")
-    extra = _WIDE_BINDINGS if kind == "wide" else ()
+    sg = kind in ("gemvsg",) + WIDE_KINDS
+    extra = _WIDE_BINDINGS if kind in WIDE_KINDS else ()
     name = "_".join(filter(None, ("linear_q4", kind, "native" if sg and not browser else "",
                                   epilogue, "sf32" if scales_f32 else "",
                                   f"r{rows}" if kind.startswith("gemv") else "",
@@ -407,6 +409,8 @@ def _grid(v: Variant, m: int, n: int, rows: int = 4) -> tuple[int, int]:
     if v.kind == "wide":  # one row
         tiles_n = -(-n // (v.cols * (WIDE_LANES // v.lanes)))
         return tiles_n, tiles_n
+    if v.kind == "keep":  # one row, v.cols columns per workgroup
+        return -(-n // v.cols), -(-n // v.cols)
     return n, n * -(-m // rows)
 
 
@@ -422,10 +426,14 @@ async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, 
     offsets = any(b == 8 for b, _ in bindings)
     shader = kernel(v.kind, epilogue, scales_f32, browser, rows, shape.group % 8 == 0,
                     offsets)
-    lanes = {"dot": 64, "tiled": 64, "wide": WIDE_LANES}.get(v.kind, v.lanes)
+    lanes = {"dot": 64, "tiled": 64, "wide": WIDE_LANES,
+             "keep": max(WIDE_LANES, v.lanes)}.get(v.kind, v.lanes)
     constants = {"wg_size": lanes}
     if v.kind == "wide":
         constants.update(span=v.lanes, cols=v.cols)
+    if v.kind == "keep":
+        constants.update(keep_lanes=v.lanes, keep_cols=v.cols, keep_batch=v.batch,
+                         keep_reps=keep_reps(v, shape.k), keep_parts=keep_parts(v))
     pipeline = await ctx.pipeline(shader, constants, "main", half)
     tiles_n, groups = _grid(v, m, n, rows)
     split = split or dict(n0=n, n1=n, s_stride0=shape.s_stride)
@@ -495,7 +503,7 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0
         binds = bindings
-        if form.kind == "wide":
+        if form.kind in WIDE_KINDS:
             by_column = by_column or column_scales(ctx, op, s_id, shape, split)
             if offsets is not None and offsets_by_column is None:
                 laid = column_laid(offsets[1], 4, shape, split)

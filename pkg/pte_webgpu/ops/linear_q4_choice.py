@@ -12,6 +12,11 @@ records them; shaders/linear_q4.wgsl has the forms).
   lanes is 32 / S column groups of S lanes, each group C adjacent columns sharing the
   input's loads; sums by subgroupShuffleXor. Needs subgroups, K a multiple of 32 and a
   group that is a multiple of 8.
+- ``keep-L-C-B``: decode with the input held in registers: a column's K split over L
+  lanes (4 to 256; past 32, several subgroups), each holding its ceil(K / 32 / L) <= 4
+  chunks of 32 inputs while the workgroup sweeps C columns (a multiple of B max(32, L) /
+  L, up to 256), B (4 or 8) at once, one 16-byte weight load per column and chunk and no
+  input load; sums by a transposed butterfly. Needs what ``wide`` needs.
 - ``tiled``: 32 x 32 outputs per workgroup of 64 lanes, 4 x 4 each, K in steps of 32
   through workgroup memory (prefill).
 
@@ -35,17 +40,22 @@ CPU_GEMV_ROWS = 8  # up to this many rows CPU adapters take a matrix-vector form
 GPU_GEMV_ROWS = 32  # GPUs: each gemv workgroup reads its column's weights once per 4 rows
 _NAME = re.compile(r"^(gemv|gemvsg)-(\d+)$")
 _WIDE = re.compile(r"^wide-(\d+)-([1-4])$")
+_KEEP = re.compile(r"^keep-(\d+)-(\d+)-([48])$")
 WIDE_LANES = 32  # the wide form's workgroup: one subgroup on NVIDIA
+KEEP_REPS = 4  # the keep form's chunks of 32 inputs per lane at most (128 registers)
 
 
 @dataclass(frozen=True)
 class Variant:
-    kind: str  # "dot" | "gemv" | "gemvsg" | "wide" | "tiled"
-    lanes: int = 0  # gemv: lanes per workgroup; wide: lanes per column group
-    cols: int = 1  # wide: columns per column group
+    kind: str  # "dot" | "gemv" | "gemvsg" | "wide" | "keep" | "tiled"
+    lanes: int = 0  # gemv: lanes per workgroup; wide: per column group; keep: per column
+    cols: int = 1  # wide: columns per column group; keep: per workgroup
+    batch: int = 4  # keep: columns a lane sweeps at once
 
     @property
     def name(self) -> str:
+        if self.kind == "keep":
+            return f"keep-{self.lanes}-{self.cols}-{self.batch}"
         if self.kind == "wide":
             return f"wide-{self.lanes}-{self.cols}"
         return f"{self.kind}-{self.lanes}" if self.kind.startswith("gemv") else self.kind
@@ -58,12 +68,20 @@ def parse(name: str) -> Variant:
     wide = _WIDE.match(name)
     if wide and is_pow2(int(wide.group(1))) and int(wide.group(1)) <= WIDE_LANES:
         return Variant("wide", int(wide.group(1)), int(wide.group(2)))
+    keep = _KEEP.match(name)
+    if keep:
+        lanes, cols, batch = (int(keep.group(i)) for i in (1, 2, 3))
+        if is_pow2(lanes) and 4 <= lanes <= 256 and is_pow2(cols) \
+                and batch * max(WIDE_LANES, lanes) // lanes <= cols <= 256:
+            return Variant("keep", lanes, cols, batch)
     m = _NAME.match(name)
     if not m or not is_pow2(int(m.group(2))) or not 1 <= int(m.group(2)) <= 1024:
         raise UnsupportedError(f"linear_q4 variant {name!r}: names look like dot, gemv-64, "
-                               "gemvsg-32, wide-8-2, tiled (gemv lanes: a power of two up to "
-                               "1024; wide-S-C: S lanes a power of two up to 32, C columns "
-                               "1 to 4)")
+                               "gemvsg-32, wide-8-2, keep-32-16-4, tiled (gemv lanes: a power of "
+                               "two up to 1024; wide-S-C: S lanes a power of two up to 32, C "
+                               "columns 1 to 4; keep-L-C-B: L lanes a power of two 4 to 256, "
+                               "B 4 or 8, C columns a power of two from B max(32, L) / L "
+                               "to 256)")
     return Variant(m.group(1), int(m.group(2)))
 
 
@@ -73,7 +91,11 @@ def supported(v: Variant, adapter, m: int = 1, k: int = 0, group: int = 0,
     with groups of ``group`` (0: not known, as when listing variants); the wide form relays
     the scales at load, so it needs ``constant_scales``."""
     traits = traits_of(adapter)
-    if v.kind == "wide":
+    if v.kind in ("wide", "keep"):
+        if v.kind == "keep" and k and keep_reps(v, k) > KEEP_REPS:
+            return f"K = {k} is over {KEEP_REPS} chunks of 32 per lane of {v.lanes}"
+        if v.kind == "keep" and max(WIDE_LANES, v.lanes) > traits.max_invocations:
+            return f"{v.lanes} lanes exceed the adapter's {traits.max_invocations} invocations"
         if not constant_scales:
             return "needs constant scales (relaid by column at load)"
         if not traits.subgroup_builtins:
@@ -99,8 +121,8 @@ def choose(adapter, m: int, n: int = 0, k: int = 0, half: bool = False,
     """CPU adapters: up to CPU_GEMV_ROWS rows ``dot`` (lavapipe, 576 x 1536: dot 1.8 ms,
     gemvsg-8 7.9 ms, gemvsg-4 7.6 ms: a workgroup per column costs more there than the
     sums save); more rows, the tiles. GPUs: up to
-    GPU_GEMV_ROWS rows, gemvsg-32 (one subgroup on NVIDIA, no barrier) or gemv-64; more,
-    the tiles."""
+    GPU_GEMV_ROWS rows, gemvsg-32 (one subgroup on NVIDIA, no barrier) or gemv-64, one row
+    with subgroups ``decode_form``'s pick where it can run; more rows, the tiles."""
     traits = traits_of(adapter)
     if traits.is_cpu:
         pick = Variant("tiled") if m > CPU_GEMV_ROWS else Variant("dot")
@@ -108,29 +130,49 @@ def choose(adapter, m: int, n: int = 0, k: int = 0, half: bool = False,
         pick = Variant("tiled")
     else:
         pick = Variant("gemvsg", 32) if traits.subgroup_builtins else Variant("gemv", 64)
-        wide = wide_form(n, k, half)
-        if supported(wide, traits, m=m, k=k, group=group or 32,
-                     constant_scales=constant_scales) is None:
-            pick = wide
+        decode = decode_form(n, k, half)
+        if m == 1 and traits.subgroup_builtins and supported(
+                decode, traits, m=m, k=k, group=group or 32,
+                constant_scales=constant_scales) is None:
+            pick = decode
     return pick if supported(pick, traits, m=m, k=k, group=group) is None else Variant("dot")
 
 
-def wide_form(n: int, k: int, half: bool) -> Variant:
-    """The wide form for one row of [K] x [N, K], from the H200 sweep of every wide-S-C
-    (docs/bench/linear_q4_h200.json): many columns (an lm head) want short column groups
-    with their loads in flight, a long K a whole subgroup per column pair, the rest one
-    column per subgroup."""
+def decode_form(n: int, k: int, half: bool) -> Variant:
+    """The form for one row of [K] x [N, K] on a GPU with subgroups. Many columns (an lm
+    head) want short column groups with their loads in flight (wide-4-C, the H200 sweep of
+    every wide-S-C: docs/bench/linear_q4_h200.json). From the H100 sweep of 2026-12-06
+    (docs/bench/linear_q4_h100_keep.json, the keep form added), each pick faster than the
+    earlier one a dispatch per pass and no slower back to back: a long K and many columns the
+    input held in registers by 4 subgroups per column (4096 x 4096: 18.8 -> 13.7 µs), a
+    short K and many columns by one subgroup (576 x 3072: 9.4 -> 8.2 µs), a long K and few
+    columns one column per workgroup of 64 lanes (1536 x 576: 9.0 -> 7.6 µs; the H200 sweep
+    had it too, 8.8 -> 7.5), the rest one column per subgroup (576 x 960)."""
     if n >= 16384:
         return Variant("wide", 4, 1 if half else 4)
-    if k >= 2048:
-        return Variant("wide", 32, 2)
+    if n >= 2048:
+        return Variant("keep", 128, 8) if k >= 2048 else Variant("keep", 32, 4)
+    if k >= 1024:
+        return Variant("gemv", 64)
     return Variant("wide", 32, 1)
+
+
+def keep_reps(v: Variant, k: int) -> int:
+    """The chunks of 32 inputs each lane of the keep form ``v`` holds at K = ``k``."""
+    return max(1, -(-(k // 32) // v.lanes))
+
+
+def keep_parts(v: Variant) -> int:
+    """The keep form's sums in workgroup memory: one per subgroup of 32 and column."""
+    return max(1, v.lanes // WIDE_LANES) * v.cols
 
 
 def _measure(traits, m: int, **_) -> list[Variant]:
     names = ["dot", "tiled"] + [f"gemv{sg}-{wg}" for sg in ("", "sg")
                                 for wg in (4, 8, 32, 64, 128, 256)]
     names += [f"wide-{s}-{c}" for s in (4, 8, 16, 32) for c in (1, 2, 4)]
+    names += [f"keep-{lanes}-{c}-{b}" for lanes in (8, 16, 32, 64, 128) for b in (4, 8)
+              for c in (4, 8, 16, 32, 64) if c >= b * max(WIDE_LANES, lanes) // lanes]
     return [parse(n) for n in names]
 
 

@@ -14,6 +14,7 @@ import struct
 
 import pte_webgpu
 from pte_webgpu.model.tensor import Tensor
+from pte_webgpu.ops import matmul_choice
 from pte_webgpu.runtime.fusion import VIEWS
 from pte_webgpu.runtime.method import gpu_work
 
@@ -55,17 +56,18 @@ async def fusion_report(make_runtime, pte, vocab, prompt_len, steps):
     prompt = [(7 * i + 3) % vocab for i in range(prompt_len)]
     calls = [[_ids(prompt), _pos(0)]]
     calls += [[_ids([(5 * k + 1) % vocab]), _pos(prompt_len + k)] for k in range(steps)]
-    got = {}
+    got, cpu = {}, False
     for fuse in (True, False):
         rt = await make_runtime({"fuse": fuse})
         try:
             got[fuse] = await _run(rt, pte, calls)
+            cpu = matmul_choice.is_cpu(rt.adapter.traits)
         finally:
             rt.close()
     (fused, unfused) = (got[True][0], got[False][0])
     return {"diffs": [max(abs(a - b) for a, b in zip(x, y)) for x, y in zip(fused, unfused)],
             "scale": max(abs(v) for row in unfused for v in row),
-            "exact": fused == unfused,
+            "exact": fused == unfused, "cpu": cpu,
             "dispatches": {"fused": got[True][1], "unfused": got[False][1]},
             "fused_ops": {"fused": got[True][2], "unfused": got[False][2]},
             "copies": {"fused": got[True][3], "unfused": got[False][3]},
@@ -74,3 +76,11 @@ async def fusion_report(make_runtime, pte, vocab, prompt_len, steps):
 
 async def native_runtime(options):
     return await pte_webgpu.Runtime.create("native", options=options)
+
+
+def saved_dispatches(report, layers: int, per_layer: int, final: int) -> int:
+    """Dispatches a fused decode step saves: ``per_layer`` a layer and ``final`` for the
+    final norm on GPUs; where the matmul rule is a CPU adapter's, the norms stay their
+    own dispatch inside norm_linear (ops/matmul.py takes_norm): 2 a layer fewer, and the
+    final one."""
+    return (per_layer - 2) * layers if report["cpu"] else per_layer * layers + final

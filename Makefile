@@ -18,6 +18,9 @@
 #              (224x224 batch 1, Whisper-tiny's encoder on 3000 frames) -> build/vision/
 # make llm-onnx  the same model as ONNX with its KV cache + onnxruntime-web and transformers.js
 #              from npm (all in build/): the browser references of `bench --llm`
+# make llm-onnx-genai  the same GGUF through onnxruntime-genai's builder (-e webgpu: GQA,
+#              MatMulNBits, int4 and fp32) -> build/llm-onnx-genai/<precision>: bench --llm's
+#              "ort-web-genai" peers (ORT Web's WebGPU EP, KV cache on the GPU); not in `make llm`
 # make vision-bench-programs  MobileNetV2 and ResNet-18 at 224x224 (.pte, .npz, .onnx) and
 #              ResNet-18's conv2d shapes as one-op programs -> build/vision (the export venv)
 # make bench-vision  `bench --vision` natively and in Chromium on those, and the conv shapes:
@@ -177,6 +180,17 @@ llm-web-deps: $(ORT_WEB) $(TRANSFORMERS_JS)
 $(LLM_ONNX_DIR)/onnx/model.onnx: $(LLM_GGUF) | llm-export-deps
 	$(EXPORT_PYTHON) -c "import onnx, onnxruntime" 2>/dev/null || $(EXPORT_PYTHON) -m pip install -e '.[onnx]'
 	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_onnx $< --out-dir $(LLM_ONNX_DIR)
+# ONNX Runtime's own LLM exporter (issue 24): transformers' model of the GGUF saved to
+# build/llm-onnx-genai/hf, then its builder per precision (LLM_GENAI_PRECISIONS; GENAI_GRAPH=1:
+# built for WebGPU graph capture), each checked against torch with onnxruntime (export.json)
+LLM_GENAI_DIR := build/llm-onnx-genai
+LLM_GENAI_PRECISIONS ?= int4 fp32
+.PHONY: llm-onnx-genai
+llm-onnx-genai: $(LLM_GGUF) llm-web-deps | llm-export-deps
+	$(EXPORT_PYTHON) -c "import onnxruntime_genai, onnx_ir, onnx" 2>/dev/null || \
+		$(EXPORT_PYTHON) -m pip install -e '.[onnx-genai]'
+	PYTHONPATH=pkg $(EXPORT_PYTHON) -m pte_webgpu.export.llm_onnx_genai $(LLM_GGUF) --out-dir $(LLM_GENAI_DIR) \
+		--precision $(LLM_GENAI_PRECISIONS) $(if $(GENAI_GRAPH),--graph-capture)
 $(ORT_WEB):
 	mkdir -p build/ortweb
 	cd build/ortweb && npm install --no-audit --no-fund --ignore-scripts onnxruntime-web@$(ORT_WEB_VERSION)

@@ -14,6 +14,12 @@ Files, none committed: build/ortweb (``npm install onnxruntime-web`` there, as f
 rms_norm bench), build/transformersjs (``npm install @huggingface/transformers``), and the
 ONNX model (``make llm-onnx``: build/llm-onnx/NAME). A missing one skips that impl with a
 line saying what to run.
+
+Beside them, when ``make llm-onnx-genai`` has run: ORT Web's WebGPU EP (ort.webgpu.mjs) on the
+graphs of onnxruntime-genai's builder, one impl per folder of build/llm-onnx-genai holding a
+genai_config.json ("ort-web-genai int4 webgpu-ep", ...; ``genai_impls``), each with its KV
+cache in one GPU buffer per layer shared by past and present, or with graph capture where
+the folder was built for it (benchGenaiLlm in bench/llm_web.js).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+GENAI_DIR = REPO / "build" / "llm-onnx-genai"
 ORT_DIST = REPO / "build" / "ortweb" / "node_modules" / "onnxruntime-web" / "dist"
 TJS_MODULES = REPO / "build" / "transformersjs" / "node_modules"
 TIMEOUT_MS = 3_600_000  # SwiftShader: a 1024-token prefill takes minutes
@@ -65,6 +72,34 @@ def web_impls(model: Path, onnx_dir: Path | None, log) -> tuple[dict, Path | Non
     return impls, onnx_dir
 
 
+def genai_impls(genai_dir: Path, plan: list[dict], mode: str | None, log) -> dict:
+    """{impl: (folder, spec.genai)} for the builder's folders under ``genai_dir``: mode
+    "graph" where its genai_config turns graph capture on, else "shared" (``mode`` overrides);
+    the cache holds the plan's longest context and one more step."""
+    if not (ORT_DIST / "ort.webgpu.mjs").is_file():
+        log("onnxruntime-web not found: skipping ort-web-genai")
+        return {}
+    impls = {}
+    for folder in sorted(p.parent for p in genai_dir.glob("*/genai_config.json")):
+        cfg = json.loads((folder / "genai_config.json").read_text())["model"]
+        dec = cfg["decoder"]
+        options = {k: v for o in dec.get("session_options", {}).get("provider_options", [])
+                   for k, v in o.get("webgpu", {}).items()}
+        data = [p.name for p in folder.glob(dec["filename"] + ".data")]
+        graph = options.get("enableGraphCapture") == "1"
+        spec = {"file": dec["filename"], "external": data[0] if data else None,
+                "pastKey": dec["inputs"]["past_key_names"], "pastValue": dec["inputs"]["past_value_names"],
+                "presentKey": dec["outputs"]["present_key_names"],
+                "presentValue": dec["outputs"]["present_value_names"],
+                "positionIds": "position_ids" in dec["inputs"],
+                "mode": mode or ("graph" if graph else "shared"),
+                "maxLength": max(p["prefill"] + p["steps"] for p in plan) + 1,
+                "nLayers": dec["num_hidden_layers"], "kvHeads": dec["num_key_value_heads"],
+                "headDim": dec["head_size"], "vocab": cfg["vocab_size"]}
+        impls[f"ort-web-genai {folder.name} webgpu-ep"] = (folder, spec)
+    return impls
+
+
 def _version(package: Path) -> str:
     try:
         return json.loads((package / "package.json").read_text())["version"]
@@ -94,7 +129,12 @@ _result
 
 def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | None = None,
         warmup: bool = True, profile: bool = False, peer_prefill_max: int = PEER_PREFILL_MAX,
-        progress=print) -> tuple[dict, list[dict]]:
+        genai_dir: Path | None = None, genai_mode: str | None = None, keep_logits: bool = False,
+        ours: bool = True, progress=print) -> tuple[dict, list[dict]]:
+    """``genai_dir``: the builder's folders (default: build/llm-onnx-genai where the ONNX model
+    is build/llm-onnx's, or none is found); ``genai_mode``
+    forces "grow" | "shared" | "graph" for them; ``keep_logits``: their decode records keep
+    each run's logits row; ``ours=False``: the peers alone (result ``{}``)."""
     from pte_webgpu.chromium import paths
     from pte_webgpu.chromium.dist import ensure_dist, version
     from pte_webgpu.chromium.remote import remote_error
@@ -105,6 +145,11 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
     dist = ensure_dist(log=progress)
     dist_url = f"/pyodide-{version(dist)[:16]}/"
     impls, onnx_dir = web_impls(model, onnx_dir, progress) if web else ({}, None)
+    plan = seed_plan(todo, peer_prefill_max)
+    # the builder's graphs of build/ beside build/llm-onnx's, or those of genai_dir
+    genai_dir = genai_dir or (GENAI_DIR if onnx_dir is None or onnx_dir.parent.parent == REPO / "build"
+                              else None)
+    genai = genai_impls(genai_dir, plan, genai_mode, progress) if web and genai_dir else {}
     web_records, web_profiles = [], {}
     with StaticServer({"/": paths.web_root(), "/bench/": HERE}) as server:
         server.mount(dist_url, dist, immutable=True)
@@ -131,8 +176,18 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
             adapter = session.run_python(
                 "from pte_webgpu.gpu.browser import BrowserDevice as _D\n"
                 "_d = await _D.create()\n_s = _d.info.summary()\n_d.close()\n_s")
-            for impl, fn in impls.items():
-                progress(f"{impl}: loading the ONNX model ({versions[impl]})")
+            jobs = [(impl, fn, spec, versions[impl]) for impl, fn in impls.items()]
+            for impl, (folder, gspec) in genai.items():
+                name = "genai-" + folder.name
+                server.mount(f"/models/{name}/", folder)
+                server.mount("/ort/", ORT_DIST)
+                jobs.append((impl, "benchGenaiLlm", {
+                    "model": name, "plan": plan, "warmup": warmup, "profile": profile,
+                    "keepLogits": keep_logits, "genai": gspec,
+                    **{k: gspec[k] for k in ("nLayers", "kvHeads", "headDim", "vocab")}},
+                    f"onnxruntime-web {_version(ORT_DIST.parent)} (webgpu-ep, {gspec['mode']})"))
+            for impl, fn, spec, impl_version in jobs:
+                progress(f"{impl}: loading the ONNX model ({impl_version})")
                 page = session.page.context.browser.new_page()  # a context of its own
                 page.set_default_timeout(TIMEOUT_MS)
                 page.on("console", lambda m, impl=impl: m.text.startswith("llm-bench: ") and
@@ -149,13 +204,15 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
                     page.close()
                 progress(f"{impl}: {time.perf_counter() - started:.0f} s "
                          f"(load {got['load_ms'] / 1e3:.1f} s)")
-                web_records += [dict(summarize(r), impl=impl, version=versions[impl],
+                web_records += [dict(summarize(r), impl=impl, version=impl_version,
                                      load_s=got["load_ms"] / 1e3) for r in got["records"]]
                 for c, rows in (got.get("profiles") or {}).items():
                     if isinstance(rows, list):
                         web_profiles[f"{impl} {c}"] = rows
                     else:
                         progress(f"{impl}: no profile at context {c}: {rows}")
+            if not ours:
+                return {}, [dict(r, adapter=adapter) for r in web_records]
             session.page.expose_function("pteBenchProgress", lambda text: progress(f"ours: {text}"))
             progress("ours: loading the program in Pyodide")
             result = session.run_python(_OURS.format(

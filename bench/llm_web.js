@@ -188,6 +188,161 @@ export async function benchTjsLlm(spec) {
   return { records, load_ms: loadMs, version: tjs.env.version ?? "?", build: "jsep" };
 }
 
+// ONNX Runtime Web's WebGPU EP (ort.webgpu.mjs) on the graph of ORT's own LLM exporter
+// (onnxruntime-genai's builder, make llm-onnx-genai: GroupQueryAttention, MatMulNBits,
+// SkipSimplifiedLayerNormalization). spec.genai (from its genai_config.json, bench/llm_browser.py):
+// {file, pastKey, pastValue, presentKey, presentValue ("past_key_values.%d.key" ..),
+// positionIds, mode, maxLength, keepLogits}. Modes, each with IO binding (GPU tensors in and out):
+// "grow": present.* come back as GPU buffers [1, kv, past + n, hd] and go in as the next
+// past_key_values.*; "shared": one [1, kv, maxLength, hd] GPU buffer per cache, fed as past
+// and bound as present (GQA's past_present_share_buffer: it writes the new rows in place);
+// "graph": "shared" with every input and output a fixed-shape GPU tensor (attention_mask
+// [1, maxLength], ones then zeros; logits a bound buffer) and ORT's graph capture on (a graph
+// built with enable_webgpu_graph). Seeded contexts start from a zero cache of `prefill` rows.
+export async function benchGenaiLlm(spec) {
+  const g = spec.genai;
+  const ort = await loadOrt("ort.webgpu.mjs");
+  const layers = range(0, spec.nLayers);
+  const names = (a, b) => layers.flatMap((i) => [a.replace("%d", i), b.replace("%d", i)]);
+  const pastNames = names(g.pastKey, g.pastValue), presentNames = names(g.presentKey, g.presentValue);
+  const graph = g.mode === "graph", shared = g.mode !== "grow";
+  const base = `/models/${spec.model}/`;
+  let t0 = now();
+  const options = { executionProviders: [{ name: "webgpu", validationMode: "disabled" }],
+    graphOptimizationLevel: "all", enableGraphCapture: graph,
+    externalData: g.external ? [{ path: g.external, data: base + g.external }] : undefined,
+    preferredOutputLocation: graph ? "gpu-buffer"
+      : Object.fromEntries(presentNames.map((n) => [n, "gpu-buffer"])) };
+  const session = await ort.InferenceSession.create(base + g.file, options);
+  const loadMs = now() - t0;
+  const device = await ort.env.webgpu.device;
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+  const kvDims = (n) => [1, spec.kvHeads, n, spec.headDim];
+  const gpu = (type, dims, bytes) => {
+    const buffer = device.createBuffer({ size: Math.max(16, dims.reduce((a, b) => a * b) * bytes), usage });
+    return { buffer, tensor: ort.Tensor.fromGpuBuffer(buffer, { dataType: type, dims }) };
+  };
+  const int64 = (values) => new ort.Tensor("int64", BigInt64Array.from(values, BigInt), [1, values.length]);
+  // shared / graph: the caches (one buffer each), and for graph the fixed-shape inputs
+  const maxLen = g.maxLength;
+  const fixed = graph && { ids: gpu("int64", [1, 1], 8), mask: gpu("int64", [1, maxLen], 8),
+    pos: gpu("int64", [1, 1], 8), logits: gpu("float32", [1, 1, spec.vocab], 4),
+    read: device.createBuffer({ size: 4 * spec.vocab,
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }) };
+  const allocCache = (n) => shared ? pastNames.map(() => gpu("float32", kvDims(maxLen), 4))
+    : pastNames.map(() => (n ? gpu("float32", kvDims(n), 4)
+      : { tensor: new ort.Tensor("float32", new Float32Array(0), kvDims(0)) }));
+  // graph: the buffers bound at capture are replayed, so one cache for the session, zeroed
+  const graphCache = graph && allocCache(0);
+  const newCache = (n) => {
+    if (!graph) return allocCache(n);
+    const enc = device.createCommandEncoder();
+    for (const c of graphCache) enc.clearBuffer(c.buffer);
+    device.queue.submit([enc.finish()]);
+    return graphCache;
+  };
+  const freeCache = (c) => { if (c !== graphCache) c.forEach((b) => b.buffer?.destroy()); };
+  const logitsRows = [];
+  // one run: ids after `start` cached rows in `cache`; returns the greedy token and the cache
+  const step = async (ids, start, cache) => {
+    const total = start + ids.length;
+    const feeds = {}, fetches = {};
+    if (graph) {
+      if (ids.length !== 1) throw new Error("graph capture runs one token a step");
+      device.queue.writeBuffer(fixed.ids.buffer, 0, BigInt64Array.from(ids, BigInt));
+      const mask = BigInt64Array.from(range(0, maxLen), (i) => BigInt(i < total));
+      device.queue.writeBuffer(fixed.mask.buffer, 0, mask);
+      device.queue.writeBuffer(fixed.pos.buffer, 0, BigInt64Array.from([BigInt(start)]));
+      feeds.input_ids = fixed.ids.tensor;
+      feeds.attention_mask = fixed.mask.tensor;
+      if (g.positionIds) feeds.position_ids = fixed.pos.tensor;
+      fetches.logits = fixed.logits.tensor;
+    } else {
+      feeds.input_ids = int64(ids);
+      feeds.attention_mask = int64(range(0, total).map(() => 1));
+      if (g.positionIds) feeds.position_ids = int64(range(start, total));
+      fetches.logits = null;  // run() returns only what fetches names: ORT allocates this one
+    }
+    pastNames.forEach((n, i) => { feeds[n] = cache[i].tensor; });
+    if (shared) presentNames.forEach((n, i) => { fetches[n] = cache[i].tensor; });
+    const out = await session.run(feeds, shared ? fetches : undefined);
+    let logits;
+    if (graph) {
+      const enc = device.createCommandEncoder();
+      enc.copyBufferToBuffer(fixed.logits.buffer, 0, fixed.read, 0, 4 * spec.vocab);
+      device.queue.submit([enc.finish()]);
+      await fixed.read.mapAsync(GPUMapMode.READ);
+      logits = new Float32Array(fixed.read.getMappedRange().slice(0));
+      fixed.read.unmap();
+    } else {
+      logits = out.logits.data;  // the last position's row on the CPU
+    }
+    const row = logits.length - spec.vocab;
+    if (spec.keepLogits) logitsRows.push(Array.from(logits.subarray(row)));
+    const token = argmax(logits, row, spec.vocab);
+    if (shared) return { token, cache };
+    freeCache(cache);
+    // grow: the presents (GPU tensors ORT allocated) become the next past
+    return { token, cache: presentNames.map((n) => ({ tensor: out[n],
+      buffer: { destroy: () => out[n].dispose() } })) };
+  };
+  const records = [], profiles = {};
+  // warm-up as benchOrtLlm: a prefill of up to 16 tokens (graph: token by token) and a decode step
+  const prefill = async (ids, cache) => {
+    if (!graph) return step(ids, 0, cache);
+    let r;
+    for (let i = 0; i < ids.length; i++) r = await step([ids[i]], i, cache);
+    return r;
+  };
+  const warm = async (n, decode) => {
+    const cache = newCache(0);
+    let w = await prefill(promptIds(n, spec.vocab), cache);
+    if (decode) w = await step([w.token], n, w.cache);
+    freeCache(w.cache);
+  };
+  await warm(Math.min(16, spec.plan[0].prefill), true);
+  logitsRows.length = 0;
+  for (const p of spec.plan) {
+    let r;
+    if (p.cache === "seeded") {
+      if (spec.warmup) freeCache((await step([1], p.prefill, newCache(p.prefill))).cache);
+      say(`context ${p.context}: ${p.steps} decode steps from a zero KV cache of ${p.prefill} rows`);
+      r = { token: seedToken(p.prefill, spec.vocab), cache: newCache(p.prefill) };
+      logitsRows.length = 0;
+    } else {
+      if (spec.warmup) await warm(p.prefill, false);
+      logitsRows.length = 0;
+      say(`context ${p.context}: prefill of ${p.prefill} tokens${graph ? " (one token a run)" : ""}`);
+      t0 = now();
+      r = await prefill(promptIds(p.prefill, spec.vocab), newCache(0));
+      records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [now() - t0] });
+      const rate = (p.prefill / records.at(-1).ms[0] * 1e3).toPrecision(3);
+      say(`context ${p.context}: ${rate} tok/s prefill; ${p.steps} decode steps`);
+    }
+    const ms = [], greedy = [r.token];
+    for (let k = 0; k < p.steps; k++) {
+      t0 = now();
+      r = await step([r.token], p.prefill + k, r.cache);
+      ms.push(now() - t0);
+      greedy.push(r.token);
+    }
+    const rec = { phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1], ms,
+      greedy, cache: p.cache, present: [...r.cache[0].tensor.dims] };
+    if (spec.keepLogits) rec.logits = logitsRows.splice(0);
+    records.push(rec);
+    if (spec.profile) {
+      profiles[p.context] = await kernelTimes(ort, async () => {
+        r = await step([r.token], p.prefill + p.steps, r.cache);
+      }).catch((e) => `profile failed: ${e}`);
+    }
+    freeCache(r.cache);
+  }
+  await session.release();
+  if (fixed) for (const b of [...Object.values(fixed), ...graphCache]) (b.buffer ?? b).destroy();
+  return { records, load_ms: loadMs, version: ort.env.versions?.web ?? "?", build: "webgpu-ep", profiles };
+}
+
 window.benchOrtLlm = benchOrtLlm;
+window.benchGenaiLlm = benchGenaiLlm;
 window.benchTjsLlm = benchTjsLlm;
 window.llmMedian = median;

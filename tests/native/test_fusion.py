@@ -72,6 +72,19 @@ def test_fused_equals_unfused_in_gpu_forms(name, monkeypatch):
     _check(name, _report(name))
 
 
+@pytest.mark.parametrize("name", [n for n in LLAMAS if INDEX[n].get("dynamic")])
+def test_fused_equals_unfused_in_gpu_gemv_forms(name, monkeypatch):
+    """Lavapipe taken for a GPU, its matrix-vector limit as on GPUs (256 rows): one
+    matrix-vector form serves the 20-row prefill and decode; decode's rows take it with
+    the norm's prologue, the prefill's after the norm's own dispatch (as on the H100,
+    where these decoders' norms once stayed dispatches)."""
+    from pte_webgpu.ops import matmul_choice
+    monkeypatch.setattr(matmul_choice, "is_cpu", lambda traits: False)
+    report = _report(name)
+    assert not report["cpu"]
+    _check(name, report)
+
+
 def test_the_rewrite_keeps_memory_objects_apart():
     """Every pooled tensor overlaps no other tensor of its memory object, except a
     reshape's input and output (one piece of memory under two shapes: build.py binds one

@@ -273,12 +273,19 @@ async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out
     # and where fewer rows pick other forms (matrix-vector for decode, ...), each is
     # recorded too and takes the executes of its row range (the others' grids are empty).
     forms = [(m, v)]
-    if m > 1 and ctx.dyn is not None and ctx.dyn.is_dynamic(ctx.graph_key, out_id) \
-            and VARIANTS.forced(ctx.options) is None:
+    dynamic = m > 1 and ctx.dyn is not None and ctx.dyn.is_dynamic(ctx.graph_key, out_id) \
+        and VARIANTS.forced(ctx.options) is None
+    if dynamic:
         forms = row_forms(traits, m, n, k, v, half)
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
     on_cpu = matmul_choice.is_cpu(traits) and VARIANTS.forced(ctx.options) is None
+    top, last = forms[-1]
+    if norm is not None and dynamic and not on_cpu and top > DECODE_ROWS \
+            and takes_norm(last.for_dtype(half), k, DECODE_ROWS):
+        # the fewest rows' form serves prefill's rows too (GPUs: up to 256): decode's
+        # take it with the prologue, more rows after the norm's own dispatch
+        forms.append((DECODE_ROWS, last))
     prologue = [norm is not None and takes_norm(f.for_dtype(half), k, top, on_cpu)
                 for top, f in forms]
     if prologue != sorted(prologue):  # not the fewest rows' forms alone: none takes it

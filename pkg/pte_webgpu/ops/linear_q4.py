@@ -58,7 +58,8 @@ _BINDINGS = (Binding(1, "weight", type="u32"), Binding(2, "out", "read_write"),
 # the input as vec4s where K % 8 == 0 (rows start on a vec4), else as elements
 _INPUT = {True: Binding(0, "input4", type="elem4"), False: Binding(0, "input")}
 EPILOGUES = {"": (), "split2": (Binding(6, "out1", "read_write"),),
-             "split3": (Binding(6, "out1", "read_write"), Binding(7, "out2", "read_write"))}
+             "split3": (Binding(6, "out1", "read_write"), Binding(7, "out2", "read_write")),
+             "residual": (Binding(6, "resid"),)}  # ops/linear_q4_residual.py
 _ENTRIES = {"dot": Entry("main", "dot_item", "params.m * params.n"),
             "gemv": Entry("main", "gemv_item", "params.tiles", per="group"),
             "gemvsg": Entry("main", "gemv_item_sg", "params.tiles", per="group", subgroups=True),

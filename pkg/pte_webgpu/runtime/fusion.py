@@ -56,6 +56,7 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     f.group_linears(nbytes, max_binding)
     fusion_q4.group_q4(f, nbytes, max_binding)
     f.fold_residuals()
+    fusion_q4.fold_residuals(f)
     fusion_conv.fold_residuals(f)
     fusion_conv.fold_clamps(f)
     f.chain_pointwise()

@@ -11,6 +11,9 @@
    its scales theirs one after another (each part keeps its own row stride: the op's
    layout list says where each begins), bias stacked like the float linears', offsets
    listed per part.
+3. A q4gsw linear (with or without offsets) whose output only feeds ``add.Tensor(residual,
+   it)`` with alpha 1 becomes ``pte_webgpu.linear_q4gsw_residual``, the add in its
+   epilogue (as the float linears' residual form, fusion.py step 2).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from ..model.graph import ListValue, Null, OpCall, Scalar, TensorValue
 from ..ops.fused_linear import MAX_SPLIT
 from ..ops.linear_q4 import FUSED, OFFSETS, Q4GSW
+from ..ops.linear_q4_residual import RESIDUAL
 from .views import add_through_views, back_views
 
 SUM, LINEAR = "aten.sum.dim_IntList", "aten.linear.default"
@@ -159,3 +163,35 @@ def _group(f, chunk: list[int], nbytes, max_binding: int) -> None:
                              ops[0].node_id))
     f._count(f"q4 linear x{len(chunk)}")
 
+
+def fold_residuals(f) -> None:
+    """Fold on ``f`` (fusion._Fusion) each residual add after a lone q4gsw linear."""
+    for i in sorted(f.placed):
+        op = f.placed.get(i)
+        if op is not None and (op.name == Q4GSW and len(op.args) == 6
+                               or op.name == OFFSETS and len(op.args) == 7):
+            _fold_residual(f, i)
+
+
+def _fold_residual(f, i: int) -> None:
+    op = f.placed[i]
+    out_id = op.args[-1]
+    found = add_through_views(f, out_id)
+    if found is None:
+        return
+    views, cur, reader, r_id = found
+    add = f.placed[reader]
+    total = add.args[3]
+    r, lin, t, out = f._tensor(r_id), f._tensor(cur), f._tensor(total), f._tensor(out_id)
+    # the same shape throughout (the kernel writes the linear's rows as the add's)
+    if r is None or lin is None or t is None or out is None or not (
+            tuple(r.shape) == tuple(lin.shape) == tuple(t.shape) == tuple(out.shape)) \
+            or not r.dtype == t.dtype == out.dtype:
+        return
+    offsets = op.args[5] if op.name == OFFSETS else f._add(Null())
+    # At the add's place: the residual is ready there; the linear's input lives until then.
+    for j in [i, reader] + views:
+        f._unlink(j)
+    f._link(reader, OpCall(RESIDUAL, tuple(op.args[:5]) + (offsets, r_id, total),
+                           add.node_id))
+    f._count("q4 linear + residual")

@@ -8,25 +8,14 @@ Needs onnxruntime-web (`make llm-web-deps`)."""
 
 import concurrent.futures
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from pte_webgpu.llm.bench_job import plan, prompt_ids
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.browser.test_bench_llm_web import REPO, TINY_PTE, llm_browser
+
 GENAI = REPO / "tests" / "fixtures" / "llm_onnx_genai"
-TINY_PTE = REPO / "tests" / "fixtures" / "decoders" / "llama_dynamic_rope.pte"
-
-
-def llm_browser():
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        import llm_browser
-    finally:
-        sys.path.remove(str(REPO / "bench"))
-    return llm_browser
 
 
 @pytest.mark.parametrize("mode", ["shared"])

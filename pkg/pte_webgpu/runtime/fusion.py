@@ -43,7 +43,7 @@ from ..ops.fused_elementwise import MAX_INPUTS
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
 from ..ops.fused_linear import MAX_SPLIT
 from . import fusion_conv, fusion_norm, fusion_q4
-from .views import VIEWS, add_through_views, is_one
+from .views import VIEWS, is_one, residual_add
 
 LINEAR = "aten.linear.default"
 
@@ -208,17 +208,12 @@ class _Fusion:
 
     def _fold(self, i: int, parts) -> None:
         x_id, w_id, b_id, out_id = parts
-        found = add_through_views(self, out_id)
+        found = residual_add(self, out_id)
         if found is None:
             return
-        views, cur, reader, r_id = found
-        add = self.placed[reader]
-        s = add.args[3]
-        r, lin, total = self._tensor(r_id), self._tensor(cur), self._tensor(s)
-        out = self.values[out_id]
-        if r is None or total is None or lin is None or tuple(r.shape) != tuple(total.shape) \
-                or tuple(lin.shape) != tuple(total.shape) or r.dtype != total.dtype \
-                or total.dtype != out.dtype \
+        views, reader, r_id, s = found
+        add, total, out = self.placed[reader], self.values[s], self.values[out_id]
+        if total.dtype != out.dtype \
                 or without_leading_ones(out.shape) != without_leading_ones(total.shape):
             return  # (same rows, so a dynamic row count pads both alike)
         outs = self._add(ListValue("value_list", (s,)))

@@ -22,7 +22,7 @@ from ..model.graph import ListValue, Null, OpCall, Scalar, TensorValue
 from ..ops.fused_linear import MAX_SPLIT
 from ..ops.linear_q4 import FUSED, OFFSETS, Q4GSW
 from ..ops.linear_q4_residual import RESIDUAL
-from .views import add_through_views, back_views
+from .views import add_through_views, back_views, residual_add
 
 SUM, LINEAR = "aten.sum.dim_IntList", "aten.linear.default"
 
@@ -175,18 +175,13 @@ def fold_residuals(f) -> None:
 
 def _fold_residual(f, i: int) -> None:
     op = f.placed[i]
-    out_id = op.args[-1]
-    found = add_through_views(f, out_id)
+    found = residual_add(f, op.args[-1])
     if found is None:
         return
-    views, cur, reader, r_id = found
-    add = f.placed[reader]
-    total = add.args[3]
-    r, lin, t, out = f._tensor(r_id), f._tensor(cur), f._tensor(total), f._tensor(out_id)
+    views, reader, r_id, total = found
+    add, t, out = f.placed[reader], f._tensor(total), f._tensor(op.args[-1])
     # the same shape throughout (the kernel writes the linear's rows as the add's)
-    if r is None or lin is None or t is None or out is None or not (
-            tuple(r.shape) == tuple(lin.shape) == tuple(t.shape) == tuple(out.shape)) \
-            or not r.dtype == t.dtype == out.dtype:
+    if out is None or tuple(out.shape) != tuple(t.shape) or out.dtype != t.dtype:
         return
     offsets = op.args[5] if op.name == OFFSETS else f._add(Null())
     # At the add's place: the residual is ready there; the linear's input lives until then.

@@ -50,5 +50,22 @@ def add_through_views(f, vid: int):
     return views, cur, add_i, b if a == cur else a
 
 
+def residual_add(f, out_id: int):
+    """(view ops, the add's index, the residual, the add's output) when ``out_id`` (a
+    linear's output) only feeds, through reshapes, an alpha-1 add whose residual, the
+    linear's value there and the sum share one shape and dtype (what a linear's residual
+    epilogue can write); else None. The callers check the linear's own output."""
+    found = add_through_views(f, out_id)
+    if found is None:
+        return None
+    views, cur, reader, r_id = found
+    total = f.placed[reader].args[3]
+    r, lin, t = f._tensor(r_id), f._tensor(cur), f._tensor(total)
+    if r is None or lin is None or t is None or r.dtype != t.dtype \
+            or not tuple(r.shape) == tuple(lin.shape) == tuple(t.shape):
+        return None
+    return views, reader, r_id, total
+
+
 def is_one(value) -> bool:
     return isinstance(value, Scalar) and value.is_one()

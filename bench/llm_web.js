@@ -38,6 +38,19 @@ function zeroCache(Tensor, device, names, spec, n) {
 // the token fed to a seeded cache's first step: the prompt's next id
 const seedToken = (n, vocab) => promptIds(n + 1, vocab)[n];
 
+// p.steps greedy decode steps after `r` (the prefill's result, or a seeded cache's), each
+// timed: next(r, position) runs one and gives its result ({token, ...}).
+async function timedDecode(p, r, next) {
+  const ms = [], greedy = [r.token];
+  for (let k = 0; k < p.steps; k++) {
+    const t0 = now();
+    r = await next(r, p.prefill + k);
+    ms.push(now() - t0);
+    greedy.push(r.token);
+  }
+  return { ms, greedy, r };
+}
+
 function argmax(data, offset, n) {
   let best = offset;
   for (let i = offset + 1; i < offset + n; i++) if (data[i] > data[best]) best = i;
@@ -95,13 +108,8 @@ export async function benchOrtLlm(spec) {
       records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [now() - t0] });
       say(`context ${p.context}: ${(p.prefill / records.at(-1).ms[0] * 1e3).toPrecision(3)} tok/s prefill; ${p.steps} decode steps`);
     }
-    const ms = [], greedy = [r.token];
-    for (let k = 0; k < p.steps; k++) {
-      t0 = now();
-      r = await step([r.token], p.prefill + k, r.past);
-      ms.push(now() - t0);
-      greedy.push(r.token);
-    }
+    let ms, greedy;
+    ({ ms, greedy, r } = await timedDecode(p, r, (last, pos) => step([last.token], pos, last.past)));
     if (seed) seed.buffers.forEach((b) => b.destroy());
     records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1], ms,
       greedy, cache: seed ? "seeded" : "prefill", present: [...r.past[0].dims] });
@@ -319,13 +327,8 @@ export async function benchGenaiLlm(spec) {
       const rate = (p.prefill / records.at(-1).ms[0] * 1e3).toPrecision(3);
       say(`context ${p.context}: ${rate} tok/s prefill; ${p.steps} decode steps`);
     }
-    const ms = [], greedy = [r.token];
-    for (let k = 0; k < p.steps; k++) {
-      t0 = now();
-      r = await step([r.token], p.prefill + k, r.cache);
-      ms.push(now() - t0);
-      greedy.push(r.token);
-    }
+    let ms, greedy;
+    ({ ms, greedy, r } = await timedDecode(p, r, (last, pos) => step([last.token], pos, last.cache)));
     const rec = { phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1], ms,
       greedy, cache: p.cache, present: [...r.cache[0].tensor.dims] };
     if (spec.keepLogits) rec.logits = logitsRows.splice(0);

@@ -26,10 +26,9 @@ from math import prod
 from ..errors import FormatError
 from ..model.graph import Null, TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill, sections
-from . import sizes
+from . import matmul_choice, sizes
 from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size
-from . import matmul_choice
 from .matmul_choice import DECODE_ROWS, GEMV_MAX_ROWS, VARIANTS, Variant, row_forms
 from .registry import define
 
@@ -193,17 +192,13 @@ def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = "", norm: bool = Fal
             {"wg_size": v.a, "cols": v.b}, tiles_n, tiles, tiles)
 
 
-def takes_norm(v: Variant, k: int, rows: int, chosen_on_cpu: bool = False) -> bool:
+def takes_norm(v: Variant, k: int, rows: int) -> bool:
     """Whether variant ``v`` runs with the RMSNorm prologue for up to ``rows`` rows of
     K: a gemv form with vec4 loads, for decode's few rows (each workgroup sums its rows'
     squares: at 256 rows the N / cols workgroups of a row block redo it, 3x slower in
-    prefill on the H200, where the norm's own kernel does it once). Not where the rule
-    chose it for a CPU adapter (``chosen_on_cpu``): there every workgroup's redone sums
-    and per-load normalising are work on the same two cores, not latency hidden behind
-    a dispatch (SmolLM2 decode on SwiftShader: 2.1 s per token folded, 0.5 s not); a
-    forced variant still takes it (tests of the prologue on lavapipe)."""
+    prefill on the H200, where the norm's own kernel does it once)."""
     return v.kind in ("gemv", "gemvsg") and k % 4 == 0 and v.for_k(k).vec4 \
-        and rows <= DECODE_ROWS and not chosen_on_cpu
+        and rows <= DECODE_ROWS
 
 
 async def record(ctx, op, v: Variant, bindings, m: int, n: int, k: int, has_bias: bool,
@@ -273,21 +268,25 @@ async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out
     # and where fewer rows pick other forms (matrix-vector for decode, ...), each is
     # recorded too and takes the executes of its row range (the others' grids are empty).
     forms = [(m, v)]
-    dynamic = m > 1 and ctx.dyn is not None and ctx.dyn.is_dynamic(ctx.graph_key, out_id) \
-        and VARIANTS.forced(ctx.options) is None
+    chosen = VARIANTS.forced(ctx.options) is None  # by the rule, not forced
+    dynamic = chosen and m > 1 and ctx.dyn is not None \
+        and ctx.dyn.is_dynamic(ctx.graph_key, out_id)
     if dynamic:
         forms = row_forms(traits, m, n, k, v, half)
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
-    on_cpu = matmul_choice.is_cpu(traits) and VARIANTS.forced(ctx.options) is None
+    # No prologue where the rule chose a CPU adapter's form: there every workgroup's redone
+    # sums and per-load normalising are work on the same two cores, not latency hidden
+    # behind a dispatch (SmolLM2 decode on SwiftShader: 2.1 s per token folded, 0.5 s
+    # not); a forced variant still takes it (tests of the prologue on lavapipe).
+    prologue_ok = norm is not None and not (chosen and matmul_choice.is_cpu(traits))
     top, last = forms[-1]
-    if norm is not None and dynamic and not on_cpu and top > DECODE_ROWS \
+    if prologue_ok and dynamic and top > DECODE_ROWS \
             and takes_norm(last.for_dtype(half), k, DECODE_ROWS):
         # the fewest rows' form serves prefill's rows too (GPUs: up to 256): decode's
         # take it with the prologue, more rows after the norm's own dispatch
         forms.append((DECODE_ROWS, last))
-    prologue = [norm is not None and takes_norm(f.for_dtype(half), k, top, on_cpu)
-                for top, f in forms]
+    prologue = [prologue_ok and takes_norm(f.for_dtype(half), k, top) for top, f in forms]
     if prologue != sorted(prologue):  # not the fewest rows' forms alone: none takes it
         prologue = [False] * len(forms)
     if norm is not None and not all(prologue):

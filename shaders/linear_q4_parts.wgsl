@@ -61,6 +61,61 @@ fn x_in(i: u32) -> f32 {
 fn x4_in(i4: u32) -> vec4<f32> {
   return vec4<f32>(input4[i4]);
 }
+// ==== row_plain  the wide and keep forms read their one row as it is
+fn row_in4(j: u32) -> vec4<f32> {
+  return vec4<f32>(input4[j]);
+}
+
+fn norm_prologue(lane: u32, sg_size: u32) {}
+// ==== row_norm  the wide and keep forms with an RMSNorm prologue (pte_webgpu.norm_linear_q4gsw)
+// The row is the norm's input: each workgroup first sums its squares (f32, the lanes'
+// parts by subgroupAdd where one subgroup is the workgroup, else a halving tree), finds
+// its scale (a rare row rescaled by 2^k as et_vk.rms_norm does: snippets.wgsl rare_row4),
+// then every load normalises, elem(x 2^k rstd w), rounded as the norm's output tensor
+// would be: the norm's own dispatch and its output's round trip are gone. One extra pass
+// over a row of K floats per workgroup, from cache.
+var<private> norm_rstd: f32;
+var<private> norm_k: i32;  // 2^k scales x on a rare row (0 otherwise)
+var<workgroup> norm_part: array<f32, wg_size>;
+
+fn row_in4(j: u32) -> vec4<f32> {
+  var v = vec4<f32>(input4[j]);
+  if (norm_k != 0) {
+    v = scale4(v, norm_k);
+  }
+  return vec4<f32>(vec4<elem>(v * norm_rstd * vec4<f32>(gamma4[j])));
+}
+
+fn norm_prologue(lane: u32, sg_size: u32) {
+  let k4 = params.k / 4u;
+  var ss = 0.0;
+  for (var j = lane; j < k4; j += wg_size) {
+    let v = vec4<f32>(input4[j]);
+    ss += dot(v, v);
+  }
+  var total = 0.0;
+  if (sg_size >= wg_size) {
+    total = subgroupAdd(ss);
+  } else {
+    norm_part[lane] = ss;
+    workgroupBarrier();
+    for (var stride = wg_size / 2u; stride > 0u; stride /= 2u) {
+      if (lane < stride) {
+        norm_part[lane] += norm_part[lane + stride];
+      }
+      workgroupBarrier();
+    }
+    total = norm_part[0];
+  }
+  let width = f32(params.k);
+  norm_k = 0;
+  norm_rstd = inverseSqrt(total / width + params.eps);
+  if (norm_row_is_rare(total, width, params.eps)) {  // every lane redoes it alike
+    let r = rare_row4_scale(0u, k4, total, width, params.eps);
+    norm_k = i32(r.x);
+    norm_rstd = r.y;
+  }
+}
 // ==== x_scalar  the input bound as elements (any K)
 fn x_in(i: u32) -> f32 {
   return f32(input[i]);
@@ -120,9 +175,8 @@ struct X32 {
 
 fn chunk_input(c: u32) -> X32 {
   let b = 8u * c;
-  return X32(vec4<f32>(input4[b]), vec4<f32>(input4[b + 1u]), vec4<f32>(input4[b + 2u]),
-             vec4<f32>(input4[b + 3u]), vec4<f32>(input4[b + 4u]), vec4<f32>(input4[b + 5u]),
-             vec4<f32>(input4[b + 6u]), vec4<f32>(input4[b + 7u]));
+  return X32(row_in4(b), row_in4(b + 1u), row_in4(b + 2u), row_in4(b + 3u), row_in4(b + 4u),
+             row_in4(b + 5u), row_in4(b + 6u), row_in4(b + 7u));
 }
 
 // The offsets of chunk `c`'s four words of column `col`, relaid by column as the scales.
@@ -173,6 +227,7 @@ fn chunk_dots4(col0: u32, c: u32, x: X32) -> vec4<f32> {
 }
 
 fn wide_item(g: u32, lane: u32, sg_size: u32, sg_lane: u32) {
+  norm_prologue(lane, sg_size);
   let one_subgroup = sg_size == wg_size;
   let me = select(lane, sg_lane, one_subgroup);
   let sub = me % span;
@@ -320,6 +375,7 @@ fn keep_col(col: u32, c: vec4<u32>, x0: X32, x1: X32, x2: X32, x3: X32, s0: vec4
 }
 
 fn keep_item(g: u32, lane: u32, sg_size: u32, sg_lane: u32) {
+  norm_prologue(lane, sg_size);
   let kl = lane % keep_lanes;
   let groups = wg_size / keep_lanes;  // column groups per workgroup (1 when keep_lanes >= 32)
   let j = lane / keep_lanes;

@@ -119,6 +119,7 @@ class G:
             outs = [(io[v], self.storage.nbytes(self.values[v])) for v in self.outputs]
             outs += [(c.flag, FLAG_BYTES) for c in ctx.id_checks]  # ids out of range
             staging = resources.buffer(sum(s for _, s in outs), "staging", ("map_read", "copy_dst"))
+            self.steps = len(recording.steps)  # dispatches and copies recorded
             raw, _ = await device.run(recording, outs, staging)
             self.id_flags = [struct.unpack("<IIIi", bytes(r[:FLAG_BYTES]))
                              for r in raw[len(self.outputs):]]

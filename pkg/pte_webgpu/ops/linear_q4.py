@@ -52,7 +52,8 @@ PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("words", "u32"),
                  ("group", "u32"), ("has_bias", "u32"), ("tiles_n", "u32"), ("tiles", "u32"),
                  ("n0", "u32"), ("n1", "u32"),  # where the stacked parts 1, 2 begin
                  ("s_stride0", "u32"), ("s_stride1", "u32"), ("s_stride2", "u32"),
-                 ("s_off1", "u32"), ("s_off2", "u32"))  # scales: each part's row, start
+                 ("s_off1", "u32"), ("s_off2", "u32"),  # scales: each part's row, start
+                 ("eps", "f32"))  # the norm prologue's (ops/linear_q4_norm.py)
 _BINDINGS = (Binding(1, "weight", type="u32"), Binding(2, "out", "read_write"),
              Binding(4, "bias"))
 # the input as vec4s where K % 8 == 0 (rows start on a vec4), else as elements
@@ -73,26 +74,32 @@ _WIDE_BINDINGS = (Binding(1, "weight16", type="vec4<u32>"),)  # (the input: _INP
 
 def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
            browser: bool = True, rows: int = 1, whole: bool = True,
-           offsets: bool = False) -> Kernel:
+           offsets: bool = False, norm: bool = False) -> Kernel:
     """The shader of one form (``kind``: dot, gemv, gemvsg, wide, keep, tiled) and epilogue;
     ``scales_f32``: float32 scales beside f16 activations; ``browser``: gemvsg's
     ``enable subgroups;`` (Chromium needs it, wgpu-native's naga rejects it); ``rows``:
     input rows per gemv workgroup (1 to 4); ``whole``: the group a multiple of 8 (the
-    wide form needs it); ``offsets``: groups with offsets (binding 8, float32)."""
+    wide form needs it); ``offsets``: groups with offsets (binding 8, float32); ``norm``
+    (wide and keep forms): the RMSNorm prologue, its weight at binding 9."""
     sg = kind in ("gemvsg",) + WIDE_KINDS
     return _kernel(kind, epilogue, scales_f32, browser or not sg,
-                   rows if kind.startswith("gemv") else 1, whole or kind in WIDE_KINDS, offsets)
+                   rows if kind.startswith("gemv") else 1, whole or kind in WIDE_KINDS, offsets,
+                   norm and kind in WIDE_KINDS)
 
 
 @cache
 def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int,
-            whole: bool, offsets: bool) -> Kernel:
+            whole: bool, offsets: bool, norm: bool) -> Kernel:
     sums = {"gemv": ("sum_tree",), "gemvsg": ("sum_subgroups",), "wide": ("wide",),
             "keep": ("wide", "keep")}.get(kind, ())
     generated = fill("linear_q4_parts", "consts", rows=rows, whole=str(whole).lower(),
                      offsets=str(offsets).lower())
     generated += sections("linear_q4_parts")["offsets_bound" if offsets else "offsets_none"]
     generated += sections("linear_q4_parts")["x_vec4" if whole else "x_scalar"]
+    if kind in WIDE_KINDS:  # their one row, normalised as loaded with the prologue
+        generated += sections("linear_q4_parts")["row_norm" if norm else "row_plain"]
+        if norm:
+            generated += fill("snippets", "rare_row4", rows="input4")
     generated += sections("matmul_parts")["put" + (f"_{epilogue}" if epilogue else "")]
     generated += "".join(sections("linear_q4_parts")[part] for part in sums)
     scales = Binding(5, "scales", type="f32" if scales_f32 else "elem")
@@ -101,12 +108,14 @@ def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int
     name = "_".join(filter(None, ("linear_q4", kind, "native" if sg and not browser else "",
                                   epilogue, "sf32" if scales_f32 else "",
                                   f"r{rows}" if kind.startswith("gemv") else "",
-                                  "" if whole else "any", "off" if offsets else "")))
+                                  "" if whole else "any", "off" if offsets else "",
+                                  "norm" if norm else "")))
     bindings = (_INPUT[whole],) + _BINDINGS + extra + (scales,) + EPILOGUES[epilogue] \
-        + ((Binding(8, "offsets", type="f32"),) if offsets else ())
+        + ((Binding(8, "offsets", type="f32"),) if offsets else ()) \
+        + ((Binding(9, "gamma4", type="elem4"),) if norm else ())
     return Kernel("linear_q4", bindings, PARAMS, uniform_binding=3, generated=generated,
                   entries=(_ENTRIES[kind],), enables=("subgroups",) if sg and browser else (),
-                  name=name)
+                  name=name, snippets=("bits",) if norm else ())
 
 
 # --- shapes ----------------------------------------------------------------------------
@@ -197,30 +206,34 @@ def check_finite(data, dtype_name: str, name: str, where: str) -> None:
 
 
 # --- builds ---------------------------------------------------------------------------
-async def build_q4gsw(ctx, op):
-    x_id, w_id, s_id, g_id, b_id, out_id = ctx.args(op, 6)
+def plan(ctx, op, args, outs=None) -> dict:
+    """``product``'s arguments for a q4gsw product ``args``, told apart by their count: 6
+    (et_vk.linear_q4gsw), 7 (with offsets), 8 (fused: fused_plan, ``outs`` as there);
+    checked, errors naming the op."""
+    if len(args) == 8:
+        return fused_plan(ctx, op, args, outs)
+    x_id, w_id, s_id, g_id, b_id, out_id = args[:5] + args[-1:]
     values = ctx.graph.values
-    shape = _checked(ctx, op, q4gsw_shape(values, op.args, int_arg(ctx, g_id, op), op.name))
+    shape = _checked(ctx, op, q4gsw_shape(values, args, int_arg(ctx, g_id, op), op.name))
     _check_out(values, x_id, out_id, shape.n, op.name)
     bias = _check_bias(values, b_id, shape.n, op.name)
     _check_stored(ctx, op, b_id, bias, out_id)
     _check_scales(ctx, op, s_id)
+    offsets = None
+    if len(args) == 7:
+        offsets = scale_laid_offsets(ctx, op, [args[5]], [shape.n], [shape.s_stride], [0],
+                                     shape.k // shape.group, values[s_id].numel)
     bindings = [(0, x_id), (1, w_id), (2, out_id), (4, b_id if bias else s_id), (5, s_id)]
-    await product(ctx, op, bindings, shape, bias, out_id, shape.n, s_id)
+    return dict(bindings=bindings, shape=shape, has_bias=bias, out_id=out_id, out_n=shape.n,
+                s_id=s_id, offsets=offsets)
+
+
+async def build_q4gsw(ctx, op):
+    await product(ctx, op, **plan(ctx, op, ctx.args(op, 6)))
 
 
 async def build_offsets(ctx, op):
-    x_id, w_id, s_id, g_id, b_id, o_id, out_id = ctx.args(op, 7)
-    values = ctx.graph.values
-    shape = _checked(ctx, op, q4gsw_shape(values, op.args, int_arg(ctx, g_id, op), op.name))
-    _check_out(values, x_id, out_id, shape.n, op.name)
-    bias = _check_bias(values, b_id, shape.n, op.name)
-    _check_stored(ctx, op, b_id, bias, out_id)
-    _check_scales(ctx, op, s_id)
-    offsets = scale_laid_offsets(ctx, op, [o_id], [shape.n], [shape.s_stride], [0],
-                                 shape.k // shape.group, values[s_id].numel)
-    bindings = [(0, x_id), (1, w_id), (2, out_id), (4, b_id if bias else s_id), (5, s_id)]
-    await product(ctx, op, bindings, shape, bias, out_id, shape.n, s_id, offsets=offsets)
+    await product(ctx, op, **plan(ctx, op, ctx.args(op, 7)))
 
 
 def offset_values(values, o_id: int, n: int, groups: int, name: str) -> TensorValue:
@@ -254,11 +267,13 @@ def scale_laid_offsets(ctx, op, ids, widths, strides, starts, groups: int, total
     return buf, out.tobytes()
 
 
-def fused_layout(values, args, name: str = FUSED):
+def fused_layout(values, args, name: str = FUSED, outs=None):
     """(shape, output widths, scales strides, scales offsets) of a fused q4gsw op ``args``
     = (x, weights, scales, group, bias, layout, offsets, outs); layout = the parts' scale
-    row strides, then where each part's scales begin."""
-    outs, layout = fused_outputs(values, args[7]), values[args[5]]
+    row strides, then where each part's scales begin; ``outs``: the outputs' ids, when not
+    args[7]'s (ops/linear_q4_norm.py)."""
+    outs = fused_outputs(values, args[7]) if outs is None else outs
+    layout = values[args[5]]
     items = tuple(getattr(layout, "items", ()))
     if not 2 <= len(outs) <= MAX_SPLIT or len(items) != 2 * len(outs):
         raise FormatError(f"{name}: 2 to {MAX_SPLIT} outputs and a layout of 2 per output, "
@@ -291,12 +306,14 @@ def fused_offsets(values, args, count: int, name: str = FUSED) -> list[int] | No
     return items
 
 
-async def build_fused(ctx, op):
-    x_id, w_id, s_id, g_id, b_id, layout_id, o_id, outs_id = ctx.args(op, 8)
-    values, outs = ctx.graph.values, fused_outputs(ctx.graph.values, outs_id)
+def fused_plan(ctx, op, args, outs=None) -> dict:
+    """``plan`` of a fused op's ``args``; ``outs``: the outputs' ids, when not args[7]'s."""
+    x_id, w_id, s_id, g_id, b_id, layout_id, o_id, outs_id = args
+    values = ctx.graph.values
+    outs = fused_outputs(values, outs_id) if outs is None else outs
     int_arg(ctx, g_id, op)
     try:
-        shape, widths, strides, offsets = fused_layout(values, op.args, op.name)
+        shape, widths, strides, offsets = fused_layout(values, args, op.name, outs)
     except FormatError as e:
         raise FormatError(str(e), field=ctx.where(op)) from None
     shape = _checked(ctx, op, shape)
@@ -304,7 +321,7 @@ async def build_fused(ctx, op):
     _check_stored(ctx, op, b_id, bias, outs[0])
     _check_scales(ctx, op, s_id)
     try:
-        parts = fused_offsets(values, op.args, len(outs), op.name)
+        parts = fused_offsets(values, args, len(outs), op.name)
     except FormatError as e:
         raise FormatError(str(e), field=ctx.where(op)) from None
     laid = parts and scale_laid_offsets(ctx, op, parts, widths, strides, offsets,
@@ -316,8 +333,13 @@ async def build_fused(ctx, op):
     bindings = [(0, x_id), (1, w_id), (2, outs[0]), (4, b_id if bias else s_id), (5, s_id)]
     bindings += [(6 + i, o) for i, o in enumerate(outs[1:])]
     ctx.note_kernel(op, fused=f"{len(outs)} q4 linears")
-    await product(ctx, op, bindings, shape, bias, outs[0], widths[0], s_id,
-                  ("", "", "split2", "split3")[len(outs)], split, laid or None)
+    return dict(bindings=bindings, shape=shape, has_bias=bias, out_id=outs[0],
+                out_n=widths[0], s_id=s_id, epilogue=("", "", "split2", "split3")[len(outs)],
+                split=split, offsets=laid or None)
+
+
+async def build_fused(ctx, op):
+    await product(ctx, op, **fused_plan(ctx, op, ctx.args(op, 8)))
 
 
 async def build_qcs4w(ctx, op):
@@ -417,16 +439,17 @@ def _grid(v: Variant, m: int, n: int, rows: int = 4) -> tuple[int, int]:
 
 async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, half: bool,
                  scales_f32: bool, epilogue: str = "", split: dict | None = None,
-                 rows: int = 4) -> None:
+                 rows: int = 4, eps: float | None = None) -> None:
     """One product of variant ``v`` (bindings: 0 input, 1 packed weight, 2 out, 4 bias,
-    5 scales, 6-7 the split outputs, 8 the offsets if any; ``rows``: up to this many
-    input rows per gemv workgroup, M at most). Also used by bench/."""
+    5 scales, 6-7 the split outputs, 8 the offsets if any, 9 the norm weight with ``eps``
+    (wide and keep forms: the input RMSNorm'ed first); ``rows``: up to this many input
+    rows per gemv workgroup, M at most). Also used by bench/."""
     m, n = shape.m, shape.n
     rows = max(1, min(rows, m, 4))
     browser = ctx.device.info.traits.subgroups
     offsets = any(b == 8 for b, _ in bindings)
     shader = kernel(v.kind, epilogue, scales_f32, browser, rows, shape.group % 8 == 0,
-                    offsets)
+                    offsets, eps is not None)
     lanes = {"dot": 64, "tiled": 64, "wide": WIDE_LANES,
              "keep": max(WIDE_LANES, v.lanes)}.get(v.kind, v.lanes)
     constants = {"wg_size": lanes}
@@ -439,7 +462,8 @@ async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, 
     tiles_n, groups = _grid(v, m, n, rows)
     split = split or dict(n0=n, n1=n, s_stride0=shape.s_stride)
     params = PARAMS.pack(m=m, n=n, k=shape.k, words=shape.words, group=shape.group,
-                         has_bias=int(has_bias), tiles_n=tiles_n, tiles=groups, **split)
+                         has_bias=int(has_bias), tiles_n=tiles_n, tiles=groups,
+                         eps=eps or 0.0, **split)
     uniform = ctx.uniform(params, f"{op.name} params")
     ctx.dispatch(op, pipeline, list(bindings) + [(3, uniform)], ctx.grid(groups))
 
@@ -477,11 +501,14 @@ def column_laid(data, itemsize: int, shape: Q4Shape, split: dict | None) -> byte
 
 async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int,
                   out_n: int, s_id: int, epilogue: str = "", split: dict | None = None,
-                  offsets=None):
+                  offsets=None, norm=None):
     """The chosen form (and, for a dynamic row count, decode's twin: ops/matmul.py's
     ``product`` does the same) of one q4 product; ``out_id``, ``out_n`` columns wide, is
     the output whose actual size the dispatches follow; ``offsets``: scale_laid_offsets'
-    (buffer, values) when the groups have offsets."""
+    (buffer, values) when the groups have offsets. ``norm`` (ops/linear_q4_norm.py): the
+    input is RMSNorm's output; the one-row forms (wide, keep) read ``norm.x_id`` and
+    normalise it themselves, the others read the input that ``norm.fallback`` records the
+    norm's own dispatch for (run only where more rows are actual than those forms take)."""
     if offsets is not None:
         bindings = list(bindings) + [(8, offsets[0])]
     m, n, k = shape.m, shape.n, shape.k
@@ -500,6 +527,9 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
             forms.append((1, forms[-1][1]))  # decode: one row per workgroup
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
+    prologue = [norm is not None and f.kind in WIDE_KINDS for _, f in forms]
+    if norm is not None and not all(prologue):
+        await norm.fallback(next((top for (top, _), p in zip(forms, prologue) if p), 0))
     by_column = offsets_by_column = None
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0
@@ -513,9 +543,12 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
                 ctx.device.write_buffer(offsets_by_column, laid)
             binds = [(b, by_column if b == 5 else offsets_by_column if b == 8 else v)
                      for b, v in bindings]
+        if prologue[i]:
+            binds = [(0, norm.x_id) if b == 0 else (b, v) for b, v in binds] \
+                + [(9, norm.gamma_id)]
         rows = max(1, min(4, top, m))  # a gemv workgroup's rows: this form's at most
         await record(ctx, op, form, binds, shape, has_bias, half, scales_f32, epilogue,
-                     split, rows)
+                     split, rows, norm.eps if prologue[i] else None)
         follow_actual_size(
             ctx, out_id, lambda e, f=form, low=low, top=top, rows=rows:
             _grid(f, -(-e // out_n), n, rows)[1] if low < -(-e // out_n) <= top else 0,
@@ -588,8 +621,8 @@ def reference_qcs4w(read, values, args):
     return _dot_rows(x, k, n, weight_at, None)
 
 
-def reference_fused(read, values, args):
-    shape, widths, strides, offsets = fused_layout(values, args)
+def reference_fused(read, values, args, outs=None):
+    shape, widths, strides, offsets = fused_layout(values, args, outs=outs)
     x, w, s = read(args[0]), read(args[1]).values, read(args[2]).values
     bias = read(args[4]).values if _check_bias(values, args[4], shape.n, FUSED) else None
     _reference_finite(s, FUSED)

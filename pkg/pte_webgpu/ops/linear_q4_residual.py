@@ -11,10 +11,7 @@ from __future__ import annotations
 from ..errors import FormatError
 from ..model.graph import Null
 from . import sizes
-from .args import int_arg
-from .linear_q4 import (OFFSETS, Q4GSW, _check_bias, _check_out, _check_scales, _check_stored,
-                        _checked, _tensor, choices, product, q4gsw_shape, reference_q4gsw,
-                        scale_laid_offsets)
+from .linear_q4 import OFFSETS, Q4GSW, _tensor, choices, plan, product, reference_q4gsw
 from .registry import define
 
 RESIDUAL = "pte_webgpu.linear_q4gsw_residual"
@@ -28,37 +25,31 @@ def _check_residual(values, r_id: int, out_id: int, name: str) -> None:
                           "should agree")
 
 
+def inner_args(values, args) -> tuple:
+    """The linear's own arguments (those of et_vk.linear_q4gsw, or with offsets)."""
+    x_id, w_id, s_id, g_id, b_id, o_id, r_id, out_id = args
+    return (x_id, w_id, s_id, g_id, b_id) + (() if isinstance(values[o_id], Null)
+                                             else (o_id,)) + (out_id,)
+
+
 async def build(ctx, op):
-    x_id, w_id, s_id, g_id, b_id, o_id, r_id, out_id = ctx.args(op, 8)
-    values = ctx.graph.values
-    shape = _checked(ctx, op, q4gsw_shape(values, op.args, int_arg(ctx, g_id, op), op.name))
-    _check_out(values, x_id, out_id, shape.n, op.name)
+    args = ctx.args(op, 8)
+    r_id, out_id = args[6], args[7]
     try:
-        _check_residual(values, r_id, out_id, op.name)
+        _check_residual(ctx.graph.values, r_id, out_id, op.name)
     except FormatError as e:
         raise FormatError(str(e), field=ctx.where(op)) from None
-    bias = _check_bias(values, b_id, shape.n, op.name)
-    _check_stored(ctx, op, b_id, bias, out_id)
-    _check_scales(ctx, op, s_id)
-    offsets = None
-    if not isinstance(values[o_id], Null):
-        offsets = scale_laid_offsets(ctx, op, [o_id], [shape.n], [shape.s_stride], [0],
-                                     shape.k // shape.group, values[s_id].numel)
-    bindings = [(0, x_id), (1, w_id), (2, out_id), (4, b_id if bias else s_id), (5, s_id),
-                (6, r_id)]
+    p = plan(ctx, op, inner_args(ctx.graph.values, args))
+    p["bindings"].append((6, r_id))
     ctx.note_kernel(op, fused="q4 linear + residual add")
-    await product(ctx, op, bindings, shape, bias, out_id, shape.n, s_id, "residual",
-                  offsets=offsets)
+    await product(ctx, op, **p, epilogue="residual")
 
 
 def reference(read, values, args):
-    x_id, w_id, s_id, g_id, b_id, o_id, r_id, out_id = args
+    r_id, out_id = args[6], args[7]
     _check_residual(values, r_id, out_id, RESIDUAL)
-    if isinstance(values[o_id], Null):
-        linear = reference_q4gsw(read, values, (x_id, w_id, s_id, g_id, b_id, out_id), Q4GSW)
-    else:
-        linear = reference_q4gsw(read, values, (x_id, w_id, s_id, g_id, b_id, o_id, out_id),
-                                 OFFSETS)
+    inner = inner_args(values, args)
+    linear = reference_q4gsw(read, values, inner, OFFSETS if len(inner) == 7 else Q4GSW)
     return [r + v for r, v in zip(read(r_id).values, linear)]
 
 

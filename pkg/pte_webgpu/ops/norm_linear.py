@@ -25,7 +25,7 @@ from .rms_norm import F32_EPS, pick_and_record, rms_norm
 NORM_LINEAR = "pte_webgpu.norm_linear"
 
 
-class _Norm:
+class NormInput:
     """What ``matmul.product`` needs of the norm: its input and weight for the prologue,
     and ``fallback`` to record the norm's own dispatch for the forms without one."""
 
@@ -70,7 +70,7 @@ async def build(ctx, op):
     n0 = widths[0] if len(outs) > 1 else 0
     n1 = n0 + widths[1] if len(outs) > 2 else 0
     ctx.note_kernel(op, fused=f"rms_norm + {len(outs)} linear" + ("s" if len(outs) > 1 else ""))
-    norm = _Norm(ctx, op, (x_id, g_id, normed), m, width, ctx.float_scalar(eps_id, F32_EPS))
+    norm = NormInput(ctx, op, (x_id, g_id, normed), m, width, ctx.float_scalar(eps_id, F32_EPS))
     await product(ctx, op, bindings, m, n, k, bias, outs[0], widths[0], epilogue, n0, n1,
                   norm=norm)
 

@@ -2,8 +2,10 @@
 are stacked): an ``et_vk.rms_norm`` whose output only feeds, through reshapes, the input
 of one float linear (``aten.linear`` or a stacked ``pte_webgpu.fused_linear`` without a
 residual) becomes one ``pte_webgpu.norm_linear`` at the linear's place
-(ops/norm_linear.py): a Llama layer's two norms and the final one stop being dispatches
-of their own in a decode step. The norm's output stays a tensor of the graph: the
+(ops/norm_linear.py), and one feeding a 4-bit linear (``et_vk.linear_q4gsw``, with
+offsets, or stacked) one ``pte_webgpu.norm_linear_q4gsw`` (ops/linear_q4_norm.py): a
+Llama layer's two norms and the final one stop being dispatches of their own in a
+decode step. The norm's output stays a tensor of the graph: the
 linear's forms without the prologue (prefill's tiles) read it, written by the norm's own
 dispatch in the same op.
 """
@@ -14,11 +16,15 @@ from ..model.dtypes import without_leading_ones
 from ..model.graph import ListValue, Null, OpCall, TensorValue
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
 from ..ops.fused_linear import fused_outputs
+from ..ops.linear_q4 import FUSED as FUSED_Q4
+from ..ops.linear_q4 import OFFSETS, Q4GSW
+from ..ops.linear_q4_norm import NORM_Q4
 from ..ops.norm_linear import NORM_LINEAR
 from .views import forward_views
 
 RMS_NORM = "et_vk.rms_norm.default"
 LINEAR = "aten.linear.default"
+Q4_LINEARS = {Q4GSW: 6, OFFSETS: 7, FUSED_Q4: 8}  # 4-bit linears: their argument counts
 
 
 def fold_norms(f) -> None:
@@ -40,6 +46,9 @@ def _fold(f, i: int, norm: OpCall) -> None:
     if reader is None or reader <= i:
         return
     lin = f.placed[reader]
+    if lin.name in Q4_LINEARS:
+        _fold_q4(f, i, norm, reader, views, vid)
+        return
     outs = _linear_outputs(f, lin, vid)
     if outs is None:
         return
@@ -55,6 +64,27 @@ def _fold(f, i: int, norm: OpCall) -> None:
         f._unlink(j)
     f._link(reader, OpCall(NORM_LINEAR, (x_id, g_id, eps_id, w_id, b_id, items), lin.node_id))
     f._count("rms_norm + linear")
+
+
+def _fold_q4(f, i: int, norm: OpCall, reader: int, views: list, vid: int) -> None:
+    """The norm into the 4-bit linear reading it (``vid``: the norm's output, through
+    views that keep its shape: the linear's output is shaped by its input's rows)."""
+    x_id, g_id, eps_id, normed = norm.args
+    lin = f.placed[reader]
+    x, g = f.values[x_id], f.values[g_id]
+    if len(lin.args) != Q4_LINEARS[lin.name] or lin.args[0] != vid or g.dtype != x.dtype \
+            or x.dtype.name not in ("float32", "float16") \
+            or tuple(f.values[vid].shape) != tuple(f.values[normed].shape):
+        return
+    outs = fused_outputs(f.values, lin.args[-1]) if lin.name == FUSED_Q4 else lin.args[-1:]
+    if not outs or not all(isinstance(f.values[o], TensorValue) for o in outs):
+        return
+    items = f._add(ListValue("value_list", (normed,) + tuple(outs)))
+    for j in [i, reader] + views:
+        f._unlink(j)
+    f._link(reader, OpCall(NORM_Q4, (x_id, g_id, eps_id) + tuple(lin.args[1:-1]) + (items,),
+                           lin.node_id))
+    f._count("rms_norm + q4 linear")
 
 
 def _linear_outputs(f, lin: OpCall, vid: int):

@@ -17,7 +17,9 @@ from pte_webgpu.formats import npy
 
 # the linears of a run: on their own, or fused (runtime/fusion.py)
 LINEARS = ("aten.linear.default", "pte_webgpu.fused_linear", "et_vk.linear_q4gsw.default",
-           "et_vk.linear_qcs4w.default", "pte_webgpu.fused_linear_q4gsw")
+           "et_vk.linear_qcs4w.default", "pte_webgpu.fused_linear_q4gsw",
+           "pte_webgpu.norm_linear", "pte_webgpu.norm_linear_q4gsw",
+           "pte_webgpu.linear_q4gsw_offsets", "pte_webgpu.linear_q4gsw_residual")
 
 
 def _floats(t):

@@ -54,7 +54,8 @@ async def build(ctx, op):
     width = x.shape[-1]
     norm = NormInput(ctx, op, (x_id, g_id, normed), x.numel // width, width,
                      ctx.float_scalar(eps_id, F32_EPS))
-    ctx.note_kernel(op, fused="rms_norm + q4 linear")
+    ctx.note_kernel(op, fused="rms_norm + " + (f"{len(outs)} q4 linears" if len(outs) > 1
+                                                else "q4 linear"))
     await product(ctx, op, **p, norm=norm)
 
 

@@ -29,13 +29,15 @@ from pte_webgpu.model.graph import ConstantRef, Graph, Null, OpCall, Scalar, Ten
 from pte_webgpu.runtime.build import Resources, build_delegate
 
 
-async def q4_linear(op, m, n, k, blobs, s_shape, group, variant):
+async def q4_linear(op, m, n, k, blobs, s_shape, group, variant, norm=None):
     """One 4-bit linear built through build_delegate with `variant` forced (None: the
     rule's pick): blobs = base64 of x [m, k] f32, packed weights, scales (of s_shape),
-    bias or None."""
+    bias or None; norm = (base64 of an RMSNorm weight [k], eps): the linear reads x
+    normalised by et_vk.rms_norm (fused into one op at load)."""
     device = (await runtime()).device
     x, w, s, b = (base64.b64decode(v) if v else None for v in blobs)
     blob, consts, values = bytearray(), [], [TensorValue(dtypes.FLOAT32, (m, k))]
+    ops, x_id = [], 0
 
     def const(data, dtype, shape):
         consts.append(ConstantRef(len(consts), len(blob), len(data), None))
@@ -43,9 +45,14 @@ async def q4_linear(op, m, n, k, blobs, s_shape, group, variant):
         values.append(TensorValue(dtype, shape, constant_id=len(consts) - 1))
         return len(values) - 1
 
+    if norm:
+        gi = const(base64.b64decode(norm[0]), dtypes.FLOAT32, (k,))
+        values += [Scalar("double", norm[1]), TensorValue(dtypes.FLOAT32, (m, k))]
+        x_id = len(values) - 1
+        ops.append(OpCall("et_vk.rms_norm.default", (0, gi, x_id - 1, x_id)))
     wi = const(w, dtypes.UINT8, (n, len(w) // n))
     si = const(s, dtypes.FLOAT32, tuple(s_shape))
-    args = [0, wi, si]
+    args = [x_id, wi, si]
     if group:
         values.append(Scalar("int", group))
         args.append(len(values) - 1)
@@ -56,7 +63,7 @@ async def q4_linear(op, m, n, k, blobs, s_shape, group, variant):
             args.append(len(values) - 1)
     values.append(TensorValue(dtypes.FLOAT32, (m, n)))
     out = len(values) - 1
-    graph = Graph(values, [OpCall(op, tuple(args) + (out,))], [0], [out], consts)
+    graph = Graph(values, ops + [OpCall(op, tuple(args) + (out,))], [0], [out], consts)
     vk = SimpleNamespace(graph=graph, constant_bytes=memoryview(bytes(blob)))
     resources = Resources(device)
     try:
@@ -69,7 +76,7 @@ async def q4_linear(op, m, n, k, blobs, s_shape, group, variant):
         staging = resources.buffer(4 * m * n, "staging", ("map_read", "copy_dst"))
         (raw,), _ = await device.run(recording, [(io[out], 4 * m * n)], staging)
         return {"y": base64.b64encode(bytes(raw[:4 * m * n])).decode(),
-                "kernel": ctx.kernels[-1]}
+                "kernel": ctx.kernels[-1], "steps": len(recording.steps)}
     finally:
         resources.release()
 '''
@@ -88,13 +95,13 @@ def _b64(a):
     return base64.b64encode(np.ascontiguousarray(a).tobytes()).decode()
 
 
-def _run(page, op, m, n, k, x, w, s, b, group, variant):
+def _run(page, op, m, n, k, x, w, s, b, group, variant, norm=None):
     got = page.run_python(
         f"await q4_linear({op!r}, {m}, {n}, {k}, "
         f"{[_b64(x), _b64(w), _b64(s), _b64(b) if b is not None else None]!r}, "
-        f"{list(s.shape)}, {group}, {variant!r})")
+        f"{list(s.shape)}, {group}, {variant!r}, {norm!r})")
     y = np.frombuffer(base64.b64decode(got["y"]), np.float32).reshape(m, n)
-    return y, got["kernel"]
+    return y, {**got["kernel"], "steps": got["steps"]}
 
 
 @pytest.mark.parametrize("m,n,k,group,bias", [(1, 20, 48, 16, True), (37, 20, 48, 16, True),
@@ -112,6 +119,28 @@ def test_q4gsw_variants_in_the_browser(page, m, n, k, group, bias, variant):
     assert kernel["picked"] == ("forced" if variant else "auto")
     if variant:
         assert kernel["variant"] == variant
+
+
+@pytest.mark.parametrize("variant", ["wide-8-2", "wide-32-1", "keep-32-8-8", "keep-128-8-4",
+                                     "dot", None])
+def test_rms_norm_folded_in_the_browser(page, variant):
+    """et_vk.rms_norm then a q4gsw linear: one op at load (ops/linear_q4_norm.py); the
+    one-row forms normalise in their prologue (Tint's WGSL, SwiftShader's subgroups), one
+    dispatch, the others after the norm's own, against float64."""
+    m, n, k, group, eps = 1, 40, 96, 32, 1e-5
+    w, s = quantize(n, k, group, seed=5)
+    rng = np.random.default_rng(k)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    gamma = rng.uniform(0.5, 1.5, k).astype(np.float32)
+    y, kernel = _run(page, "et_vk.linear_q4gsw.default", m, n, k, x, pack_q4gsw(w),
+                     scales_rows(s), None, group, variant, (_b64(gamma), eps))
+    x64 = x.astype(np.float64)
+    normed = (x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + eps) * gamma)
+    want = reference(normed.astype(np.float32), w, s)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5 * np.abs(want).max())
+    assert kernel["op"] == "pte_webgpu.norm_linear_q4gsw"
+    one_row = (variant or kernel["variant"]).startswith(("wide", "keep"))
+    assert kernel["steps"] == (1 if one_row else 2), kernel
 
 
 @pytest.mark.parametrize("m", [1, 9])

@@ -1,0 +1,181 @@
+"""``bench --llm --backend browser`` on the lent GPU, where Playwright is not: ours (Pyodide)
+and ONNX Runtime Web's WebGPU EP on onnxruntime-genai's graphs, in one headless Chromium
+driven over its DevTools pipe (tools/h200_browser_fixtures.py's Chrome and server), the same
+page code as bench/llm_browser.py (bench/llm_web.js benchGenaiLlm, its ``_OURS`` job).
+
+Two steps, because the device cannot build anything:
+
+  prepare (here): python3 tools/h200_browser_bench.py prepare --model build/gpullm/X.pte.gz
+      --contexts 16,256,1024 --steps 16 [--genai build/llm-onnx-genai] [--out build/gpubench]
+    writes OUT/spec.json (the plan of ours, bench/llm_browser.py's genai specs) and each
+    builder folder with its weights zeroed and gzipped (a step's time does not depend on
+    the weights' values; 86 MB of int4 become ~0.1 MB to carry), and OUT/ort: the files of
+    onnxruntime-web the WebGPU EP loads.
+  run (there, Chromium unpacked by tools/gpu_browser_lane.sh): python3
+      tools/h200_browser_bench.py run --chrome CHROME --dist DIST --spec OUT/spec.json
+      --models build/gpullm --out RESULT.json -- $FLAGS
+    one record per phase and context for every impl, as `bench --llm` writes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "bench")]
+
+import h200_browser_fixtures as fx  # noqa: E402
+import llm_browser  # noqa: E402
+
+ORT_FILES = ("ort.webgpu.mjs", "ort-wasm-simd-threaded.asyncify.mjs",
+             "ort-wasm-simd-threaded.asyncify.wasm")
+
+
+def prepare(args) -> None:
+    from pte_webgpu.llm.bench_job import host_plan
+
+    out = Path(args.out)
+    pte = Path(args.model).read_bytes()
+    pte = gzip.decompress(pte) if args.model.endswith(".gz") else pte
+    contexts = [int(c) for c in args.contexts.split(",")]
+    todo = host_plan(pte, [], contexts, args.steps)
+    genai = llm_browser.genai_impls(Path(args.genai), todo, None, print)
+    specs = {}
+    for impl, (folder, spec) in genai.items():
+        dest = out / ("genai-" + folder.name)
+        dest.mkdir(parents=True, exist_ok=True)
+        for f in folder.iterdir():
+            if f.name == spec["external"]:  # zeros of the same size, gzipped
+                with gzip.open(dest / (f.name + ".gz"), "wb") as z:
+                    left = f.stat().st_size
+                    while left:
+                        z.write(bytes(min(left, 1 << 24)))
+                        left -= min(left, 1 << 24)
+            elif f.suffix in (".onnx", ".json"):
+                shutil.copy(f, dest / f.name)
+        specs[impl] = {"folder": dest.name, "genai": spec}
+    (out / "ort").mkdir(parents=True, exist_ok=True)
+    for name in ORT_FILES:
+        shutil.copy(llm_browser.ORT_DIST / name, out / "ort" / name)
+    version = llm_browser._version(llm_browser.ORT_DIST.parent)
+    (out / "spec.json").write_text(json.dumps(
+        {"plan": todo, "steps": args.steps, "genai": specs, "ort_version": version}, indent=1))
+    print(f"wrote {out}/spec.json: {len(specs)} genai folder(s), plan {todo}")
+
+
+def _unzip_weights(folder: Path) -> None:
+    for z in folder.glob("*.gz"):
+        target = z.with_suffix("")
+        if not target.exists():
+            with gzip.open(z) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 24)
+
+
+def run(args) -> int:
+    from pte_webgpu.llm.bench_job import summarize
+
+    spec = json.loads(Path(args.spec).read_text())
+    base = Path(args.spec).parent
+    mounts = [("/pyodide/", Path(args.dist).resolve()), ("/bench/", ROOT / "bench"),
+              ("/ort/", base / "ort"), ("/job0/", Path(args.models).resolve()),
+              ("/", ROOT / "web")]
+    for impl, g in spec["genai"].items():
+        _unzip_weights(base / g["folder"])
+        mounts.insert(0, (f"/models/{g['folder']}/", base / g["folder"]))
+    fx._Handler.mounts = mounts
+    httpd = fx.ThreadingHTTPServer(("127.0.0.1", 0), fx._Handler)
+    httpd.daemon_threads = True
+    fx.threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    root = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    chrome = fx.Chrome(args.chrome, args.flags, args.log)
+    plan = spec["plan"]
+    records, summary = [], {"flags": args.flags}
+    try:
+        chrome.open(root + "bench/llm_web.html")
+        chrome.evaluate("new Promise(r => { const t = () => window.llmWebReady ? r(1)"
+                        " : setTimeout(t, 50); t(); })", 60)
+        summary["adapter_js"] = chrome.evaluate(fx.ADAPTER_JS)
+        for impl, g in spec["genai"].items():
+            gspec = g["genai"]
+            job = {"model": g["folder"], "plan": plan, "warmup": True, "profile": False,
+                   "keepLogits": False, "genai": gspec,
+                   **{k: gspec[k] for k in ("nLayers", "kvHeads", "headDim", "vocab")}}
+            version = f"onnxruntime-web {spec['ort_version']} (webgpu-ep, {gspec['mode']})"
+            t0 = time.time()
+            try:
+                got = chrome.evaluate(f"window.benchGenaiLlm({json.dumps(job)})", args.timeout)
+            except Exception as e:  # one impl failing must not lose the others
+                print(f"{impl} failed: {str(e)[:500]}")
+                continue
+            print(f"{impl}: {time.time() - t0:.0f} s")
+            records += [dict(summarize(r), impl=impl, version=version,
+                             load_s=got["load_ms"] / 1e3) for r in got["records"]]
+        chrome.call("Page.navigate", {"url": root + "harness.html?indexURL=/pyodide/"})
+        time.sleep(1.0)
+        chrome.evaluate("new Promise(r => { const t = () => window.pyodideReady ? r(1)"
+                        " : setTimeout(t, 50); t(); })", 60)
+        chrome.evaluate("window.pyodideReady.then(() => { window.pteBenchProgress ="
+                        " (t) => console.log('ours: ' + t); return true; })", 120)
+        for name in args.programs.split(","):
+            code = llm_browser._OURS.format(
+                url=f"/job0/{name}", contexts=[p["context"] for p in plan],
+                steps=spec["steps"], warmup=True, profile=False)
+            code += "\nimport json as _json\n_json.dumps(_result, default=repr)"
+            t0 = time.time()
+            result = json.loads(chrome.python(code, args.timeout))
+            if "error" in result:
+                print(f"ours {name} failed: {result['error']}")
+                continue
+            print(f"ours {name}: {time.time() - t0:.0f} s")
+            records += [dict(r, impl="ours " + name) for r in result["records"]]
+    finally:
+        summary["console_tail"] = chrome.console[-100:]
+        chrome.close()
+        httpd.shutdown()
+    adapter = summary.get("adapter_js") or {}
+    for r in records:
+        r["adapter"] = f"browser: {adapter.get('vendor')} {adapter.get('architecture')}"
+        r.pop("ms_all", None)
+    summary["records"] = records
+    Path(args.out).write_text(json.dumps(summary, indent=1, default=repr))
+    for r in records:
+        print(f"{r['impl'][:40]:40s} {r['phase']:8s} ctx {r['context']:5d} "
+              f"{r['ms_per_token']:8.3f} ms/token {r['tok_s']:9.1f} tok/s")
+    return 0 if records else 1
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--model", required=True)
+    p.add_argument("--contexts", default="16,256,1024")
+    p.add_argument("--steps", type=int, default=16)
+    p.add_argument("--genai", default=str(llm_browser.GENAI_DIR))
+    p.add_argument("--out", default="build/gpubench")
+    r = sub.add_parser("run")
+    r.add_argument("--chrome", required=True)
+    r.add_argument("--dist", required=True)
+    r.add_argument("--spec", required=True)
+    r.add_argument("--models", default="build/gpullm")
+    r.add_argument("--programs", default="smollm2-135m-instruct.pte.gz,"
+                   "smollm2-135m-instruct-q4.pte.gz")
+    r.add_argument("--out", default="h200-browser-bench.json")
+    r.add_argument("--log", default="/tmp/h200-bench-chromium.log")
+    r.add_argument("--timeout", type=float, default=540.0)
+    r.add_argument("flags", nargs="*")
+    args = ap.parse_args(argv)
+    if args.cmd == "prepare":
+        prepare(args)
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

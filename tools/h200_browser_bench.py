@@ -10,7 +10,7 @@ Two steps, because the device cannot build anything:
     writes OUT/spec.json (the plan of ours, bench/llm_browser.py's genai specs) and each
     builder folder with its weights zeroed and gzipped (a step's time does not depend on
     the weights' values; 86 MB of int4 become ~0.1 MB to carry), and OUT/ort: the files of
-    onnxruntime-web the WebGPU EP loads.
+    onnxruntime-web the WebGPU EP loads, gzipped (run unzips them).
   run (there, Chromium unpacked by tools/gpu_browser_lane.sh): python3
       tools/h200_browser_bench.py run --chrome CHROME --dist DIST --spec OUT/spec.json
       --models build/gpullm --out RESULT.json -- $FLAGS
@@ -61,15 +61,17 @@ def prepare(args) -> None:
                 shutil.copy(f, dest / f.name)
         specs[impl] = {"folder": dest.name, "genai": spec}
     (out / "ort").mkdir(parents=True, exist_ok=True)
-    for name in ORT_FILES:
-        shutil.copy(llm_browser.ORT_DIST / name, out / "ort" / name)
+    for name in ORT_FILES:  # gzipped: the wasm is 27 MB of a call's 64 MiB
+        with open(llm_browser.ORT_DIST / name, "rb") as src, \
+                gzip.open(out / "ort" / (name + ".gz"), "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 24)
     version = llm_browser._version(llm_browser.ORT_DIST.parent)
     (out / "spec.json").write_text(json.dumps(
         {"plan": todo, "steps": args.steps, "genai": specs, "ort_version": version}, indent=1))
     print(f"wrote {out}/spec.json: {len(specs)} genai folder(s), plan {todo}")
 
 
-def _unzip_weights(folder: Path) -> None:
+def _unzip(folder: Path) -> None:
     for z in folder.glob("*.gz"):
         target = z.with_suffix("")
         if not target.exists():
@@ -82,11 +84,12 @@ def run(args) -> int:
 
     spec = json.loads(Path(args.spec).read_text())
     base = Path(args.spec).parent
+    _unzip(base / "ort")
     mounts = [("/pyodide/", Path(args.dist).resolve()), ("/bench/", ROOT / "bench"),
               ("/ort/", base / "ort"), ("/job0/", Path(args.models).resolve()),
               ("/", ROOT / "web")]
     for impl, g in spec["genai"].items():
-        _unzip_weights(base / g["folder"])
+        _unzip(base / g["folder"])
         mounts.insert(0, (f"/models/{g['folder']}/", base / g["folder"]))
     fx._Handler.mounts = mounts
     httpd = fx.ThreadingHTTPServer(("127.0.0.1", 0), fx._Handler)

@@ -1,7 +1,8 @@
 """The 4-bit weight linears in headless Chromium (SwiftShader): hand-built q4gsw graphs of
-odd shapes with every variant forced (the subgroup form with the page's `enable
-subgroups;`) and qcs4w, as tests/native/test_linear_q4.py does natively (the quantized tiny
-llamas of tests/fixtures/quant run in tests/browser/test_quant_decoders.py)."""
+odd shapes with every variant forced (the subgroup forms with the page's `enable
+subgroups;`: gemvsg, and cols, the rule's pick here up to 8 rows) and qcs4w, as
+tests/native/test_linear_q4.py does natively (the quantized tiny llamas of
+tests/fixtures/quant run in tests/browser/test_quant_decoders.py)."""
 
 import base64
 import json
@@ -119,6 +120,24 @@ def test_q4gsw_variants_in_the_browser(page, m, n, k, group, bias, variant):
     assert kernel["picked"] == ("forced" if variant else "auto")
     if variant:
         assert kernel["variant"] == variant
+
+
+@pytest.mark.parametrize("m,n,k,group,bias", [(1, 33, 40, 8, True), (8, 20, 96, 32, False),
+                                              (2, 50, 1152, 32, True)])
+@pytest.mark.parametrize("variant", ["cols-8", "cols-16", "cols-1"])
+def test_cols_forms_in_the_browser(page, m, n, k, group, bias, variant):
+    """The CPU form on SwiftShader's subgroups of 4 (Tint's subgroupBroadcast), K % 32 of 8
+    and 0, N past its columns; the rule picks it here up to 8 rows."""
+    w, s = quantize(n, k, group, seed=m + n)
+    rng = np.random.default_rng(k)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32) if bias else None
+    for forced in (variant, None):
+        y, kernel = _run(page, "et_vk.linear_q4gsw.default", m, n, k, x, pack_q4gsw(w),
+                         scales_rows(s), b, group, forced)
+        want = reference(x, w, s, b)
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5 * np.abs(want).max())
+        assert kernel["variant"] == (forced or "cols-8")
 
 
 @pytest.mark.parametrize("variant", ["wide-8-2", "wide-32-1", "keep-32-8-8", "keep-128-8-4",

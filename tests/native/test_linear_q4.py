@@ -275,7 +275,7 @@ def test_quantized_llama_steps_match_eager_torch(runtime, name, entry):
     assert max(report["errors"]) <= tol, report["errors"]
     assert report["argmax"] == report["want_argmax"]
     assert report["reset_error"] <= tol
-    assert {"gemvsg", "dot", "tiled", "gemv", "wide"} & set(report["linear_variants"])
+    assert {"gemvsg", "dot", "tiled", "gemv", "wide", "cols"} & set(report["linear_variants"])
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

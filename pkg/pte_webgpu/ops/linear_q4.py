@@ -40,7 +40,8 @@ from . import sizes
 from .args import int_arg
 from .exec_ints import follow_actual_size
 from .fused_linear import MAX_SPLIT, fused_outputs
-from .linear_q4_choice import VARIANTS, WIDE_LANES, Variant, keep_parts, keep_reps, row_forms
+from .linear_q4_choice import (COLS_LANES, VARIANTS, WIDE_LANES, Variant, cols_share, keep_parts,
+                               keep_reps, row_forms)
 from .registry import define
 
 Q4GSW, QCS4W = "et_vk.linear_q4gsw.default", "et_vk.linear_qcs4w.default"
@@ -66,32 +67,35 @@ _ENTRIES = {"dot": Entry("main", "dot_item", "params.m * params.n"),
             "gemvsg": Entry("main", "gemv_item_sg", "params.tiles", per="group", subgroups=True),
             "wide": Entry("main", "wide_item", "params.tiles", per="group", subgroups=True),
             "keep": Entry("main", "keep_item", "params.tiles", per="group", subgroups=True),
+            "cols": Entry("main", "cols_item", "params.tiles", per="group", subgroups=True),
             "tiled": Entry("main", "tiled_item", "params.tiles", per="group")}
 # the wide and keep forms' 16-byte view of the packed weight
 WIDE_KINDS = ("wide", "keep")  # one row, 16-byte loads, the scales relaid by column
 _WIDE_BINDINGS = (Binding(1, "weight16", type="vec4<u32>"),)  # (the input: _INPUT[True])
+SG_KINDS = ("gemvsg", "cols") + WIDE_KINDS  # forms that name subgroup builtins
 
 
 def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
            browser: bool = True, rows: int = 1, whole: bool = True,
-           offsets: bool = False, norm: bool = False) -> Kernel:
-    """The shader of one form (``kind``: dot, gemv, gemvsg, wide, keep, tiled) and epilogue;
+           offsets: bool = False, norm: bool = False, cols: int = 8, share: int = 4) -> Kernel:
+    """The shader of one form (``kind``: dot, gemv, gemvsg, wide, keep, cols, tiled) and epilogue;
     ``scales_f32``: float32 scales beside f16 activations; ``browser``: gemvsg's
     ``enable subgroups;`` (Chromium needs it, wgpu-native's naga rejects it); ``rows``:
     input rows per gemv workgroup (1 to 4); ``whole``: the group a multiple of 8 (the
     wide form needs it); ``offsets``: groups with offsets (binding 8, float32); ``norm``
-    (wide and keep forms): the RMSNorm prologue, its weight at binding 9."""
-    sg = kind in ("gemvsg",) + WIDE_KINDS
+    (wide and keep forms): the RMSNorm prologue, its weight at binding 9; ``cols``, ``share``
+    (the cols form): columns per invocation, lanes sharing their input loads."""
+    sg = kind in SG_KINDS
     return _kernel(kind, epilogue, scales_f32, browser or not sg,
                    rows if kind.startswith("gemv") else 1, whole or kind in WIDE_KINDS, offsets,
-                   norm and kind in WIDE_KINDS)
+                   norm and kind in WIDE_KINDS, (cols, share) if kind == "cols" else (0, 0))
 
 
 @cache
 def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int,
-            whole: bool, offsets: bool, norm: bool) -> Kernel:
+            whole: bool, offsets: bool, norm: bool, cols: tuple[int, int]) -> Kernel:
     sums = {"gemv": ("sum_tree",), "gemvsg": ("sum_subgroups",), "wide": ("wide",),
-            "keep": ("wide", "keep")}.get(kind, ())
+            "keep": ("wide", "mantissa", "keep"), "cols": ("mantissa", "cols")}.get(kind, ())
     generated = fill("linear_q4_parts", "consts", rows=rows, whole=str(whole).lower(),
                      offsets=str(offsets).lower())
     generated += sections("linear_q4_parts")["offsets_bound" if offsets else "offsets_none"]
@@ -101,15 +105,18 @@ def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int
         if norm:
             generated += fill("snippets", "rare_row4", rows="input4")
     generated += sections("matmul_parts")["put" + (f"_{epilogue}" if epilogue else "")]
+    if kind == "cols":
+        generated += fill("linear_q4_parts", "cols_const", c=cols[0], share=cols[1])
     generated += "".join(sections("linear_q4_parts")[part] for part in sums)
     scales = Binding(5, "scales", type="f32" if scales_f32 else "elem")
-    sg = kind in ("gemvsg",) + WIDE_KINDS
+    sg = kind in SG_KINDS
     extra = _WIDE_BINDINGS if kind in WIDE_KINDS else ()
     name = "_".join(filter(None, ("linear_q4", kind, "native" if sg and not browser else "",
                                   epilogue, "sf32" if scales_f32 else "",
                                   f"r{rows}" if kind.startswith("gemv") else "",
                                   "" if whole else "any", "off" if offsets else "",
-                                  "norm" if norm else "")))
+                                  "norm" if norm else "",
+                                  f"c{cols[0]}s{cols[1]}" if kind == "cols" else "")))
     bindings = (_INPUT[whole],) + _BINDINGS + extra + (scales,) + EPILOGUES[epilogue] \
         + ((Binding(8, "offsets", type="f32"),) if offsets else ()) \
         + ((Binding(9, "gamma4", type="elem4"),) if norm else ())
@@ -434,6 +441,9 @@ def _grid(v: Variant, m: int, n: int, rows: int = 4) -> tuple[int, int]:
         return tiles_n, tiles_n
     if v.kind == "keep":  # one row, v.cols columns per workgroup
         return -(-n // v.cols), -(-n // v.cols)
+    if v.kind == "cols":  # workgroups per row: COLS_LANES lanes of v.cols columns
+        tiles_n = -(-n // (v.cols * COLS_LANES))
+        return tiles_n, m * tiles_n
     return n, n * -(-m // rows)
 
 
@@ -449,8 +459,8 @@ async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, 
     browser = ctx.device.info.traits.subgroups
     offsets = any(b == 8 for b, _ in bindings)
     shader = kernel(v.kind, epilogue, scales_f32, browser, rows, shape.group % 8 == 0,
-                    offsets, eps is not None)
-    lanes = {"dot": 64, "tiled": 64, "wide": WIDE_LANES,
+                    offsets, eps is not None, v.cols, cols_share(ctx.device.info.traits))
+    lanes = {"dot": 64, "tiled": 64, "wide": WIDE_LANES, "cols": COLS_LANES,
              "keep": max(WIDE_LANES, v.lanes)}.get(v.kind, v.lanes)
     constants = {"wg_size": lanes}
     if v.kind == "wide":

@@ -17,6 +17,10 @@ records them; shaders/linear_q4.wgsl has the forms).
   chunks of 32 inputs while the workgroup sweeps C columns (a multiple of B max(32, L) /
   L, up to 256), B (4 or 8) at once, one 16-byte weight load per column and chunk and no
   input load; sums by a transposed butterfly. Needs what ``wide`` needs.
+- ``cols-C``: CPU adapters, up to CPU_GEMV_ROWS rows: C adjacent columns of one row per
+  invocation, each 32-input chunk loaded once per subgroup and broadcast to its lanes,
+  nibbles decoded in the float mantissa (shaders/linear_q4_parts.wgsl ``cols``). Needs
+  subgroups of at least 4 lanes and a group that is a multiple of 8.
 - ``tiled``: 32 x 32 outputs per workgroup of 64 lanes, 4 x 4 each, K in steps of 32
   through workgroup memory (prefill).
 
@@ -41,15 +45,17 @@ GPU_GEMV_ROWS = 32  # GPUs: each gemv workgroup reads its column's weights once 
 _NAME = re.compile(r"^(gemv|gemvsg)-(\d+)$")
 _WIDE = re.compile(r"^wide-(\d+)-([1-4])$")
 _KEEP = re.compile(r"^keep-(\d+)-(\d+)-([48])$")
+_COLS = re.compile(r"^cols-(1|2|4|8|16)$")
+COLS_LANES = 32  # the cols form's workgroup (a small one: short rows still fill the cores)
 WIDE_LANES = 32  # the wide form's workgroup: one subgroup on NVIDIA
 KEEP_REPS = 4  # the keep form's chunks of 32 inputs per lane at most (128 registers)
 
 
 @dataclass(frozen=True)
 class Variant:
-    kind: str  # "dot" | "gemv" | "gemvsg" | "wide" | "keep" | "tiled"
+    kind: str  # "dot" | "gemv" | "gemvsg" | "wide" | "keep" | "cols" | "tiled"
     lanes: int = 0  # gemv: lanes per workgroup; wide: per column group; keep: per column
-    cols: int = 1  # wide: columns per column group; keep: per workgroup
+    cols: int = 1  # wide: columns per column group; keep: per workgroup; cols: per lane
     batch: int = 4  # keep: columns a lane sweeps at once
 
     @property
@@ -58,6 +64,8 @@ class Variant:
             return f"keep-{self.lanes}-{self.cols}-{self.batch}"
         if self.kind == "wide":
             return f"wide-{self.lanes}-{self.cols}"
+        if self.kind == "cols":
+            return f"cols-{self.cols}"
         return f"{self.kind}-{self.lanes}" if self.kind.startswith("gemv") else self.kind
 
 
@@ -74,14 +82,17 @@ def parse(name: str) -> Variant:
         if is_pow2(lanes) and 4 <= lanes <= 256 and is_pow2(cols) \
                 and batch * max(WIDE_LANES, lanes) // lanes <= cols <= 256:
             return Variant("keep", lanes, cols, batch)
+    cols = _COLS.match(name)
+    if cols:
+        return Variant("cols", cols=int(cols.group(1)))
     m = _NAME.match(name)
     if not m or not is_pow2(int(m.group(2))) or not 1 <= int(m.group(2)) <= 1024:
         raise UnsupportedError(f"linear_q4 variant {name!r}: names look like dot, gemv-64, "
-                               "gemvsg-32, wide-8-2, keep-32-16-4, tiled (gemv lanes: a power of "
+                               "gemvsg-32, wide-8-2, keep-32-16-4, cols-8, tiled (gemv lanes: a power of "
                                "two up to 1024; wide-S-C: S lanes a power of two up to 32, C "
                                "columns 1 to 4; keep-L-C-B: L lanes a power of two 4 to 256, "
                                "B 4 or 8, C columns a power of two from B max(32, L) / L "
-                               "to 256)")
+                               "to 256; cols-C: C 1, 2, 4, 8 or 16)")
     return Variant(m.group(1), int(m.group(2)))
 
 
@@ -91,6 +102,12 @@ def supported(v: Variant, adapter, m: int = 1, k: int = 0, group: int = 0,
     with groups of ``group`` (0: not known, as when listing variants); the wide form relays
     the scales at load, so it needs ``constant_scales``."""
     traits = traits_of(adapter)
+    if v.kind == "cols":
+        if not traits.subgroup_builtins or cols_share(traits) < 4:
+            return "needs subgroups of at least 4 lanes"
+        if group and group % 8:
+            return "needs a group that is a multiple of 8"
+        return None
     if v.kind in ("wide", "keep"):
         if v.kind == "keep" and k and keep_reps(v, k) > KEEP_REPS:
             return f"K = {k} is over {KEEP_REPS} chunks of 32 per lane of {v.lanes}"
@@ -118,14 +135,17 @@ def supported(v: Variant, adapter, m: int = 1, k: int = 0, group: int = 0,
 
 def choose(adapter, m: int, n: int = 0, k: int = 0, half: bool = False,
            group: int = 0, constant_scales: bool = True) -> Variant:
-    """CPU adapters: up to CPU_GEMV_ROWS rows ``dot`` (lavapipe, 576 x 1536: dot 1.8 ms,
-    gemvsg-8 7.9 ms, gemvsg-4 7.6 ms: a workgroup per column costs more there than the
-    sums save); more rows, the tiles. GPUs: up to
+    """CPU adapters: up to CPU_GEMV_ROWS rows ``cols-8`` where it runs, else ``dot``
+    (lavapipe, 576 x 1536: dot 1.8 ms, gemvsg-8 7.9 ms, gemvsg-4 7.6 ms: a workgroup per
+    column costs more there than the sums save; SwiftShader, 1152 x 49152: dot 235 ms,
+    cols-8 70 ms); more rows, the tiles. GPUs: up to
     GPU_GEMV_ROWS rows, gemvsg-32 (one subgroup on NVIDIA, no barrier) or gemv-64, one row
     with subgroups ``decode_form``'s pick where it can run; more rows, the tiles."""
     traits = traits_of(adapter)
     if traits.is_cpu:
-        pick = Variant("tiled") if m > CPU_GEMV_ROWS else Variant("dot")
+        pick = Variant("tiled") if m > CPU_GEMV_ROWS else Variant("cols", cols=8)
+        if pick.kind == "cols" and supported(pick, traits, k=k, group=group):
+            pick = Variant("dot")
     elif m > GPU_GEMV_ROWS:
         pick = Variant("tiled")
     else:
@@ -157,6 +177,14 @@ def decode_form(n: int, k: int, half: bool) -> Variant:
     return Variant("wide", 32, 1)
 
 
+def cols_share(adapter) -> int:
+    """Lanes of a subgroup whose input loads the cols form shares: 8 where every subgroup
+    has 8 or more, 4 where 4 or more, else 0 (the form cannot run)."""
+    sizes = traits_of(adapter).subgroup_sizes
+    low = sizes[0] if sizes else 0
+    return 8 if low >= 8 else 4 if low >= 4 else 0
+
+
 def keep_reps(v: Variant, k: int) -> int:
     """The chunks of 32 inputs each lane of the keep form ``v`` holds at K = ``k``."""
     return max(1, -(-(k // 32) // v.lanes))
@@ -168,7 +196,8 @@ def keep_parts(v: Variant) -> int:
 
 
 def _measure(traits, m: int, **_) -> list[Variant]:
-    names = ["dot", "tiled"] + [f"gemv{sg}-{wg}" for sg in ("", "sg")
+    names = ["dot", "tiled"] + [f"cols-{c}" for c in (1, 2, 4, 8, 16)]
+    names += [f"gemv{sg}-{wg}" for sg in ("", "sg")
                                 for wg in (4, 8, 32, 64, 128, 256)]
     names += [f"wide-{s}-{c}" for s in (4, 8, 16, 32) for c in (1, 2, 4)]
     names += [f"keep-{lanes}-{c}-{b}" for lanes in (8, 16, 32, 64, 128) for b in (4, 8)
@@ -177,7 +206,8 @@ def _measure(traits, m: int, **_) -> list[Variant]:
 
 
 VARIANTS = declare("linear_q4", ("dot", "gemv-64", "gemvsg-32", "tiled"), parse=parse,
-                   doc="4-bit weight linears: dot (one output per invocation), "
+                   doc="4-bit weight linears: dot (one output per invocation), cols-C (C per "
+                   "invocation, CPU adapters), "
                    "gemv[sg]-LANES (matrix-vector, decode), tiled (32x32 tiles, prefill)",
                    choose=choose, supported=supported, measure=_measure)
 

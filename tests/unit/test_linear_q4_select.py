@@ -3,8 +3,8 @@
 import pytest
 from pte_webgpu.errors import UnsupportedError
 from pte_webgpu.gpu.adapter import AdapterTraits
-from pte_webgpu.ops.linear_q4_choice import (VARIANTS, Variant, choose, cols_share, parse,
-                                             row_forms)
+from pte_webgpu.ops.linear_q4_choice import (VARIANTS, Variant, choose, cols_lanes, cols_share,
+                                             parse, row_forms)
 from pte_webgpu.ops.variants import check_forced
 
 
@@ -20,7 +20,7 @@ GPU_PLAIN = traits(cpu=False, builtins=False, sizes=None)
 
 
 @pytest.mark.parametrize("name", ["dot", "tiled", "gemv-64", "gemvsg-8", "gemv-1", "wide-8-2",
-                                  "keep-32-16-4", "keep-8-32-8", "keep-256-4-4", "cols-1", "cols-8",
+                                  "keep-32-16-4", "keep-8-32-8", "keep-256-4-4", "cols-1", "cols-8-4",
                                   "cols-16"])
 def test_names_round_trip(name):
     assert parse(name).name == name
@@ -36,8 +36,8 @@ def test_bad_names_are_refused(name):
 
 
 @pytest.mark.parametrize("t,m,want", [
-    (LAVAPIPE, 1, "cols-8"), (LAVAPIPE, 8, "cols-8"), (LAVAPIPE, 9, "tiled"),
-    (SWIFTSHADER_4, 1, "cols-8"), (CPU_PLAIN, 1, "dot"), (CPU_PLAIN, 37, "tiled"),
+    (LAVAPIPE, 1, "cols-16"), (LAVAPIPE, 8, "cols-16"), (LAVAPIPE, 9, "tiled"),
+    (SWIFTSHADER_4, 1, "cols-16"), (CPU_PLAIN, 1, "dot"), (CPU_PLAIN, 37, "tiled"),
     (traits(sizes=(1, 4)), 1, "dot"),  # subgroups that may be narrower than 4: no cols
     (GPU_SG, 1, "wide-32-1"), (GPU_SG, 2, "gemvsg-32"),
     (GPU_SG, 32, "gemvsg-32"), (GPU_SG, 33, "tiled"),
@@ -77,13 +77,13 @@ def test_dynamic_rows_get_decode_twins():
     assert [(top, v.name) for top, v in forms] == [(128, "tiled"), (32, "gemvsg-32"),
                                                    (1, "wide-32-1")]
     forms = row_forms(LAVAPIPE, 27, 64, 64, choose(LAVAPIPE, 27, 64, 64))
-    assert [(top, v.name) for top, v in forms] == [(27, "tiled"), (8, "cols-8")]
+    assert [(top, v.name) for top, v in forms] == [(27, "tiled"), (8, "cols-16")]
 
 
 def test_cols_needs_whole_word_groups():
     """The cols form reads a group's scale per word: groups of 4 take the dot form."""
     assert choose(SWIFTSHADER_4, 1, 576, 36, group=4).name == "dot"
-    assert choose(SWIFTSHADER_4, 1, 49152, 1152, group=32).name == "cols-8"
+    assert choose(SWIFTSHADER_4, 1, 49152, 1152, group=32).name == "cols-16"
     assert VARIANTS.why_not(Variant("cols", cols=8), CPU_PLAIN) == \
         "needs subgroups of at least 4 lanes"
     assert cols_share(SWIFTSHADER_4) == 4 and cols_share(traits(sizes=(8, 8))) == 8
@@ -118,3 +118,13 @@ def test_the_decode_forms_are_for_one_row():
     gemvsg-32."""
     assert choose(GPU_SG, 1, 576, 1536).name == "gemv-64"
     assert choose(GPU_SG, 2, 576, 1536).name == "gemvsg-32"
+
+
+def test_cols_workgroups_fit_the_row():
+    """Short rows get small workgroups (16 per row where 4 lanes allow), never under the
+    lanes sharing an input load; a forced lane count stands."""
+    def lanes(n, name="cols-16", share=4):
+        return cols_lanes(parse(name), n, share)
+    assert [lanes(n) for n in (576, 960, 3072, 49152)] == [4, 4, 8, 32]
+    assert lanes(576, share=8) == 8 and lanes(576, "cols-16-32") == 32
+    assert lanes(20, "cols-1") == 4

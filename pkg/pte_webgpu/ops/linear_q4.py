@@ -40,7 +40,7 @@ from . import sizes
 from .args import int_arg
 from .exec_ints import follow_actual_size
 from .fused_linear import MAX_SPLIT, fused_outputs
-from .linear_q4_choice import (COLS_LANES, VARIANTS, WIDE_LANES, Variant, cols_share, keep_parts,
+from .linear_q4_choice import (VARIANTS, WIDE_LANES, Variant, cols_lanes, cols_share, keep_parts,
                                keep_reps, row_forms)
 from .registry import define
 
@@ -428,9 +428,9 @@ def _check_scales(ctx, op, s_id: int) -> None:
 
 
 # --- recording ------------------------------------------------------------------------
-def _grid(v: Variant, m: int, n: int, rows: int = 4) -> tuple[int, int]:
+def _grid(v: Variant, m: int, n: int, rows: int = 4, lanes: int = 0) -> tuple[int, int]:
     """(tiles across N, workgroups) of variant ``v`` for the first ``m`` rows of an
-    [M, n] output; ``rows``: a gemv workgroup's."""
+    [M, n] output; ``rows``: a gemv workgroup's; ``lanes``: a cols workgroup's."""
     if v.kind == "dot":
         return 0, -(-m * n // 64)
     if v.kind == "tiled":
@@ -441,8 +441,8 @@ def _grid(v: Variant, m: int, n: int, rows: int = 4) -> tuple[int, int]:
         return tiles_n, tiles_n
     if v.kind == "keep":  # one row, v.cols columns per workgroup
         return -(-n // v.cols), -(-n // v.cols)
-    if v.kind == "cols":  # workgroups per row: COLS_LANES lanes of v.cols columns
-        tiles_n = -(-n // (v.cols * COLS_LANES))
+    if v.kind == "cols":  # workgroups per row: `lanes` lanes of v.cols columns
+        tiles_n = -(-n // (v.cols * lanes))
         return tiles_n, m * tiles_n
     return n, n * -(-m // rows)
 
@@ -458,9 +458,10 @@ async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, 
     rows = max(1, min(rows, m, 4))
     browser = ctx.device.info.traits.subgroups
     offsets = any(b == 8 for b, _ in bindings)
+    share = cols_share(ctx.device.info.traits)
     shader = kernel(v.kind, epilogue, scales_f32, browser, rows, shape.group % 8 == 0,
-                    offsets, eps is not None, v.cols, cols_share(ctx.device.info.traits))
-    lanes = {"dot": 64, "tiled": 64, "wide": WIDE_LANES, "cols": COLS_LANES,
+                    offsets, eps is not None, v.cols, share)
+    lanes = {"dot": 64, "tiled": 64, "wide": WIDE_LANES, "cols": cols_lanes(v, n, share),
              "keep": max(WIDE_LANES, v.lanes)}.get(v.kind, v.lanes)
     constants = {"wg_size": lanes}
     if v.kind == "wide":
@@ -469,7 +470,7 @@ async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, 
         constants.update(keep_lanes=v.lanes, keep_cols=v.cols, keep_batch=v.batch,
                          keep_reps=keep_reps(v, shape.k), keep_parts=keep_parts(v))
     pipeline = await ctx.pipeline(shader, constants, "main", half)
-    tiles_n, groups = _grid(v, m, n, rows)
+    tiles_n, groups = _grid(v, m, n, rows, lanes)
     split = split or dict(n0=n, n1=n, s_stride0=shape.s_stride)
     params = PARAMS.pack(m=m, n=n, k=shape.k, words=shape.words, group=shape.group,
                          has_bias=int(has_bias), tiles_n=tiles_n, tiles=groups,
@@ -559,9 +560,10 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
         rows = max(1, min(4, top, m))  # a gemv workgroup's rows: this form's at most
         await record(ctx, op, form, binds, shape, has_bias, half, scales_f32, epilogue,
                      split, rows, norm.eps if prologue[i] else None)
+        lanes = cols_lanes(form, n, cols_share(ctx.device.info.traits))
         follow_actual_size(
-            ctx, out_id, lambda e, f=form, low=low, top=top, rows=rows:
-            _grid(f, -(-e // out_n), n, rows)[1] if low < -(-e // out_n) <= top else 0,
+            ctx, out_id, lambda e, f=form, low=low, top=top, rows=rows, lanes=lanes:
+            _grid(f, -(-e // out_n), n, rows, lanes)[1] if low < -(-e // out_n) <= top else 0,
             alternative=i > 0)
 
 

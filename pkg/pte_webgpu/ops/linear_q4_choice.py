@@ -17,10 +17,11 @@ records them; shaders/linear_q4.wgsl has the forms).
   chunks of 32 inputs while the workgroup sweeps C columns (a multiple of B max(32, L) /
   L, up to 256), B (4 or 8) at once, one 16-byte weight load per column and chunk and no
   input load; sums by a transposed butterfly. Needs what ``wide`` needs.
-- ``cols-C``: CPU adapters, up to CPU_GEMV_ROWS rows: C adjacent columns of one row per
-  invocation, each 32-input chunk loaded once per subgroup and broadcast to its lanes,
-  nibbles decoded in the float mantissa (shaders/linear_q4_parts.wgsl ``cols``). Needs
-  subgroups of at least 4 lanes and a group that is a multiple of 8.
+- ``cols-C[-L]``: CPU adapters, up to CPU_GEMV_ROWS rows: C adjacent columns of one row
+  per invocation, each 32-input chunk loaded once per subgroup and broadcast to its lanes,
+  nibbles decoded in the float mantissa (shaders/linear_q4_parts.wgsl ``cols``); L lanes
+  per workgroup (default: ``cols_lanes``). Needs subgroups of at least 4 lanes and a group
+  that is a multiple of 8.
 - ``tiled``: 32 x 32 outputs per workgroup of 64 lanes, 4 x 4 each, K in steps of 32
   through workgroup memory (prefill).
 
@@ -45,8 +46,8 @@ GPU_GEMV_ROWS = 32  # GPUs: each gemv workgroup reads its column's weights once 
 _NAME = re.compile(r"^(gemv|gemvsg)-(\d+)$")
 _WIDE = re.compile(r"^wide-(\d+)-([1-4])$")
 _KEEP = re.compile(r"^keep-(\d+)-(\d+)-([48])$")
-_COLS = re.compile(r"^cols-(1|2|4|8|16)$")
-COLS_LANES = 32  # the cols form's workgroup (a small one: short rows still fill the cores)
+_COLS = re.compile(r"^cols-(1|2|4|8|16)(?:-(4|8|16|32|64))?$")
+COLS_WORKGROUPS = 16  # the cols form's workgroups per row at least, where lanes allow
 WIDE_LANES = 32  # the wide form's workgroup: one subgroup on NVIDIA
 KEEP_REPS = 4  # the keep form's chunks of 32 inputs per lane at most (128 registers)
 
@@ -65,7 +66,7 @@ class Variant:
         if self.kind == "wide":
             return f"wide-{self.lanes}-{self.cols}"
         if self.kind == "cols":
-            return f"cols-{self.cols}"
+            return f"cols-{self.cols}" + (f"-{self.lanes}" if self.lanes else "")
         return f"{self.kind}-{self.lanes}" if self.kind.startswith("gemv") else self.kind
 
 
@@ -84,7 +85,7 @@ def parse(name: str) -> Variant:
             return Variant("keep", lanes, cols, batch)
     cols = _COLS.match(name)
     if cols:
-        return Variant("cols", cols=int(cols.group(1)))
+        return Variant("cols", int(cols.group(2) or 0), int(cols.group(1)))
     m = _NAME.match(name)
     if not m or not is_pow2(int(m.group(2))) or not 1 <= int(m.group(2)) <= 1024:
         raise UnsupportedError(f"linear_q4 variant {name!r}: names look like dot, gemv-64, "
@@ -92,7 +93,7 @@ def parse(name: str) -> Variant:
                                "two up to 1024; wide-S-C: S lanes a power of two up to 32, C "
                                "columns 1 to 4; keep-L-C-B: L lanes a power of two 4 to 256, "
                                "B 4 or 8, C columns a power of two from B max(32, L) / L "
-                               "to 256; cols-C: C 1, 2, 4, 8 or 16)")
+                               "to 256; cols-C[-L]: C 1, 2, 4, 8 or 16, L lanes 4 to 64)")
     return Variant(m.group(1), int(m.group(2)))
 
 
@@ -135,15 +136,16 @@ def supported(v: Variant, adapter, m: int = 1, k: int = 0, group: int = 0,
 
 def choose(adapter, m: int, n: int = 0, k: int = 0, half: bool = False,
            group: int = 0, constant_scales: bool = True) -> Variant:
-    """CPU adapters: up to CPU_GEMV_ROWS rows ``cols-8`` where it runs, else ``dot``
+    """CPU adapters: up to CPU_GEMV_ROWS rows ``cols-16`` where it runs, else ``dot``
     (lavapipe, 576 x 1536: dot 1.8 ms, gemvsg-8 7.9 ms, gemvsg-4 7.6 ms: a workgroup per
     column costs more there than the sums save; SwiftShader, 1152 x 49152: dot 235 ms,
-    cols-8 70 ms); more rows, the tiles. GPUs: up to
+    cols-8 62 ms, cols-16 52 ms, and 16 columns fastest at SmolLM2's other shapes too);
+    more rows, the tiles. GPUs: up to
     GPU_GEMV_ROWS rows, gemvsg-32 (one subgroup on NVIDIA, no barrier) or gemv-64, one row
     with subgroups ``decode_form``'s pick where it can run; more rows, the tiles."""
     traits = traits_of(adapter)
     if traits.is_cpu:
-        pick = Variant("tiled") if m > CPU_GEMV_ROWS else Variant("cols", cols=8)
+        pick = Variant("tiled") if m > CPU_GEMV_ROWS else Variant("cols", cols=16)
         if pick.kind == "cols" and supported(pick, traits, k=k, group=group):
             pick = Variant("dot")
     elif m > GPU_GEMV_ROWS:
@@ -185,6 +187,19 @@ def cols_share(adapter) -> int:
     return 8 if low >= 8 else 4 if low >= 4 else 0
 
 
+def cols_lanes(v: Variant, n: int, share: int) -> int:
+    """The cols form's workgroup: v.lanes, else the most lanes (4 to 32, at least
+    ``share``) that still give COLS_WORKGROUPS workgroups per row, so that a short row
+    still spreads over the cores (SwiftShader, 1 x 1536 x 576: cols-16-4 0.91 ms,
+    cols-16-32 1.54 ms; 1 x 1152 x 49152 no slower with 32)."""
+    if v.lanes:
+        return max(v.lanes, share)
+    lanes = 32
+    while lanes > max(4, share) and -(-n // v.cols) < COLS_WORKGROUPS * lanes:
+        lanes //= 2
+    return lanes
+
+
 def keep_reps(v: Variant, k: int) -> int:
     """The chunks of 32 inputs each lane of the keep form ``v`` holds at K = ``k``."""
     return max(1, -(-(k // 32) // v.lanes))
@@ -196,7 +211,7 @@ def keep_parts(v: Variant) -> int:
 
 
 def _measure(traits, m: int, **_) -> list[Variant]:
-    names = ["dot", "tiled"] + [f"cols-{c}" for c in (1, 2, 4, 8, 16)]
+    names = ["dot", "tiled"] + [f"cols-{c}-{wg}" for c in (1, 2, 4, 8, 16) for wg in (4, 8, 16, 32)]
     names += [f"gemv{sg}-{wg}" for sg in ("", "sg")
                                 for wg in (4, 8, 32, 64, 128, 256)]
     names += [f"wide-{s}-{c}" for s in (4, 8, 16, 32) for c in (1, 2, 4)]

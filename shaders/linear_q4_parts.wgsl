@@ -449,7 +449,7 @@ const cols_share: u32 = ${share}u;
 // subgroup (each lane one or two, then broadcast) for all its columns, and decodes the
 // nibbles by the mantissa trick (section mantissa). A tail of K % 32 is read word by word.
 // Measured in Chromium (SwiftShader) at 1 x 1152 x 49152: the dot form 235 ms, this one
-// with 16 columns 52 ms (8: 62 ms); in a sketch of it (4 columns) without the broadcasts
+// with 32 columns 50 ms (16: 58, 8: 62); in a sketch of it (4 columns) without the broadcasts
 // 190 ms against 80, with integer conversions 204 ms.
 
 // The chunk's 8 input vec4s, scaled by KEEP_SCALE, and (offsets) its 4 words' input sums.

@@ -124,7 +124,7 @@ def test_q4gsw_variants_in_the_browser(page, m, n, k, group, bias, variant):
 
 @pytest.mark.parametrize("m,n,k,group,bias", [(1, 33, 40, 8, True), (8, 20, 96, 32, False),
                                               (2, 50, 1152, 32, True)])
-@pytest.mark.parametrize("variant", ["cols-8", "cols-16-4", "cols-1"])
+@pytest.mark.parametrize("variant", ["cols-32", "cols-16-4", "cols-1"])
 def test_cols_forms_in_the_browser(page, m, n, k, group, bias, variant):
     """The CPU form on SwiftShader's subgroups of 4 (Tint's subgroupBroadcast), K % 32 of 8
     and 0, N past its columns; the rule picks it here up to 8 rows."""

@@ -17,7 +17,7 @@ from tests.native.test_linear_q4_residual import RESIDUAL, _fused, _graph
 from tests.support.graph import G, rand
 from tests.support.q4_graphs import Q4GSW, pack_q4gsw, q4gsw_graph, quantize, reference, scales_rows
 
-COLS = ("cols-1", "cols-2", "cols-4", "cols-8", "cols-16", "cols-4-32", "cols-16-8")
+COLS = ("cols-1", "cols-2", "cols-4", "cols-8", "cols-16", "cols-32", "cols-4-32", "cols-16-8")
 # (M, N, K, group, bias): K % 32 of 8, 16, 24 and 0; N below, between and past the columns
 SHAPES = [(1, 20, 48, 16, True), (3, 33, 40, 8, False), (1, 7, 32, 32, True),
           (8, 50, 96, 32, True), (2, 96, 88, 8, False), (1, 129, 256, 64, True),

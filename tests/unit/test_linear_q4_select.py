@@ -29,7 +29,7 @@ def test_names_round_trip(name):
 @pytest.mark.parametrize("name", ["gemv-3", "gemv", "mm4-16x8", "gemvsg-2048", "tiled-8",
                                   "keep-32-16", "keep-8-8-4", "keep-32-4-8", "keep-2-64-4",
                                   "keep-512-4-4", "keep-32-12-4", "keep-32-16-2", "cols-3",
-                                  "cols-32", "cols"])
+                                  "cols-64", "cols", "cols-8-2"])
 def test_bad_names_are_refused(name):
     with pytest.raises(UnsupportedError, match="linear_q4 variant"):
         parse(name)
@@ -83,7 +83,7 @@ def test_dynamic_rows_get_decode_twins():
 def test_cols_needs_whole_word_groups():
     """The cols form reads a group's scale per word: groups of 4 take the dot form."""
     assert choose(SWIFTSHADER_4, 1, 576, 36, group=4).name == "dot"
-    assert choose(SWIFTSHADER_4, 1, 49152, 1152, group=32).name == "cols-16"
+    assert choose(SWIFTSHADER_4, 1, 49152, 1152, group=32).name == "cols-32"
     assert VARIANTS.why_not(Variant("cols", cols=8), CPU_PLAIN) == \
         "needs subgroups of at least 4 lanes"
     assert cols_share(SWIFTSHADER_4) == 4 and cols_share(traits(sizes=(8, 8))) == 8
@@ -128,3 +128,5 @@ def test_cols_workgroups_fit_the_row():
     assert [lanes(n) for n in (576, 960, 3072, 49152)] == [4, 4, 8, 32]
     assert lanes(576, share=8) == 8 and lanes(576, "cols-16-32") == 32
     assert lanes(20, "cols-1") == 4
+    assert [choose(SWIFTSHADER_4, 1, n, 576, group=32).name for n in (576, 2047, 2048)] == \
+        ["cols-16", "cols-16", "cols-32"]

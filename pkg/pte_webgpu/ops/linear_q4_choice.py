@@ -46,7 +46,7 @@ GPU_GEMV_ROWS = 32  # GPUs: each gemv workgroup reads its column's weights once 
 _NAME = re.compile(r"^(gemv|gemvsg)-(\d+)$")
 _WIDE = re.compile(r"^wide-(\d+)-([1-4])$")
 _KEEP = re.compile(r"^keep-(\d+)-(\d+)-([48])$")
-_COLS = re.compile(r"^cols-(1|2|4|8|16)(?:-(4|8|16|32|64))?$")
+_COLS = re.compile(r"^cols-(1|2|4|8|16|32)(?:-(4|8|16|32|64))?$")
 COLS_WORKGROUPS = 16  # the cols form's workgroups per row at least, where lanes allow
 WIDE_LANES = 32  # the wide form's workgroup: one subgroup on NVIDIA
 KEEP_REPS = 4  # the keep form's chunks of 32 inputs per lane at most (128 registers)
@@ -93,7 +93,7 @@ def parse(name: str) -> Variant:
                                "two up to 1024; wide-S-C: S lanes a power of two up to 32, C "
                                "columns 1 to 4; keep-L-C-B: L lanes a power of two 4 to 256, "
                                "B 4 or 8, C columns a power of two from B max(32, L) / L "
-                               "to 256; cols-C[-L]: C 1, 2, 4, 8 or 16, L lanes 4 to 64)")
+                               "to 256; cols-C[-L]: C 1, 2, 4, 8, 16 or 32, L lanes 4 to 64)")
     return Variant(m.group(1), int(m.group(2)))
 
 
@@ -136,16 +136,14 @@ def supported(v: Variant, adapter, m: int = 1, k: int = 0, group: int = 0,
 
 def choose(adapter, m: int, n: int = 0, k: int = 0, half: bool = False,
            group: int = 0, constant_scales: bool = True) -> Variant:
-    """CPU adapters: up to CPU_GEMV_ROWS rows ``cols-16`` where it runs, else ``dot``
+    """CPU adapters: up to CPU_GEMV_ROWS rows ``cols_form`` where it runs, else ``dot``
     (lavapipe, 576 x 1536: dot 1.8 ms, gemvsg-8 7.9 ms, gemvsg-4 7.6 ms: a workgroup per
-    column costs more there than the sums save; SwiftShader, 1152 x 49152: dot 235 ms,
-    cols-8 62 ms, cols-16 52 ms, and 16 columns fastest at SmolLM2's other shapes too);
-    more rows, the tiles. GPUs: up to
+    column costs more there than the sums save); more rows, the tiles. GPUs: up to
     GPU_GEMV_ROWS rows, gemvsg-32 (one subgroup on NVIDIA, no barrier) or gemv-64, one row
     with subgroups ``decode_form``'s pick where it can run; more rows, the tiles."""
     traits = traits_of(adapter)
     if traits.is_cpu:
-        pick = Variant("tiled") if m > CPU_GEMV_ROWS else Variant("cols", cols=16)
+        pick = Variant("tiled") if m > CPU_GEMV_ROWS else cols_form(n)
         if pick.kind == "cols" and supported(pick, traits, k=k, group=group):
             pick = Variant("dot")
     elif m > GPU_GEMV_ROWS:
@@ -187,6 +185,14 @@ def cols_share(adapter) -> int:
     return 8 if low >= 8 else 4 if low >= 4 else 0
 
 
+def cols_form(n: int) -> Variant:
+    """The cols form for N columns: 32 per lane from 2048 columns, else 16 (fewer lanes
+    would leave cores idle). SwiftShader, ms: 1152 x 49152 dot 235, cols-8 62, cols-16 58,
+    cols-32 50; 576 x 3072 cols-16 1.69, cols-32 1.51; 1536 x 576 cols-16 0.90, cols-32
+    0.98."""
+    return Variant("cols", cols=32 if n >= 2048 else 16)
+
+
 def cols_lanes(v: Variant, n: int, share: int) -> int:
     """The cols form's workgroup: v.lanes, else the most lanes (4 to 32, at least
     ``share``) that still give COLS_WORKGROUPS workgroups per row, so that a short row
@@ -211,7 +217,8 @@ def keep_parts(v: Variant) -> int:
 
 
 def _measure(traits, m: int, **_) -> list[Variant]:
-    names = ["dot", "tiled"] + [f"cols-{c}-{wg}" for c in (1, 2, 4, 8, 16) for wg in (4, 8, 16, 32)]
+    names = ["dot", "tiled"] + [f"cols-{c}-{wg}" for c in (4, 8, 16, 32)
+                                for wg in (4, 8, 16, 32)]
     names += [f"gemv{sg}-{wg}" for sg in ("", "sg")
                                 for wg in (4, 8, 32, 64, 128, 256)]
     names += [f"wide-{s}-{c}" for s in (4, 8, 16, 32) for c in (1, 2, 4)]

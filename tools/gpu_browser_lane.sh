@@ -10,20 +10,7 @@
 # adapter. Extra arguments go to the fixture runner (e.g. --only conv/).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PARTS=${CHROMIUM_PARTS:-.chromium-parts}
-ROOT_DIR=${CHROMIUM_DIR:-/tmp/chromium}
-if [ ! -x "$ROOT_DIR/usr/lib/chromium/chromium-headless-shell" ]; then
-  mkdir -p "$ROOT_DIR" && cat "$PARTS"/p*/part* | xz -d | tar -x -C "$ROOT_DIR" || exit 2
-fi
-CHROME=$ROOT_DIR/usr/lib/chromium/chromium-headless-shell
-# the unpacked Debian libraries, for Chromium alone (the runner sets them as its LD_LIBRARY_PATH)
-export CHROME_LD=$ROOT_DIR/usr/lib/x86_64-linux-gnu:$ROOT_DIR/lib/x86_64-linux-gnu:$ROOT_DIR/usr/lib/x86_64-linux-gnu/pulseaudio
-ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -f "$ICD" ] && export VK_DRIVER_FILES=$ICD
-# Dawn on Vulkan without a surface: the set that gave the NVIDIA adapter (2026-12-01)
-FLAGS="--enable-unsafe-webgpu --enable-features=Vulkan --use-vulkan=native --disable-vulkan-surface
-  --use-angle=vulkan --ignore-gpu-blocklist --disable-gpu-sandbox
-  --enable-dawn-features=allow_unsafe_apis --enable-webgpu-developer-features"
+source tools/h200_chromium_env.sh || exit 2
 RESULT=${OUT:-build}/gpu-browser-lane.json
 mkdir -p "$(dirname "$RESULT")"
 python3 tools/h200_browser_fixtures.py --chrome "$CHROME" --dist build/web/pyodide \

@@ -11,8 +11,8 @@ Two steps, because the device cannot build anything:
     builder folder with its weights zeroed and gzipped (a step's time does not depend on
     the weights' values; 86 MB of int4 become ~0.1 MB to carry), and OUT/ort: the files of
     onnxruntime-web the WebGPU EP loads, gzipped (run unzips them).
-  run (there, Chromium unpacked by tools/gpu_browser_lane.sh): python3
-      tools/h200_browser_bench.py run --chrome CHROME --dist DIST --spec OUT/spec.json
+  run (there, after `source tools/h200_chromium_env.sh`: CHROME, CHROME_LD, FLAGS): python3
+      tools/h200_browser_bench.py run --chrome $CHROME --dist DIST --spec OUT/spec.json
       --models build/gpullm --out RESULT.json -- $FLAGS
     one record per phase and context for every impl, as `bench --llm` writes them.
 """

@@ -47,6 +47,7 @@ from .registry import define
 Q4GSW, QCS4W = "et_vk.linear_q4gsw.default", "et_vk.linear_qcs4w.default"
 FUSED = "pte_webgpu.fused_linear_q4gsw"
 OFFSETS = "pte_webgpu.linear_q4gsw_offsets"
+ARG_COUNTS = {Q4GSW: 6, OFFSETS: 7, FUSED: 8}  # what ``plan`` tells them apart by
 TILE = 32  # the tiled form's outputs per side
 
 PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("words", "u32"),
@@ -217,7 +218,7 @@ def plan(ctx, op, args, outs=None) -> dict:
     """``product``'s arguments for a q4gsw product ``args``, told apart by their count: 6
     (et_vk.linear_q4gsw), 7 (with offsets), 8 (fused: fused_plan, ``outs`` as there);
     checked, errors naming the op."""
-    if len(args) == 8:
+    if len(args) == ARG_COUNTS[FUSED]:
         return fused_plan(ctx, op, args, outs)
     x_id, w_id, s_id, g_id, b_id, out_id = args[:5] + args[-1:]
     values = ctx.graph.values
@@ -227,7 +228,7 @@ def plan(ctx, op, args, outs=None) -> dict:
     _check_stored(ctx, op, b_id, bias, out_id)
     _check_scales(ctx, op, s_id)
     offsets = None
-    if len(args) == 7:
+    if len(args) == ARG_COUNTS[OFFSETS]:
         offsets = scale_laid_offsets(ctx, op, [args[5]], [shape.n], [shape.s_stride], [0],
                                      shape.k // shape.group, values[s_id].numel)
     bindings = [(0, x_id), (1, w_id), (2, out_id), (4, b_id if bias else s_id), (5, s_id)]
@@ -518,7 +519,7 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
     the output whose actual size the dispatches follow; ``offsets``: scale_laid_offsets'
     (buffer, values) when the groups have offsets. ``norm`` (ops/linear_q4_norm.py): the
     input is RMSNorm's output; the one-row forms (wide, keep) read ``norm.x_id`` and
-    normalise it themselves, the others read the input that ``norm.fallback`` records the
+    normalise it themselves, the others read the input that ``norm.cover`` records the
     norm's own dispatch for (run only where more rows are actual than those forms take)."""
     if offsets is not None:
         bindings = list(bindings) + [(8, offsets[0])]
@@ -539,8 +540,8 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
     prologue = [norm is not None and f.kind in WIDE_KINDS for _, f in forms]
-    if norm is not None and not all(prologue):
-        await norm.fallback(next((top for (top, _), p in zip(forms, prologue) if p), 0))
+    if norm is not None:
+        await norm.cover(forms, prologue)
     by_column = offsets_by_column = None
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0
@@ -555,8 +556,7 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
             binds = [(b, by_column if b == 5 else offsets_by_column if b == 8 else v)
                      for b, v in bindings]
         if prologue[i]:
-            binds = [(0, norm.x_id) if b == 0 else (b, v) for b, v in binds] \
-                + [(9, norm.gamma_id)]
+            binds = norm.bind(binds, 9)
         rows = max(1, min(4, top, m))  # a gemv workgroup's rows: this form's at most
         await record(ctx, op, form, binds, shape, has_bias, half, scales_f32, epilogue,
                      split, rows, norm.eps if prologue[i] else None)

@@ -15,16 +15,14 @@ from __future__ import annotations
 
 from ..errors import FormatError
 from ..model.graph import OpCall
-from . import cpu_reference as cpu
-from .args import number
 from .fused_linear import fused_outputs
-from .linear_q4 import FUSED, OFFSETS, Q4GSW, plan, product, reference_fused, reference_q4gsw
-from .norm_linear import NormInput
+from .linear_q4 import ARG_COUNTS, FUSED, plan, product, reference_fused, reference_q4gsw
+from .norm_linear import NormInput, normed_reference
 from .registry import define
-from .rms_norm import F32_EPS, rms_norm
+from .rms_norm import F32_EPS
 
 NORM_Q4 = "pte_webgpu.norm_linear_q4gsw"
-_INNER = {6: Q4GSW, 7: OFFSETS, 8: FUSED}  # the linear's op by its own argument count
+_INNER = {count: name for name, count in ARG_COUNTS.items()}  # the linear by its own count
 
 
 def _inner(values, args):
@@ -61,10 +59,7 @@ async def build(ctx, op):
 
 def reference(read, values, args):
     inner, normed, outs = _inner(values, args)
-    x = read(args[0])
-    code = "e" if values[normed].dtype.name == "float16" else "f"
-    y = cpu.Array(x.shape, [cpu.round_one(v, code) for v in
-                            rms_norm(x, read(args[1]), number(values[args[2]], F32_EPS))])
+    y = normed_reference(read, values, *args[:3], normed)
     read_normed = lambda vid: y if vid == normed else read(vid)  # noqa: E731
     if inner.name == FUSED:
         return [y.values] + reference_fused(read_normed, values, inner.args, outs)

@@ -257,7 +257,7 @@ async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out
     ``out_n`` columns wide, is the output whose actual size the dispatches follow.
     ``norm`` (ops/norm_linear.py): the input is RMSNorm's output; forms that take the
     prologue (``takes_norm``) read ``norm.x`` and normalise it themselves, the others
-    read the input that ``await norm.fallback(rows_above)`` records the norm's own
+    read the input that ``await norm.cover(forms, prologue)`` records the norm's own
     dispatch for (run only where more than ``rows_above`` rows are actual)."""
     if m * n == 0:
         return
@@ -289,9 +289,8 @@ async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out
     prologue = [prologue_ok and takes_norm(f.for_dtype(half), k, top) for top, f in forms]
     if prologue != sorted(prologue):  # not the fewest rows' forms alone: none takes it
         prologue = [False] * len(forms)
-    if norm is not None and not all(prologue):
-        # forms taking the prologue serve the smallest row counts (matrix-vector)
-        await norm.fallback(next((top for (top, _), p in zip(forms, prologue) if p), 0))
+    if norm is not None:  # forms taking the prologue serve the fewest rows (matrix-vector)
+        await norm.cover(forms, prologue)
 
     def rows(elements: int) -> int:
         return -(-elements // out_n)
@@ -299,8 +298,7 @@ async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0  # the next form's rows are below
         if prologue[i]:
-            normed = [(0, norm.x_id) if b == 0 else (b, v) for b, v in bindings]
-            await record(ctx, op, form, normed + [(7, norm.gamma_id)], m, n, k, has_bias,
+            await record(ctx, op, form, norm.bind(bindings, 7), m, n, k, has_bias,
                          half, *extra, eps=norm.eps)
         else:
             await record(ctx, op, form, bindings, m, n, k, has_bias, half, *extra)

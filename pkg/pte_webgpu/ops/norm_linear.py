@@ -26,8 +26,9 @@ NORM_LINEAR = "pte_webgpu.norm_linear"
 
 
 class NormInput:
-    """What ``matmul.product`` needs of the norm: its input and weight for the prologue,
-    and ``fallback`` to record the norm's own dispatch for the forms without one."""
+    """What a product (``matmul.product``, ``linear_q4.product``) needs of the norm: its
+    input and weight for the prologue (``bind``), and ``cover`` to record the norm's own
+    dispatch for the forms without one."""
 
     def __init__(self, ctx, op, ids, rows: int, width: int, eps: float):
         self.ctx, self.op, self.ids, self.rows, self.width = ctx, op, ids, rows, width
@@ -39,6 +40,27 @@ class NormInput:
                               rows_above)
         # inspect shows the linear's variant, and the norm's beside it
         self.ctx.note_kernel(self.op, norm=self.ctx.kernels[-1].get("variant"), **linear)
+
+    async def cover(self, forms, prologue) -> None:
+        """``forms``: (up to how many rows, variant), most rows first; ``prologue``: which
+        take the prologue (the fewest rows' ones). Unless all do, the norm's own dispatch,
+        run only for more rows than those take."""
+        if not all(prologue):
+            await self.fallback(next((top for (top, _), p in zip(forms, prologue) if p), 0))
+
+    def bind(self, bindings, gamma: int) -> list:
+        """``bindings`` of a form with the prologue: the norm's input at 0, its weight at
+        ``gamma``."""
+        return [(0, self.x_id) if b == 0 else (b, v) for b, v in bindings] \
+            + [(gamma, self.gamma_id)]
+
+
+def normed_reference(read, values, x_id: int, g_id: int, eps_id: int, normed_id: int):
+    """The norm's output on the CPU (ops/rms_norm.py), rounded to its stored type."""
+    x = read(x_id)
+    code = "e" if values[normed_id].dtype.name == "float16" else "f"
+    return cpu.Array(x.shape, [cpu.round_one(v, code) for v in
+                               rms_norm(x, read(g_id), number(values[eps_id], F32_EPS))])
 
 
 async def build(ctx, op):
@@ -77,16 +99,12 @@ async def build(ctx, op):
 
 def reference(read, values, args):
     x_id, g_id, eps_id, w_id, b_id, outs_id = args
-    x = read(x_id)
     items = fused_outputs(values, outs_id)
-    code = "e" if values[items[0]].dtype.name == "float16" else "f"
-    normed = [cpu.round_one(v, code) for v in
-              rms_norm(x, read(g_id), number(values[eps_id], F32_EPS))]
-    as_input = cpu.Array(x.shape, normed)
+    as_input = normed_reference(read, values, x_id, g_id, eps_id, items[0])
     whole = linear_reference(lambda vid: as_input if vid == x_id else read(vid), values,
                              (x_id, w_id, b_id, None))
     widths = [values[o].shape[-1] for o in items[1:]]
-    return [normed] + split_columns(whole, values[w_id].shape[0], widths)
+    return [as_input.values] + split_columns(whole, values[w_id].shape[0], widths)
 
 
 def sizes(op, shape, integer, values):

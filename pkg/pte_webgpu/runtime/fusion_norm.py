@@ -16,15 +16,14 @@ from ..model.dtypes import without_leading_ones
 from ..model.graph import ListValue, Null, OpCall, TensorValue
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
 from ..ops.fused_linear import fused_outputs
+from ..ops.linear_q4 import ARG_COUNTS as Q4_LINEARS
 from ..ops.linear_q4 import FUSED as FUSED_Q4
-from ..ops.linear_q4 import OFFSETS, Q4GSW
 from ..ops.linear_q4_norm import NORM_Q4
 from ..ops.norm_linear import NORM_LINEAR
 from .views import forward_views
 
 RMS_NORM = "et_vk.rms_norm.default"
 LINEAR = "aten.linear.default"
-Q4_LINEARS = {Q4GSW: 6, OFFSETS: 7, FUSED_Q4: 8}  # 4-bit linears: their argument counts
 
 
 def fold_norms(f) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..model.graph import ListValue, Null, OpCall, Scalar, TensorValue
 from ..ops.fused_linear import MAX_SPLIT
-from ..ops.linear_q4 import FUSED, OFFSETS, Q4GSW
+from ..ops.linear_q4 import ARG_COUNTS, FUSED, OFFSETS, Q4GSW
 from ..ops.linear_q4_residual import RESIDUAL
 from .views import add_through_views, back_views, residual_add
 
@@ -99,7 +99,7 @@ def _constant(f, vid: int) -> TensorValue | None:
 
 def _key(f, i: int):
     op = f.placed[i]
-    if not (op.name == Q4GSW and len(op.args) == 6 or op.name == OFFSETS and len(op.args) == 7):
+    if op.name not in (Q4GSW, OFFSETS) or len(op.args) != ARG_COUNTS[op.name]:
         return None
     x_id, w_id, s_id, g_id, b_id, out_id = op.args[:5] + op.args[-1:]
     if op.name == OFFSETS and _constant(f, op.args[5]) is None:
@@ -168,8 +168,8 @@ def fold_residuals(f) -> None:
     """Fold on ``f`` (fusion._Fusion) each residual add after a lone q4gsw linear."""
     for i in sorted(f.placed):
         op = f.placed.get(i)
-        if op is not None and (op.name == Q4GSW and len(op.args) == 6
-                               or op.name == OFFSETS and len(op.args) == 7):
+        if op is not None and op.name in (Q4GSW, OFFSETS) \
+                and len(op.args) == ARG_COUNTS[op.name]:
             _fold_residual(f, i)
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pte_webgpu.runtime.readout import STAGINGS
+
 from tests.support.decoders import INDEX
 
 pytestmark = pytest.mark.browser
@@ -25,7 +27,7 @@ PAGE = r"""
 import js
 from pte_webgpu.app import steps as _steps
 from pte_webgpu.runtime.method import gpu_work
-from pte_webgpu.runtime.readout import LastArgmax
+from pte_webgpu.runtime.readout import STAGINGS, LastArgmax
 
 js.eval(WRAP_JS)
 _log = js.gpuLog
@@ -57,12 +59,12 @@ async def _one_way(js_replay):
         errors.append(max_errors(outs[0], _arrays[f"step{k}_out0"])[0])
         runs.append(log)
     # greedy steps chained on the GPU: the argmax recording, with a feed copy from the 2nd
-    # on (an even count: the two staging buffers end where they began)
+    # on (STAGINGS of them: the staging buffers taking turns end where they began)
     method.reset()
     (first,), log = await _logged(method.execute(_calls[0], argmax=True))
     runs.append(log)
     ids.append(first)
-    for n in range(3):
+    for n in range(STAGINGS - 1):
         fed = LastArgmax()
         pos = [len(_calls[0][0].tolist()[0]) + n]
         pending, log = await _logged(method.execute([fed, pos], argmax=True, wait=False))
@@ -92,10 +94,10 @@ def test_js_encode_makes_the_python_encodes_calls(browser_session, options):
     report = page.run_python(PAGE.replace("NAME", NAME).replace("OPTIONS", repr(options)))
     js, py = report["js"], report["py"]
     tol = INDEX[NAME]["tolerance"]
-    assert len(js["runs"]) == len(py["runs"]) == INDEX[NAME]["steps"] + 4
+    assert len(js["runs"]) == len(py["runs"]) == INDEX[NAME]["steps"] + STAGINGS
     # outputs equal to eager torch both ways, the greedy ids too
     assert max(js["errors"]) <= tol and max(py["errors"]) <= tol, report
-    assert js["ids"] == py["ids"] == INDEX[NAME]["argmax"][:4], (js["ids"], py["ids"])
+    assert js["ids"] == py["ids"] == INDEX[NAME]["argmax"][:STAGINGS], (js["ids"], py["ids"])
     for k, (a, b) in enumerate(zip(js["runs"], py["runs"])):
         assert a["calls"] == b["calls"], f"execute {k}: the JS encode differs"
         # the JS path makes the recording's calls from JS; Python makes a few (encoder,

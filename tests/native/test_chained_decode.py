@@ -35,7 +35,7 @@ def test_chained_steps_equal_host_fed_steps(runtime, name):
         for pos, tok in enumerate(prompt):
             (first,) = await method.execute([_ids([tok]), np.array([pos], np.int64)],
                                             argmax=True)
-        # every step fed on the GPU, all submitted before any is read: two in flight at most
+        # every step fed on the GPU, all submitted before any is read (readout.STAGINGS in flight at most)
         pending = []
         for n in range(steps - 1):
             fed = _ids([first]) if n == 0 else LastArgmax()

@@ -5,11 +5,13 @@ For each context c, with N decode steps and a KV cache of L rows (the program's
 max_context_len): one execute of ``prefill = min(c, L - N)`` prompt tokens (timed: prefill
 tok/s = prefill / time), then N single-token executes at positions prefill .. prefill + N - 1,
 each feeding the previous step's greedy token, as ``LanguageModel`` decodes: the argmax on
-the GPU (4 bytes read back) and the next step submitted before this one's token is read,
-fed on the GPU (``readout.LastArgmax``); a step's time is the gap between two tokens read.
+the GPU (4 bytes read back) and up to ``readout.IN_FLIGHT`` later steps submitted before
+this one's token is read, fed on the GPU (``readout.LastArgmax``); a step's time is the gap
+between two tokens read.
 So a context up to L - N is exact; at c = L the prefill is L - N tokens and the last step
 sees L - 1 cached tokens (the records say so: ``tokens`` and ``positions``). Before
-timing, one short prefill and one decode step build the pipelines (``WARMUP_TOKENS``);
+timing, a short prefill and a decode step build the pipelines (``WARMUP_TOKENS``), repeated
+for ``ramp_ms`` (``RAMP_MS``) to bring the GPU's clocks up;
 each prefill length is run once untimed first unless ``warmup=False`` (the first execute
 of a new length also traces its host steps). The ORT Web / transformers.js
 (bench/llm_web.js) and torch sides warm up the same way.
@@ -20,17 +22,22 @@ from __future__ import annotations
 import array
 import statistics
 import time
+from collections import deque
 
 from ..errors import InputError, UnsupportedError
 from ..model.tensor import Tensor
 from ..runtime import Runtime
-from ..runtime.readout import LastArgmax
+from ..runtime.readout import IN_FLIGHT, LastArgmax
 from .generate import LanguageModel, forward_shape
 from .step_cost import step_cost
 
 # the first warm-up prefill: more rows than a matrix-vector linear takes (8), so that the
 # prefill kernels are built before timing, as the decode ones are by its decode step
 WARMUP_TOKENS = 16
+# the warm-up repeated for this long: a GPU left idle while the program loaded runs its
+# first steps at a fraction of its clock (Chromium on an H100: 5.1 ms a decode step at the
+# first context, 2.9 ms at the third; docs/performance.md); the peers' pages do the same
+RAMP_MS = 1000
 
 
 def prompt_ids(n: int, vocab: int = 49152) -> list[int]:
@@ -79,6 +86,7 @@ def _pos(p: int) -> Tensor:
 
 async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
                         warmup: bool = True, profile: bool = False, backend: str = "auto",
+                        ramp_ms: float = RAMP_MS,
                         runtime: Runtime | None = None, progress=None) -> dict:
     """Records {phase, context, tokens | positions, ms, tok_s, ...} (decode records also
     ``greedy``: the prefill's token and each step's, to compare impls by); with
@@ -95,9 +103,13 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
             todo = plan(contexts, steps, model.max_context_len, model.prefill_chunk)
             say(f"loaded in {load_s:.1f} s; warming up")
             n = min(WARMUP_TOKENS, todo[0]["prefill"])
-            first = await method.execute([_ids(prompt_ids(n, model.vocab_size)), _pos(0)],
-                                         argmax=True)
-            await method.execute([_ids(first), _pos(n)], argmax=True)
+            ramp_end = time.perf_counter() + ramp_ms / 1e3
+            while True:  # at least once: the pipelines of both phases are made here
+                first = await method.execute([_ids(prompt_ids(n, model.vocab_size)), _pos(0)],
+                                             argmax=True)
+                await method.execute([_ids(first), _pos(n)], argmax=True)
+                if time.perf_counter() >= ramp_end:
+                    break
             records, profiles = [], {}
             timestamps = "timestamp-query" in rt.adapter.features
             for p in todo:
@@ -113,18 +125,20 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
                 ms = (time.perf_counter() - t0) * 1e3
                 records.append({"phase": "prefill", "context": c, "tokens": n, "ms": [ms]})
                 say(f"context {c}: {n / ms * 1e3:.2f} tok/s prefill; {steps} decode steps")
-                # chained as LanguageModel decodes: step k + 1 is submitted (fed on the
-                # GPU with step k's pick) before step k's token is read
-                times, greedy = [], list(token)
+                # chained as LanguageModel decodes: up to IN_FLIGHT steps are submitted
+                # (fed on the GPU with the previous pick) beyond the one whose token is read
+                times, greedy, inflight = [], list(token), deque()
                 t0 = time.perf_counter()
-                pending = await method.execute([_ids(token), _pos(n)], argmax=True, wait=False)
                 for k in range(steps):
-                    ahead = await method.execute([LastArgmax(), _pos(n + k + 1)], argmax=True,
-                                                 wait=False) if k + 1 < steps else None
-                    token = await pending
+                    while len(times) + len(inflight) < steps and len(inflight) <= IN_FLIGHT:
+                        feed = _ids(token) if k == 0 and not inflight else LastArgmax()
+                        at = _pos(n + len(times) + len(inflight))
+                        inflight.append(await method.execute([feed, at], argmax=True,
+                                                             wait=False))
+                    token = await inflight.popleft()
                     t1 = time.perf_counter()
                     times.append((t1 - t0) * 1e3)
-                    t0, pending = t1, ahead
+                    t0 = t1
                     greedy += token
                 cost = await step_cost(method, timestamps)
                 records.append({"phase": "decode", "context": c, "greedy": greedy,

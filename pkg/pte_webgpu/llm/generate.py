@@ -22,12 +22,13 @@ import array
 import contextlib
 import random
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from functools import partial
 
 from ..errors import InputError, UnsupportedError
 from ..model.tensor import Tensor
-from ..runtime.readout import LastArgmax, Sample
+from ..runtime.readout import IN_FLIGHT, LastArgmax, Sample
 from .chat_template import ChatTemplate
 from .sampling import choose
 from .tokenizer import Tokenizer
@@ -241,29 +242,34 @@ class LanguageModel:
 
     async def _gpu_steps(self, token: int, max_new_tokens: int, draws=None):
         """Yield the first token, then one per decode step (argmax, or ``draws(n)``'s
-        sample for the n-th); each step is submitted one step ahead of the host, fed by
-        the GPU with the token the host has not read yet."""
+        sample for the n-th); up to ``readout.IN_FLIGHT`` steps are submitted ahead of the
+        one the host reads, each fed by the GPU with the token the host has not read yet."""
         gen = self.last
-        pending = None
+        start = len(gen.prompt_ids)
+        inflight: deque = deque()
+        submitted = 0
+
+        async def submit():
+            nonlocal submitted
+            submitted += 1
+            feed = _int64([token], (1, 1)) if submitted == 1 else LastArgmax()
+            inflight.append(await self.method.execute(
+                [feed, _int64([start + submitted - 1], (1,))], argmax=True, wait=False,
+                sample=draws and draws(submitted)))
+
         t1 = time.perf_counter()
         if self._room(1, max_new_tokens):
-            pending = await self.method.execute(
-                [_int64([token], (1, 1)), _int64([len(gen.prompt_ids)], (1,))], argmax=True,
-                wait=False, sample=draws and draws(1))
-        n = 1
+            await submit()
         while True:
-            ahead = None
-            if pending is not None and self._room(n + 1, max_new_tokens):
-                ahead = await self.method.execute(
-                    [LastArgmax(), _int64([len(gen.prompt_ids) + n], (1,))],
-                    argmax=True, wait=False, sample=draws and draws(n + 1))
+            while inflight and len(inflight) <= IN_FLIGHT \
+                    and self._room(submitted + 1, max_new_tokens):
+                await submit()
             yield token
-            if pending is None:
+            if not inflight:
                 return
-            token = (await pending)[0]
+            token = (await inflight.popleft())[0]
             gen.decode_ms = (time.perf_counter() - t1) * 1e3
             gen.decode_steps += 1
-            pending, n = ahead, n + 1
 
     async def _sampled_steps(self, logits, max_new_tokens: int, rng, temperature, top_k,
                              top_p):

@@ -6,7 +6,7 @@ the same pass with Gumbel noise added (``Sample``).
 The decoding API of ``Method.execute(inputs, argmax=True, wait=..., sample=...)``:
 ``LastArgmax`` (an input fed with the previous pick on the GPU), ``Sample`` (draw
 instead of argmax), ``PendingArgmax`` (what ``wait=False`` returns); inside, one
-``Picker`` per method (the argmax pass, the two staging buffers taking turns, the picks
+``Picker`` per method (the argmax pass, the staging buffers taking turns, the picks
 not read yet) and ``check_request`` / ``fed_shape`` (the checks of those arguments)."""
 
 from __future__ import annotations
@@ -22,6 +22,12 @@ from ..shaders.compose import Binding, Kernel, Uniform
 PARAMS = Uniform(("offset", "u32"), ("width", "u32"), ("temperature", "f32"), ("seed", "u32"),
                  ("draw", "u32"))
 PARAMS_BYTES = len(PARAMS.pack())
+# Decode steps a host keeps submitted beyond the one it is reading (llm/generate.py,
+# llm/bench_job.py): with one, the GPU idles whenever reading a token back takes longer than
+# a step runs (Chromium resolves mapAsync a few ms late: docs/performance.md); each step in
+# flight needs its own staging buffer besides the one being read.
+IN_FLIGHT = 2
+STAGINGS = IN_FLIGHT + 1
 KERNEL = Kernel("argmax", (Binding(0, "x"), Binding(1, "out", "read_write", type="u32")),
                 PARAMS, snippets=("bits",))
 
@@ -52,8 +58,9 @@ class Sample:
 
 class LastRowArgmax:
     """One extra dispatch after a method's recording: the argmax of an output's last row
-    (its last ``width`` valid elements) into a 4-byte buffer, read back alone. Two staging
-    buffers take turns, so one execute's index can be read while the next one runs."""
+    (its last ``width`` valid elements) into a 4-byte buffer, read back alone. STAGINGS
+    staging buffers take turns, so up to STAGINGS - 1 executes can run ahead of the one
+    whose index is being read (``IN_FLIGHT``)."""
 
     def __init__(self, device, recording: Recording, dispatch: Dispatch, params, result,
                  stagings, width: int, extra_readbacks: list):
@@ -78,7 +85,7 @@ class LastRowArgmax:
         result = resources.buffer(4, "argmax index")
         total = 4 + sum(size for _, size in extra_readbacks)
         stagings = [resources.buffer(total, f"argmax staging {i}", ("map_read", "copy_dst"))
-                    for i in range(2)]
+                    for i in range(STAGINGS)]
         group = device.bind_group(pipeline, [(0, source, source.size), (1, result, 4),
                                              (2, params, PARAMS_BYTES)], "argmax")
         return cls(device, recording, Dispatch(pipeline, group, (1, 1, 1), "argmax"), params,
@@ -95,7 +102,7 @@ class LastRowArgmax:
             offset=valid_elements - self.width, width=self.width, **noise))
         self.recording.steps[:-1] = [Copy(self.result, dst, 4, "last argmax")
                                      for dst in feeds] + self._base.steps
-        self.turn = 1 - self.turn
+        self.turn = (self.turn + 1) % len(self.stagings)
         return self.recording
 
 
@@ -168,7 +175,8 @@ class Picker:
         if fed and not reader.ran:
             raise InputError("LastArgmax input: no execute(argmax=True) ran before")
         # this execute's staging buffer: the one whose last index must be read first
-        for pending in [p for p in self._unread if p.staging is reader.stagings[1 - reader.turn]]:
+        taken = reader.stagings[(reader.turn + 1) % len(reader.stagings)]
+        for pending in [p for p in self._unread if p.staging is taken]:
             await pending.result()
 
     async def run(self, valid_elements: int, feeds, sample, profile: bool):

@@ -19,12 +19,19 @@ Beside them, when ``make llm-onnx-genai`` has run: ORT Web's WebGPU EP (ort.webg
 graphs of onnxruntime-genai's builder, one impl per folder of build/llm-onnx-genai holding a
 genai_config.json ("ort-web-genai int4 webgpu-ep", ...; ``genai_impls``), each with its KV
 cache in one GPU buffer per layer shared by past and present, or with graph capture where
-the folder was built for it (benchGenaiLlm in bench/llm_web.js).
+the folder was built for it (benchGenaiLlm in bench/llm_web.js). transformers.js runs the same
+graphs ("transformers.js genai int4", ...; ``tjs_genai_impls``, benchTjsLlm): its loader's
+layout of each folder (``tjs_layout``: config.json from genai_config.json, the graph as
+onnx/model[_q4].onnx) in a temporary folder, the weights served from the builder's folder
+at data/ and handed to ORT under the graph's own location ("model.onnx.data") as
+session_options.externalData; its KV cache on the GPU, grown by one row a step.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,6 +40,13 @@ REPO = HERE.parent
 GENAI_DIR = REPO / "build" / "llm-onnx-genai"
 ORT_DIST = REPO / "build" / "ortweb" / "node_modules" / "onnxruntime-web" / "dist"
 TJS_MODULES = REPO / "build" / "transformersjs" / "node_modules"
+TJS_DIST = TJS_MODULES / "@huggingface" / "transformers" / "dist"  # served at /tjs/
+TJS_ORT_DIST = TJS_MODULES / "onnxruntime-web" / "dist"  # its own ORT's wasm, at /tjsort/
+# what transformers.js's page loads: its bundle (ORT inside), then its ORT's wasm and glue: the
+# asyncify build, ORT's WebGPU EP (transformers.js 4.x on "webgpu"; not JSEP, whose files its
+# dist also holds)
+TJS_FILES = ((TJS_DIST, "transformers.min.js"), (TJS_ORT_DIST, "ort-wasm-simd-threaded.asyncify.mjs"),
+             (TJS_ORT_DIST, "ort-wasm-simd-threaded.asyncify.wasm"))
 TIMEOUT_MS = 3_600_000  # SwiftShader: a 1024-token prefill takes minutes
 # the longest prompt the peers prefill for real by default (ORT Web: 4 min at 256)
 PEER_PREFILL_MAX = 256
@@ -64,7 +78,7 @@ def web_impls(model: Path, onnx_dir: Path | None, log) -> tuple[dict, Path | Non
     else:
         log("onnxruntime-web not found (npm install onnxruntime-web in build/ortweb): "
             "skipping ort-web")
-    if (TJS_MODULES / "@huggingface" / "transformers" / "dist" / "transformers.min.js").is_file():
+    if (TJS_DIST / "transformers.min.js").is_file():
         impls["transformers.js"] = "benchTjsLlm"
     else:
         log("transformers.js not found (npm install @huggingface/transformers in "
@@ -79,7 +93,13 @@ def genai_impls(genai_dir: Path, plan: list[dict], mode: str | None, log) -> dic
     if not (ORT_DIST / "ort.webgpu.mjs").is_file():
         log("onnxruntime-web not found: skipping ort-web-genai")
         return {}
-    impls = {}
+    return {f"ort-web-genai {folder.name} webgpu-ep": (folder, spec)
+            for folder, spec in genai_specs(genai_dir, plan, mode).items()}
+
+
+def genai_specs(genai_dir: Path, plan: list[dict], mode: str | None = None) -> dict:
+    """{folder: spec.genai} for the builder's folders under ``genai_dir`` (genai_impls)."""
+    specs = {}
     for folder in sorted(p.parent for p in genai_dir.glob("*/genai_config.json")):
         cfg = json.loads((folder / "genai_config.json").read_text())["model"]
         dec = cfg["decoder"]
@@ -96,8 +116,80 @@ def genai_impls(genai_dir: Path, plan: list[dict], mode: str | None, log) -> dic
                 "maxLength": max(p["prefill"] + p["steps"] for p in plan) + 1,
                 "nLayers": dec["num_hidden_layers"], "kvHeads": dec["num_key_value_heads"],
                 "headDim": dec["head_size"], "vocab": cfg["vocab_size"]}
-        impls[f"ort-web-genai {folder.name} webgpu-ep"] = (folder, spec)
-    return impls
+        specs[folder] = spec
+    return specs
+
+
+# the names transformers.js feeds and reads for a decoder (its getKeyValueNames, decoder_forward)
+_TJS_NAMES = {"input_ids": "input_ids", "attention_mask": "attention_mask", "position_ids": "position_ids",
+              "past_key_names": "past_key_values.%d.key", "past_value_names": "past_key_values.%d.value",
+              "logits": "logits", "present_key_names": "present.%d.key",
+              "present_value_names": "present.%d.value"}
+
+
+def tjs_unfed(folder: Path) -> str | None:
+    """Why transformers.js cannot run the builder's graph in ``folder`` (an input it does not
+    feed, a name it does not use), or None."""
+    dec = json.loads((folder / "genai_config.json").read_text())["model"]["decoder"]
+    for key, name in {**dec["inputs"], **dec["outputs"]}.items():
+        if _TJS_NAMES.get(key) != name:
+            return f"transformers.js does not feed or read the graph's {key} {name!r}"
+    return None
+
+
+def tjs_genai_impls(genai_dir: Path, plan: list[dict], log) -> dict:
+    """{impl: (folder, spec.genai, why not | None)}: transformers.js on the builder's folders
+    ("transformers.js genai <folder>"); an impl whose graph it cannot feed keeps the reason
+    (its record says it, bench/llm_browser.py run)."""
+    if not (TJS_DIST / "transformers.min.js").is_file():
+        log("transformers.js not found (make llm-web-deps): skipping transformers.js genai")
+        return {}
+    return {f"transformers.js genai {folder.name}": (folder, spec, tjs_unfed(folder))
+            for folder, spec in genai_specs(genai_dir, plan).items()}
+
+
+def hf_config(genai_config: dict) -> dict:
+    """config.json in Hugging Face's form, as transformers.js reads it, from genai_config.json."""
+    cfg = genai_config["model"]
+    dec = cfg["decoder"]
+    return {"model_type": cfg["type"], "vocab_size": cfg["vocab_size"], "hidden_size": dec["hidden_size"],
+            "num_hidden_layers": dec["num_hidden_layers"], "num_attention_heads": dec["num_attention_heads"],
+            "num_key_value_heads": dec["num_key_value_heads"], "head_dim": dec["head_size"],
+            "max_position_embeddings": cfg.get("context_length", 2048),
+            **{k: cfg[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id") if k in cfg}}
+
+
+def tjs_layout(folder: Path, gspec: dict, dest: Path) -> dict:
+    """Write what transformers.js loads for the builder's graph in ``folder`` into ``dest``:
+    config.json and generation_config.json (hf_config), onnx/model.onnx (the graph, < 1 MB),
+    or onnx/model_q4.onnx where it holds MatMulNBits (dtype "q4": transformers.js names its
+    file so; the dtype picks nothing else). The weights stay in ``folder``, to be served at
+    ``data/`` under the model's URL: returns spec.tjs {dtype, externalData: [{path: the
+    graph's location string, data: "data/<it>"}]}."""
+    genai = json.loads((folder / "genai_config.json").read_text())
+    graph = (folder / gspec["file"]).read_bytes()
+    dtype = "q4" if b"MatMulNBits" in graph else "fp32"
+    (dest / "onnx").mkdir(parents=True, exist_ok=True)
+    config = hf_config(genai)
+    (dest / "config.json").write_text(json.dumps(config, indent=1))
+    (dest / "generation_config.json").write_text(json.dumps(
+        {k: config[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id") if k in config}))
+    shutil.copy(folder / gspec["file"], dest / "onnx" / ("model_q4.onnx" if dtype == "q4" else "model.onnx"))
+    # emptyCache: the graph's past_key_values.* name their head dim "kv_cache_dim" (benchTjsLlm)
+    tspec = {"dtype": dtype, "emptyCache": True}
+    if gspec["external"]:
+        if gspec["external"].encode() not in graph:  # ORT matches externalData's path to it
+            raise ValueError(f"{folder / gspec['file']} does not name {gspec['external']} as its "
+                             "external data")
+        tspec["externalData"] = [{"path": gspec["external"], "data": "data/" + gspec["external"]}]
+    return tspec
+
+
+def tjs_version(genai: bool = False) -> str:
+    """transformers.js's version and its ORT's; ``genai``: of its rows on the builder's graphs."""
+    return (f"@huggingface/transformers {_version(TJS_MODULES / '@huggingface' / 'transformers')} "
+            f"(onnxruntime-web {_version(TJS_MODULES / 'onnxruntime-web')}, webgpu-ep"
+            + (", KV cache grown on the GPU)" if genai else ")"))
 
 
 def _version(package: Path) -> str:
@@ -134,7 +226,8 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
     """``genai_dir``: the builder's folders (default: build/llm-onnx-genai where the ONNX model
     is build/llm-onnx's, or none is found); ``genai_mode``
     forces "grow" | "shared" | "graph" for them; ``keep_logits``: their decode records keep
-    each run's logits row; ``ours=False``: the peers alone (result ``{}``)."""
+    each run's logits row; ``ours=False``: the peers alone (result ``{"web_errors": ...}``); result
+    ``web_errors``: {impl: why it has no records}."""
     from pte_webgpu.chromium import paths
     from pte_webgpu.chromium.dist import ensure_dist, version
     from pte_webgpu.chromium.remote import remote_error
@@ -150,8 +243,10 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
     genai_dir = genai_dir or (GENAI_DIR if onnx_dir is None or onnx_dir.parent.parent == REPO / "build"
                               else None)
     genai = genai_impls(genai_dir, plan, genai_mode, progress) if web and genai_dir else {}
-    web_records, web_profiles = [], {}
-    with StaticServer({"/": paths.web_root(), "/bench/": HERE}) as server:
+    tjs_genai = tjs_genai_impls(genai_dir, plan, progress) if web and genai_dir else {}
+    web_records, web_profiles, web_errors = [], {}, {}
+    with tempfile.TemporaryDirectory(prefix="pte-tjs-genai-") as tjs_tmp, \
+            StaticServer({"/": paths.web_root(), "/bench/": HERE}) as server:
         server.mount(dist_url, dist, immutable=True)
         real = model.resolve()
         url = server.mount("/job0/", real.parent, {real.name}) + real.name
@@ -159,8 +254,8 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
             name = model_name(model)
             server.mount(f"/models/{name}/", onnx_dir)
             server.mount("/ort/", ORT_DIST)
-            server.mount("/tjs/", TJS_MODULES / "@huggingface" / "transformers" / "dist")
-            server.mount("/tjsort/", TJS_MODULES / "onnxruntime-web" / "dist")
+            server.mount("/tjs/", TJS_DIST)
+            server.mount("/tjsort/", TJS_ORT_DIST)
             config = json.loads((onnx_dir / "config.json").read_text())
             spec = {"model": name, "nLayers": config["num_hidden_layers"],
                     "kvHeads": config["num_key_value_heads"], "headDim": config["head_dim"],
@@ -168,9 +263,7 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
                     "warmup": warmup,
                     "profile": profile}
             versions = {"ort-web": f"onnxruntime-web {_version(ORT_DIST.parent)} (jsep)",
-                        "transformers.js": f"@huggingface/transformers "
-                        f"{_version(TJS_MODULES / '@huggingface' / 'transformers')} (onnxruntime-web "
-                        f"{_version(TJS_MODULES / 'onnxruntime-web')}, jsep)"}
+                        "transformers.js": tjs_version()}
         with BrowserSession(server.url, index_url=dist_url, timeout_ms=TIMEOUT_MS,
                             progress=progress) as session:
             adapter = session.run_python(
@@ -186,6 +279,22 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
                     "keepLogits": keep_logits, "genai": gspec,
                     **{k: gspec[k] for k in ("nLayers", "kvHeads", "headDim", "vocab")}},
                     f"onnxruntime-web {_version(ORT_DIST.parent)} (webgpu-ep, {gspec['mode']})"))
+            for impl, (folder, gspec, unfed) in tjs_genai.items():
+                if unfed:
+                    progress(f"{impl} failed: {unfed}")
+                    web_errors[impl] = unfed
+                    continue
+                name = "tjs-genai-" + folder.name
+                tspec = tjs_layout(folder, gspec, Path(tjs_tmp) / name)
+                server.mount(f"/models/{name}/", Path(tjs_tmp) / name)
+                if gspec["external"]:
+                    server.mount(f"/models/{name}/data/", folder, {gspec["external"]})
+                server.mount("/tjs/", TJS_DIST)
+                server.mount("/tjsort/", TJS_ORT_DIST)
+                jobs.append((impl, "benchTjsLlm", {
+                    "model": name, "plan": plan, "warmup": warmup, "tjs": tspec,
+                    **{k: gspec[k] for k in ("nLayers", "kvHeads", "headDim", "vocab")}},
+                    tjs_version(genai=True)))
             for impl, fn, spec, impl_version in jobs:
                 progress(f"{impl}: loading the ONNX model ({impl_version})")
                 page = session.page.context.browser.new_page()  # a context of its own
@@ -199,6 +308,7 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
                     got = page.evaluate(f"spec => window.{fn}(spec)", spec)
                 except Exception as e:  # one impl failing must not lose the others
                     progress(f"{impl} failed: {str(e).splitlines()[0]}")
+                    web_errors[impl] = str(e)[:2000]
                     continue
                 finally:
                     page.close()
@@ -212,7 +322,7 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
                     else:
                         progress(f"{impl}: no profile at context {c}: {rows}")
             if not ours:
-                return {}, [dict(r, adapter=adapter) for r in web_records]
+                return {"web_errors": web_errors}, [dict(r, adapter=adapter) for r in web_records]
             session.page.expose_function("pteBenchProgress", lambda text: progress(f"ours: {text}"))
             progress("ours: loading the program in Pyodide")
             result = session.run_python(_OURS.format(
@@ -223,4 +333,5 @@ def run(model: Path, todo: list[dict], *, web: bool = True, onnx_dir: Path | Non
     for r in web_records:
         r["adapter"] = adapter
     result["web_profiles"] = web_profiles
+    result["web_errors"] = web_errors
     return result, web_records

@@ -141,6 +141,12 @@ const profileStep = (ort, run) => kernelTimes(ort, async () => {
 // transformers.js: AutoModelForCausalLM on device "webgpu" from local files only; one greedy
 // generate() per context (prompt of `prefill` ids, steps + 1 new tokens: the prefill's token,
 // then `steps` decode forwards), timed by a streamer: its put() runs after each token.
+// spec.tjs (optional, the builder's graphs: bench/llm_browser.py tjs_genai): {dtype ("fp32" |
+// "q4": the file onnx/model[_q4].onnx), externalData ([{path, data}]: `path` the graph's own
+// location string, "model.onnx.data", `data` a URL under the model's folder that
+// transformers.js fetches and hands to ORT as session_options.externalData)}. Its presents
+// stay on the GPU (transformers.js's preferredOutputLocation for present.*) and go back in as
+// the next past_key_values.*, one row longer (GQA without a shared buffer).
 export async function benchTjsLlm(spec) {
   const tjs = await import("/tjs/transformers.min.js");
   tjs.env.allowRemoteModels = false;
@@ -150,33 +156,42 @@ export async function benchTjsLlm(spec) {
   tjs.env.backends.onnx.wasm.wasmPaths = "/tjsort/";
   tjs.env.backends.onnx.wasm.numThreads = 1;
   let t0 = now();
-  const model = await tjs.AutoModelForCausalLM.from_pretrained(spec.model,
-    { device: "webgpu", dtype: "fp32" });
+  const t = spec.tjs ?? {};
+  const model = await tjs.AutoModelForCausalLM.from_pretrained(spec.model, { device: "webgpu",
+    dtype: t.dtype ?? "fp32", ...(t.externalData && { session_options: { externalData: t.externalData } }) });
   const loadMs = now() - t0;
   // a greedy generate() of newTokens after a prompt of n ids; with `seed` (zeroCache: GPU
   // tensors of n rows) the prompt is n + 1 ids and a DynamicCache of the seed holds the
   // first n, so generate() feeds only the last one (its documented way to continue from a
-  // cache): every forward is then a decode step. seed "empty": an empty DynamicCache
-  const generate = async (n, newTokens, seed = null) => {
+  // cache): every forward is then a decode step. seed "empty": an empty DynamicCache, or with
+  // spec.tjs.emptyCache one of [1, kv, 0, hd] CPU tensors, also when no seed is given: the
+  // builder's graphs name past_key_values.*'s last dim symbolically ("kv_cache_dim"), and
+  // transformers.js's own empty cache (addPastKeyValues: the input's metadata, a symbol
+  // other than batch_size as 0) would be [1, kv, 0, 0], which GroupQueryAttention refuses
+  // ("dimension 3 should match the packed KV head dimension"); this is the cache it makes
+  // where that dim is a number
+  const generate = async (n, newTokens, seed = t.emptyCache ? "empty" : null) => {
     const stamps = [], greedy = [];
     const streamer = { put: (ids) => { stamps.push(now()); greedy.push(Number(ids[0].at(-1))); },
       end: () => {} };
     const len = seed?.buffers ? n + 1 : n;
     const ids = new tjs.Tensor("int64", BigInt64Array.from(promptIds(len, spec.vocab), BigInt), [1, len]);
     const mask = new tjs.Tensor("int64", new BigInt64Array(len).fill(1n), [1, len]);
-    const cache = seed === "empty" ? new tjs.DynamicCache() : seed && new tjs.DynamicCache(Object.fromEntries(
-      seed.tensors().map((t, i) => [pastNames[i], new tjs.Tensor(t)])));
+    const cache = seed === "empty" ? new tjs.DynamicCache(t.emptyCache ? Object.fromEntries(pastNames.map((name) =>
+      [name, new tjs.Tensor("float32", new Float32Array(0), [1, spec.kvHeads, 0, spec.headDim])])) : undefined)
+      : seed && new tjs.DynamicCache(Object.fromEntries(seed.tensors().map((x, i) => [pastNames[i], new tjs.Tensor(x)])));
     t0 = now();
     await model.generate({ input_ids: ids, attention_mask: mask, max_new_tokens: newTokens,
       min_new_tokens: newTokens, do_sample: false, streamer, ...(cache && { past_key_values: cache }) });
     // a cache passed in is kept alive by generate(): its dims, then its GPU tensors freed
     const present = cache && [...cache[pastNames[0]].dims];
+    const location = cache?.[pastNames[0]].location;  // "gpu-buffer": the presents stayed there
     // the class of ort's tensors that transformers.js takes as such: its session's outputs'
     // (transformers.js bundles onnxruntime-common twice; a tensor of the other class would
     // be wrapped again, and its dispose would call itself)
     const ortTensor = cache && cache[pastNames[0]].ort_tensor.constructor;
     if (cache) await cache.dispose();
-    return { stamps, greedy, present, ortTensor };  // stamps: the prompt's put, then one after each forward
+    return { stamps, greedy, present, location, ortTensor };  // stamps: the prompt's put, then one after each forward
   };
   const pastNames = range(0, spec.nLayers).flatMap((i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`]);
   const records = [];
@@ -190,21 +205,24 @@ export async function benchTjsLlm(spec) {
       const seed = zeroCache(ortTensor, await tjs.env.backends.onnx.webgpu.device, pastNames, spec, p.prefill);
       if (spec.warmup) await generate(p.prefill, 1, seed);
       say(`context ${p.context}: generate() of ${p.steps} decode steps from a zero KV cache of ${p.prefill} rows`);
-      const { stamps: s, greedy, present } = await generate(p.prefill, p.steps, seed);
+      const { stamps: s, greedy, present, location } = await generate(p.prefill, p.steps, seed);
       seed.buffers.forEach((b) => b.destroy());
       records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1],
-        ms: range(1, s.length).map((i) => s[i] - s[i - 1]), greedy, cache: "seeded", present });
+        ms: range(1, s.length).map((i) => s[i] - s[i - 1]), greedy, cache: "seeded", present,
+        kvLocation: location });
       continue;
     }
     if (spec.warmup) await generate(p.prefill, 1);
     say(`context ${p.context}: generate() after a prompt of ${p.prefill} tokens`);
-    const { stamps: s, greedy } = await generate(p.prefill, p.steps + 1);
+    const { stamps: s, greedy, present, location } = await generate(p.prefill, p.steps + 1);
     records.push({ phase: "prefill", context: p.context, tokens: p.prefill, ms: [s[1] - s[0]] });
     records.push({ phase: "decode", context: p.context, positions: [p.prefill, p.prefill + p.steps - 1],
-      ms: range(2, s.length).map((i) => s[i] - s[i - 1]), greedy: greedy.slice(1), cache: "prefill" });
+      ms: range(2, s.length).map((i) => s[i] - s[i - 1]), greedy: greedy.slice(1), cache: "prefill",
+      ...(present && { present, kvLocation: location }) });
   }
   await model.dispose();
-  return { records, load_ms: loadMs, version: tjs.env.version ?? "?", build: "jsep" };
+  // its ORT's asyncify build (ort-wasm-simd-threaded.asyncify.*): the WebGPU EP, not JSEP
+  return { records, load_ms: loadMs, version: tjs.env.version ?? "?", build: "webgpu-ep" };
 }
 
 // ONNX Runtime Web's WebGPU EP (ort.webgpu.mjs) on the graph of ORT's own LLM exporter

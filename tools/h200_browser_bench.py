@@ -1,7 +1,8 @@
-"""``bench --llm --backend browser`` on the lent GPU, where Playwright is not: ours (Pyodide)
-and ONNX Runtime Web's WebGPU EP on onnxruntime-genai's graphs, in one headless Chromium
-driven over its DevTools pipe (tools/h200_browser_fixtures.py's Chrome and server), the same
-page code as bench/llm_browser.py (bench/llm_web.js benchGenaiLlm, its ``_OURS`` job).
+"""``bench --llm --backend browser`` on the lent GPU, where Playwright is not: ours (Pyodide),
+ONNX Runtime Web's WebGPU EP and transformers.js on onnxruntime-genai's graphs, in one headless
+Chromium driven over its DevTools pipe (tools/h200_browser_fixtures.py's Chrome and server),
+the same page code as bench/llm_browser.py (bench/llm_web.js benchGenaiLlm and benchTjsLlm,
+its ``_OURS`` job).
 
 Two steps, because the device cannot build anything:
 
@@ -9,8 +10,11 @@ Two steps, because the device cannot build anything:
       --contexts 16,256,1024 --steps 16 [--genai build/llm-onnx-genai] [--out build/gpubench]
     writes OUT/spec.json (the plan of ours, bench/llm_browser.py's genai specs) and each
     builder folder with its weights zeroed and gzipped (a step's time does not depend on
-    the weights' values; 86 MB of int4 become ~0.1 MB to carry), and OUT/ort: the files of
-    onnxruntime-web the WebGPU EP loads, gzipped (run unzips them).
+    the weights' values; 86 MB of int4 become ~0.1 MB to carry), their transformers.js layout
+    in FOLDER/tjs (bench/llm_browser.py tjs_layout: config.json, onnx/model[_q4].onnx; the
+    weights are FOLDER's), OUT/ort: the files of onnxruntime-web the WebGPU EP loads, and
+    OUT/tjs: transformers.js's bundle and its own ORT's WebGPU-EP wasm (the asyncify build),
+    gzipped (run unzips them).
   run (there, after `source tools/h200_chromium_env.sh`: CHROME, CHROME_LD, FLAGS): python3
       tools/h200_browser_bench.py run --chrome $CHROME --dist DIST --spec OUT/spec.json
       --models build/gpullm --out RESULT.json -- $FLAGS
@@ -46,10 +50,12 @@ def prepare(args) -> None:
     contexts = [int(c) for c in args.contexts.split(",")]
     todo = host_plan(pte, [], contexts, args.steps)
     genai = llm_browser.genai_impls(Path(args.genai), todo, None, print)
-    specs = {}
-    for impl, (folder, spec) in genai.items():
-        dest = out / ("genai-" + folder.name)
-        dest.mkdir(parents=True, exist_ok=True)
+    tjs = llm_browser.tjs_genai_impls(Path(args.genai), todo, print)
+    folders = {}  # builder folder -> its copy here
+    for folder, spec in llm_browser.genai_specs(Path(args.genai), todo).items():
+        dest = folders[folder] = out / ("genai-" + folder.name)
+        shutil.rmtree(dest, ignore_errors=True)  # no file of an earlier prepare is carried
+        dest.mkdir(parents=True)
         for f in folder.iterdir():
             if f.name == spec["external"]:  # zeros of the same size, gzipped
                 with gzip.open(dest / (f.name + ".gz"), "wb") as z:
@@ -57,18 +63,26 @@ def prepare(args) -> None:
                     while left:
                         z.write(bytes(min(left, 1 << 24)))
                         left -= min(left, 1 << 24)
-            elif f.suffix in (".onnx", ".json"):
-                shutil.copy(f, dest / f.name)
-        specs[impl] = {"folder": dest.name, "genai": spec}
-    (out / "ort").mkdir(parents=True, exist_ok=True)
-    for name in ORT_FILES:  # gzipped: the wasm is 27 MB of a call's 64 MiB
-        with open(llm_browser.ORT_DIST / name, "rb") as src, \
-                gzip.open(out / "ort" / (name + ".gz"), "wb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 24)
+            elif f.suffix == ".onnx" or f.name in ("genai_config.json", "export.json"):
+                shutil.copy(f, dest / f.name)  # not tokenizer.json: 3.5 MB the pages never read
+    specs = {impl: {"folder": folders[folder].name, "genai": spec} for impl, (folder, spec) in genai.items()}
+    tjs_specs = {}
+    for impl, (folder, spec, unfed) in tjs.items():
+        tjs_specs[impl] = {"folder": folders[folder].name, "genai": spec, "error": unfed} if unfed else {
+            "folder": folders[folder].name, "genai": spec,
+            "tjs": llm_browser.tjs_layout(folder, spec, folders[folder] / "tjs")}
+    files = [(llm_browser.ORT_DIST, name, "ort") for name in ORT_FILES] if genai else []
+    files += [(src, name, "tjs") for src, name in llm_browser.TJS_FILES] if tjs else []
+    for src, name, sub in files:  # gzipped: each wasm is 27-28 MB of a call's 64 MiB
+        (out / sub).mkdir(parents=True, exist_ok=True)
+        with open(src / name, "rb") as f, gzip.open(out / sub / (name + ".gz"), "wb") as dst:
+            shutil.copyfileobj(f, dst, 1 << 24)
     version = llm_browser._version(llm_browser.ORT_DIST.parent)
     (out / "spec.json").write_text(json.dumps(
-        {"plan": todo, "steps": args.steps, "genai": specs, "ort_version": version}, indent=1))
-    print(f"wrote {out}/spec.json: {len(specs)} genai folder(s), plan {todo}")
+        {"plan": todo, "steps": args.steps, "genai": specs, "ort_version": version,
+         "tjs": tjs_specs, "tjs_version": llm_browser.tjs_version(genai=True)}, indent=1))
+    print(f"wrote {out}/spec.json: {len(specs)} genai folder(s), {len(tjs_specs)} transformers.js "
+          f"job(s), plan {todo}")
 
 
 def _unzip(folder: Path) -> None:
@@ -84,13 +98,19 @@ def run(args) -> int:
 
     spec = json.loads(Path(args.spec).read_text())
     base = Path(args.spec).parent
+    tjs = spec.get("tjs", {})
     _unzip(base / "ort")
+    _unzip(base / "tjs")
+    # the first prefix that matches serves (fx._Handler): the longer ones first
     mounts = [("/pyodide/", Path(args.dist).resolve()), ("/bench/", ROOT / "bench"),
-              ("/ort/", base / "ort"), ("/job0/", Path(args.models).resolve()),
-              ("/", ROOT / "web")]
-    for impl, g in spec["genai"].items():
+              ("/ort/", base / "ort"), ("/tjs/", base / "tjs"), ("/tjsort/", base / "tjs"),
+              ("/job0/", Path(args.models).resolve()), ("/", ROOT / "web")]
+    for impl, g in [*spec["genai"].items(), *tjs.items()]:
         _unzip(base / g["folder"])
         mounts.insert(0, (f"/models/{g['folder']}/", base / g["folder"]))
+    for impl, g in tjs.items():  # transformers.js's layout, the weights at data/
+        mounts[:0] = [(f"/models/tjs-{g['folder']}/data/", base / g["folder"]),
+                      (f"/models/tjs-{g['folder']}/", base / g["folder"] / "tjs")]
     fx._Handler.mounts = mounts
     httpd = fx.ThreadingHTTPServer(("127.0.0.1", 0), fx._Handler)
     httpd.daemon_threads = True
@@ -98,11 +118,15 @@ def run(args) -> int:
     root = f"http://127.0.0.1:{httpd.server_address[1]}/"
     chrome = fx.Chrome(args.chrome, args.flags, args.log)
     plan = spec["plan"]
-    records, summary = [], {"flags": args.flags}
-    try:
-        chrome.open(root + "bench/llm_web.html")
+    records, summary = [], {"flags": args.flags, "errors": {}}
+
+    def bench_page():
         chrome.evaluate("new Promise(r => { const t = () => window.llmWebReady ? r(1)"
                         " : setTimeout(t, 50); t(); })", 60)
+
+    try:
+        chrome.open(root + "bench/llm_web.html")
+        bench_page()
         summary["adapter_js"] = chrome.evaluate(fx.ADAPTER_JS)
         for impl, g in spec["genai"].items():
             gspec = g["genai"]
@@ -115,6 +139,29 @@ def run(args) -> int:
                 got = chrome.evaluate(f"window.benchGenaiLlm({json.dumps(job)})", args.timeout)
             except Exception as e:  # one impl failing must not lose the others
                 print(f"{impl} failed: {str(e)[:500]}")
+                summary["errors"][impl] = str(e)[:2000]
+                continue
+            print(f"{impl}: {time.time() - t0:.0f} s")
+            records += [dict(summarize(r), impl=impl, version=version,
+                             load_s=got["load_ms"] / 1e3) for r in got["records"]]
+        for impl, g in tjs.items():  # each in a fresh page: transformers.js and its own ORT
+            if g.get("error"):
+                print(f"{impl} failed: {g['error']}")
+                summary["errors"][impl] = g["error"]
+                continue
+            gspec = g["genai"]
+            job = {"model": f"tjs-{g['folder']}", "plan": plan, "warmup": True, "tjs": g["tjs"],
+                   **{k: gspec[k] for k in ("nLayers", "kvHeads", "headDim", "vocab")}}
+            version = spec["tjs_version"]
+            chrome.call("Page.navigate", {"url": root + "bench/llm_web.html"})
+            time.sleep(1.0)
+            bench_page()
+            t0 = time.time()
+            try:
+                got = chrome.evaluate(f"window.benchTjsLlm({json.dumps(job)})", args.timeout)
+            except Exception as e:
+                print(f"{impl} failed: {str(e)[:500]}")
+                summary["errors"][impl] = str(e)[:2000]
                 continue
             print(f"{impl}: {time.time() - t0:.0f} s")
             records += [dict(summarize(r), impl=impl, version=version,

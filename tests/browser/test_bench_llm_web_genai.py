@@ -4,7 +4,9 @@ SkipSimplifiedLayerNormalization) for a tiny random Llama (tests/fixtures/llm_on
 made by ``python -m pte_webgpu.export.llm_onnx_genai --tiny``), its KV cache one GPU buffer per
 layer bound as both past and present. Each run's logits row after a real prefill matches ONNX
 Runtime's (Python, CPU) on the same graph, and so do the greedy tokens (fp32: torch's too).
-Needs onnxruntime-web (`make llm-web-deps`)."""
+transformers.js (bench/llm_web.js benchTjsLlm: generate() on the same graphs, its cache grown
+on the GPU) picks the same tokens as the ORT row, after the prefill and from the zero cache.
+Needs onnxruntime-web and transformers.js (`make llm-web-deps`)."""
 
 import concurrent.futures
 import json
@@ -55,3 +57,18 @@ def test_ort_web_genai_follows_onnxruntime_cpu(mode):
         assert all(0 <= t < config["vocab_size"] for t in seeded["greedy"])
         assert all(r["tok_s"] > 0 and r["adapter"].startswith("browser") for r in got)
         assert all("webgpu-ep" in r["version"] for r in got)
+        if not (bench.TJS_DIST / "transformers.min.js").is_file():
+            continue
+        # transformers.js on the same graph: ORT's picks, after the prefill and from the zero
+        # cache, its cache on the GPU one row longer a step
+        tjs = [r for r in records if r["impl"] == f"transformers.js genai {precision}"]
+        assert [(r["phase"], r["context"]) for r in tjs] == [
+            ("prefill", 5), ("decode", 5), ("decode", 12)], (precision, tjs)
+        assert tjs[0]["tokens"] == 5 and tjs[1]["positions"] == [5, 5 + steps - 1]
+        assert tjs[1]["greedy"] == got[1]["greedy"] == want["ort_cpu_tokens"], (precision, tjs[1])
+        assert tjs[2]["cache"] == "seeded" and tjs[2]["greedy"] == seeded["greedy"], (precision, tjs[2])
+        kv = [1, config["num_key_value_heads"], None, config["head_dim"]]
+        assert tjs[1]["present"] == kv[:2] + [5 + steps] + kv[3:]
+        assert tjs[2]["present"] == kv[:2] + [12 + steps] + kv[3:]
+        assert tjs[1]["kvLocation"] == tjs[2]["kvLocation"] == "gpu-buffer"
+        assert all(r["tok_s"] > 0 and "@huggingface/transformers 4." in r["version"] for r in tjs)

@@ -1,9 +1,10 @@
 """tools/h200_browser_bench.py, the browser bench for the lent GPU (no Playwright there), run
 here on SwiftShader as it runs there: ``prepare`` a tiny program's plan and the tiny builder
 graphs of tests/fixtures/llm_onnx_genai (their weights zeroed and gzipped, ORT's files
-gzipped), then ``run`` ours and ORT Web's WebGPU EP in one Chromium over the DevTools pipe:
-a prefill and a decode record per context for every impl. Needs onnxruntime-web (`make
-llm-web-deps`)."""
+gzipped), then ``run`` ours, ORT Web's WebGPU EP and transformers.js (its layout of the
+builder's graphs and its files gzipped too) in one Chromium over the DevTools pipe: a prefill
+and a decode record per context for every impl. Needs onnxruntime-web and transformers.js
+(`make llm-web-deps`)."""
 
 import json
 import subprocess
@@ -31,6 +32,14 @@ def test_gpu_browser_bench_runs_ours_and_the_genai_peers(tmp_path):
     zeroed = out / "genai-int4" / (spec["genai"]["ort-web-genai int4 webgpu-ep"]["genai"]
                                    ["external"] + ".gz")
     assert zeroed.is_file() and zeroed.stat().st_size < (GENAI / "int4" / zeroed.stem).stat().st_size
+    tjs = (llm_browser().TJS_DIST / "transformers.min.js").is_file()
+    if tjs:  # transformers.js's layout of each graph (the weights the zeroed ones), its files
+        assert spec["tjs"]["transformers.js genai int4"]["tjs"]["dtype"] == "q4"
+        assert (out / "genai-int4" / "tjs" / "onnx" / "model_q4.onnx").is_file()
+        assert (out / "genai-fp32" / "tjs" / "onnx" / "model.onnx").is_file()
+        assert sorted(f.name for f in (out / "tjs").iterdir()) == [
+            "ort-wasm-simd-threaded.asyncify.mjs.gz", "ort-wasm-simd-threaded.asyncify.wasm.gz",
+            "transformers.min.js.gz"]
     result = tmp_path / "result.json"
     run = subprocess.run(
         [sys.executable, TOOL, "run", "--chrome", launch_options()["executable_path"],
@@ -42,8 +51,15 @@ def test_gpu_browser_bench_runs_ours_and_the_genai_peers(tmp_path):
     records = json.loads(result.read_text())["records"]
     impls = {"ort-web-genai fp32 webgpu-ep", "ort-web-genai int4 webgpu-ep",
              f"ours {TINY_PTE.name}"}
+    if tjs:
+        impls |= {"transformers.js genai fp32", "transformers.js genai int4"}
     assert {r["impl"] for r in records} == impls, run.stdout[-3000:]
     for impl in impls:
         got = sorted((r["phase"], r["context"]) for r in records if r["impl"] == impl)
         assert got == [("decode", 5), ("decode", 9), ("prefill", 5), ("prefill", 9)], (impl, got)
     assert all(r["tok_s"] > 0 and r["adapter"].startswith("browser") for r in records)
+    for precision in ("fp32", "int4") if tjs else ():  # the same zero weights: the same picks
+        pair = (f"ort-web-genai {precision} webgpu-ep", f"transformers.js genai {precision}")
+        picks = [[r["greedy"] for r in records if r["impl"] == impl and r["phase"] == "decode"]
+                 for impl in pair]
+        assert picks[0] == picks[1], (precision, picks)

@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from pte_webgpu.llm.bench_job import llm_bench_job, prompt_ids
 
 from tests.support.decoders import DECODERS, INDEX
+from tests.support.gpu_thread import run_sync
 
 pytest.importorskip("wgpu", reason="native backend needs pte-webgpu[native]")
 REPO = Path(__file__).resolve().parents[2]
@@ -63,6 +66,41 @@ def test_bench_llm_writes_records_table_and_profile(tmp_path):
     ops = {row["op"] for row in profiles["4"] if row["dispatches"]}
     assert "sdpa_with_kv_cache.default" in ops and ops & {
         "aten.linear.default", "pte_webgpu.fused_linear", "pte_webgpu.norm_linear"}
+
+
+# the fp16 one's tokens depend on the positions fed (the fp32 one's tiny random weights
+# give the same argmax at a wrong position)
+@pytest.mark.parametrize("name", [NAME, "llama_dynamic_rope_fp16"])
+def test_bench_llm_tokens_equal_host_fed_steps(runtime, name):
+    """The job's warm-up (chained steps over the whole cache for ramp_ms) and its decode
+    (IN_FLIGHT steps submitted ahead, fed on the GPU) leave each context's greedy tokens
+    those of a plain prefill and host-fed steps of the same prompt."""
+    pte = (DECODERS / f"{name}.pte").read_bytes()
+
+    async def go():
+        result = await llm_bench_job(pte, contexts=[4, 16, 28], steps=5, runtime=runtime,
+                                     ramp_ms=300)
+        program = await runtime.load_program(pte)
+        try:
+            method = program.load_method("forward")
+            want = {}
+            for r in (r for r in result["records"] if r["phase"] == "decode"):
+                n = r["positions"][0]
+                method.reset()
+                ids = prompt_ids(n, INDEX[name]["model_args"]["vocab_size"])
+                tokens = await method.execute([np.array([ids], np.int64),
+                                               np.array([0], np.int64)], argmax=True)
+                for k in range(5):
+                    tokens.append((await method.execute(
+                        [np.array([tokens[-1:]], np.int64), np.array([n + k], np.int64)],
+                        argmax=True))[0])
+                want[r["context"]] = (tokens, r["greedy"])
+            return want
+        finally:
+            program.close()
+
+    for context, (want, got) in run_sync(go()).items():
+        assert got == want, context
 
 
 def test_bench_llm_takes_a_zero_weight_gz_with_its_export_json(tmp_path):

@@ -10,8 +10,8 @@ this one's token is read, fed on the GPU (``readout.LastArgmax``); a step's time
 between two tokens read.
 So a context up to L - N is exact; at c = L the prefill is L - N tokens and the last step
 sees L - 1 cached tokens (the records say so: ``tokens`` and ``positions``). Before
-timing, a short prefill and a decode step build the pipelines (``WARMUP_TOKENS``), repeated
-for ``ramp_ms`` (``RAMP_MS``) to bring the GPU's clocks up;
+timing, a short prefill and a decode step build the pipelines (``WARMUP_TOKENS``), then
+chained decode steps run for ``ramp_ms`` (``RAMP_MS``) to bring the GPU's clocks up;
 each prefill length is run once untimed first unless ``warmup=False`` (the first execute
 of a new length also traces its host steps). The ORT Web / transformers.js
 (bench/llm_web.js) and torch sides warm up the same way.
@@ -34,9 +34,10 @@ from .step_cost import step_cost
 # the first warm-up prefill: more rows than a matrix-vector linear takes (8), so that the
 # prefill kernels are built before timing, as the decode ones are by its decode step
 WARMUP_TOKENS = 16
-# the warm-up repeated for this long: a GPU left idle while the program loaded runs its
-# first steps at a fraction of its clock (Chromium on an H100: 5.1 ms a decode step at the
-# first context, 2.9 ms at the third; docs/performance.md); the peers' pages do the same
+# chained decode steps for this long before timing: a GPU left idle while the program loaded
+# runs its first steps at a fraction of its clock (Chromium on an H100: 5.1 ms a decode step
+# at the first context, 2.9 ms at the third; docs/performance.md); the peers' pages repeat
+# their warm-up as long
 RAMP_MS = 1000
 
 
@@ -103,13 +104,10 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
             todo = plan(contexts, steps, model.max_context_len, model.prefill_chunk)
             say(f"loaded in {load_s:.1f} s; warming up")
             n = min(WARMUP_TOKENS, todo[0]["prefill"])
-            ramp_end = time.perf_counter() + ramp_ms / 1e3
-            while True:  # at least once: the pipelines of both phases are made here
-                first = await method.execute([_ids(prompt_ids(n, model.vocab_size)), _pos(0)],
-                                             argmax=True)
-                await method.execute([_ids(first), _pos(n)], argmax=True)
-                if time.perf_counter() >= ramp_end:
-                    break
+            first = await method.execute([_ids(prompt_ids(n, model.vocab_size)), _pos(0)],
+                                         argmax=True)
+            await method.execute([_ids(first), _pos(n)], argmax=True)
+            await _ramp(method, first, n + 1, model.max_context_len, ramp_ms)
             records, profiles = [], {}
             timestamps = "timestamp-query" in rt.adapter.features
             for p in todo:
@@ -158,6 +156,23 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
     finally:
         if runtime is None:
             rt.close()
+
+
+async def _ramp(method, token: list, start: int, max_len: int, ms: float) -> None:
+    """Decode steps chained as the timed ones (positions ``start`` .. ``max_len`` - 1, then
+    again) for ``ms``: a busy GPU, so that its clocks are up before the first context; a
+    warm-up with the host waiting between steps left an H100's first context at half speed
+    in Chromium."""
+    end = time.perf_counter() + ms / 1e3
+    span = max(1, max_len - start)
+    inflight, k = deque(), 0
+    while inflight or time.perf_counter() < end:
+        while time.perf_counter() < end and len(inflight) <= IN_FLIGHT:
+            feed = _ids(token) if k == 0 else LastArgmax()
+            inflight.append(await method.execute([feed, _pos(start + k % span)], argmax=True,
+                                                 wait=False))
+            k += 1
+        await inflight.popleft()
 
 
 def summarize(rec: dict) -> dict:

@@ -15,3 +15,8 @@ for name in wgpu cffi pycparser rendercanvas flatbuffers; do
     --implementation cp "${PLATFORMS[@]}" -d .whl "$name${v:+==$v}"
 done
 ls -l .whl
+# The lent machine has no fonts: Chromium's headless shell aborts as soon as a page draws
+# text (SkFontMgr_FontConfigInterface "Not implemented"), e.g. the chat page's screenshot.
+# tools/h200_chromium_env.sh unpacks these where they are carried (.fonts).
+mkdir -p .fonts && (cd .fonts && apt-get download fonts-dejavu-core fontconfig-config)
+ls -l .fonts

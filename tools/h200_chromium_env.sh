@@ -7,6 +7,9 @@ if [ ! -x "$ROOT_DIR/usr/lib/chromium/chromium-headless-shell" ]; then
   mkdir -p "$ROOT_DIR" && cat "$PARTS"/p*/part* | xz -d | tar -x -C "$ROOT_DIR" || return 2
 fi
 CHROME=$ROOT_DIR/usr/lib/chromium/chromium-headless-shell
+# fonts and fontconfig's configuration, where carried (tools/gpu_lane_wheels.sh fetches them):
+# without any font the headless shell aborts when a page draws text
+for f in ${FONTS_DIR:-.fonts}/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
 # the unpacked Debian libraries, for Chromium alone (the runner sets them as its LD_LIBRARY_PATH)
 export CHROME_LD=$ROOT_DIR/usr/lib/x86_64-linux-gnu:$ROOT_DIR/lib/x86_64-linux-gnu:$ROOT_DIR/usr/lib/x86_64-linux-gnu/pulseaudio
 ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json

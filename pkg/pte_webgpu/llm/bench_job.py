@@ -22,12 +22,11 @@ from __future__ import annotations
 import array
 import statistics
 import time
-from collections import deque
 
 from ..errors import InputError, UnsupportedError
 from ..model.tensor import Tensor
 from ..runtime import Runtime
-from ..runtime.readout import IN_FLIGHT, LastArgmax
+from .chained_steps import ChainedSteps
 from .generate import LanguageModel, forward_shape
 from .step_cost import step_cost
 
@@ -123,31 +122,24 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
                 ms = (time.perf_counter() - t0) * 1e3
                 records.append({"phase": "prefill", "context": c, "tokens": n, "ms": [ms]})
                 say(f"context {c}: {n / ms * 1e3:.2f} tok/s prefill; {steps} decode steps")
-                # chained as LanguageModel decodes: up to IN_FLIGHT steps are submitted
-                # (fed on the GPU with the previous pick) beyond the one whose token is read
-                times, greedy, inflight, host = [], list(token), deque(), []
-                t0 = time.perf_counter()
-                for k in range(steps):
-                    while len(times) + len(inflight) < steps and len(inflight) <= IN_FLIGHT:
-                        feed = _ids(token) if k == 0 and not inflight else LastArgmax()
-                        at = _pos(n + len(times) + len(inflight))
-                        h0 = time.perf_counter()
-                        inflight.append(await method.execute([feed, at], argmax=True,
-                                                             wait=False))
-                        host.append((time.perf_counter() - h0) * 1e6)
-                    token = await inflight.popleft()
+                # chained as LanguageModel decodes (llm/chained_steps.py)
+                chain = ChainedSteps(method, token[0], range(n, n + steps))
+                times, greedy = [], []
+                t0 = None
+                async for picked in chain:
                     t1 = time.perf_counter()
-                    times.append((t1 - t0) * 1e3)
+                    if t0 is not None:
+                        times.append((t1 - t0) * 1e3)
                     t0 = t1
-                    greedy += token
+                    greedy.append(picked)
                 # the host's whole work for a step while chained (inputs, host steps,
                 # encode, submit): the step's floor when the host is the bottleneck
                 cost = dict(await step_cost(method, timestamps),
-                            host_us=statistics.median(host))
+                            host_us=statistics.median(chain.host_us))
                 records.append({"phase": "decode", "context": c, "greedy": greedy,
                                 "positions": [n, n + steps - 1], "ms": times, "cost": cost})
                 if profile:  # the last position again (its cache row is rewritten)
-                    await method.execute([_ids(token), _pos(n + steps - 1)], argmax=True,
+                    await method.execute([_ids(greedy[-1:]), _pos(n + steps - 1)], argmax=True,
                                          profile=True)
                     profiles[str(c)] = method.last_profile
             return {"records": [summarize(r) for r in records], "load_s": load_s,
@@ -170,14 +162,15 @@ async def _ramp(method, token: list, start: int, max_len: int, ms: float) -> Non
     in Chromium."""
     end = time.perf_counter() + ms / 1e3
     span = max(1, max_len - start)
-    inflight, k = deque(), 0
-    while inflight or time.perf_counter() < end:
-        while time.perf_counter() < end and len(inflight) <= IN_FLIGHT:
-            feed = _ids(token) if k == 0 else LastArgmax()
-            inflight.append(await method.execute([feed, _pos(start + k % span)], argmax=True,
-                                                 wait=False))
+
+    def positions():
+        k = 0
+        while time.perf_counter() < end:
+            yield start + k % span
             k += 1
-        await inflight.popleft()
+
+    async for _ in ChainedSteps(method, token[0], positions()):
+        pass
 
 
 def summarize(rec: dict) -> dict:

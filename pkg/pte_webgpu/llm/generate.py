@@ -18,17 +18,15 @@ Gumbel-max). With top_k or top_p it reads the logits row of every step (196 KB f
 
 from __future__ import annotations
 
-import array
 import contextlib
 import random
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from functools import partial
 
 from ..errors import InputError, UnsupportedError
-from ..model.tensor import Tensor
-from ..runtime.readout import IN_FLIGHT, LastArgmax, Sample
+from ..runtime.readout import Sample
+from .chained_steps import ChainedSteps, int64_tensor
 from .chat_template import ChatTemplate
 from .sampling import choose
 from .tokenizer import Tokenizer
@@ -37,10 +35,6 @@ try:  # numpy is optional (absent in an offline Pyodide)
     import numpy as _np
 except ImportError:  # pragma: no cover - the browser path
     _np = None
-
-
-def _int64(values: list[int], shape) -> Tensor:
-    return Tensor(array.array("q", values), shape, "int64")
 
 
 def last_row(logits, vocab: int):
@@ -165,7 +159,7 @@ class LanguageModel:
         ``greedy`` their argmax, found on the GPU (4 bytes read back, not the row), or a
         draw with ``sample``."""
         out = await self.method.execute(
-            [_int64(ids, (1, len(ids))), _int64([len(self.history)], (1,))], argmax=greedy,
+            [int64_tensor(ids, (1, len(ids))), int64_tensor([len(self.history)], (1,))], argmax=greedy,
             sample=sample)
         self.history += ids
         return out[0] if greedy else last_row(out[0], self.vocab_size)
@@ -241,35 +235,25 @@ class LanguageModel:
         return True
 
     async def _gpu_steps(self, token: int, max_new_tokens: int, draws=None):
-        """Yield the first token, then one per decode step (argmax, or ``draws(n)``'s
-        sample for the n-th); up to ``readout.IN_FLIGHT`` steps are submitted ahead of the
-        one the host reads, each fed by the GPU with the token the host has not read yet."""
+        """Yield the first token, then one per decode step chained on the GPU (argmax, or
+        ``draws(n)``'s sample for the n-th: llm/chained_steps.py)."""
         gen = self.last
         start = len(gen.prompt_ids)
-        inflight: deque = deque()
-        submitted = 0
 
-        async def submit():
-            nonlocal submitted
-            submitted += 1
-            feed = _int64([token], (1, 1)) if submitted == 1 else LastArgmax()
-            inflight.append(await self.method.execute(
-                [feed, _int64([start + submitted - 1], (1,))], argmax=True, wait=False,
-                sample=draws and draws(submitted)))
+        def positions():  # pulled when a step is about to be submitted
+            n = 1
+            while self._room(n, max_new_tokens):
+                yield start + n - 1
+                n += 1
 
         t1 = time.perf_counter()
-        if self._room(1, max_new_tokens):
-            await submit()
-        while True:
-            while inflight and len(inflight) <= IN_FLIGHT \
-                    and self._room(submitted + 1, max_new_tokens):
-                await submit()
+        first = True
+        async for token in ChainedSteps(self.method, token, positions(), draws):
+            if not first:
+                gen.decode_ms = (time.perf_counter() - t1) * 1e3
+                gen.decode_steps += 1
+            first = False
             yield token
-            if not inflight:
-                return
-            token = (await inflight.popleft())[0]
-            gen.decode_ms = (time.perf_counter() - t1) * 1e3
-            gen.decode_steps += 1
 
     async def _sampled_steps(self, logits, max_new_tokens: int, rng, temperature, top_k,
                              top_p):

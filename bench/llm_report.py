@@ -77,14 +77,16 @@ def cost_table(records: list[dict]) -> list[str]:
         return "-" if v is None else f"{v:.0f}"
     lines = ["Where a decode step of ours goes (µs): the chained step as timed; the GPU's time "
              "for its dispatches back to back, one timed pass per run of dispatches; the host "
-             "encoding it (no submit):", "",
-             "| ctx | step | GPU | encode | dispatches | passes | GPU per dispatch |",
-             "|---|---|---|---|---|---|---|"]
+             "encoding it (no submit); the host's whole work per step while chained "
+             "(execute until it returns: inputs, host steps, encode, submit):", "",
+             "| ctx | step | GPU | encode | host | dispatches | passes | GPU per dispatch |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         c = r["cost"]
         per = "-" if c["gpu_us"] is None else f"{c['gpu_us'] / max(1, c['dispatches']):.1f}"
         lines.append(f"| {r['context']} | {r['ms_per_token'] * 1e3:.0f} | {us(c['gpu_us'])} | "
-                     f"{us(c['encode_us'])} | {c['dispatches']} | {c['passes']} | {per} |")
+                     f"{us(c['encode_us'])} | {us(c.get('host_us'))} | {c['dispatches']} | "
+                     f"{c['passes']} | {per} |")
     return lines + [""]
 
 

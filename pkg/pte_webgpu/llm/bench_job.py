@@ -125,20 +125,25 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
                 say(f"context {c}: {n / ms * 1e3:.2f} tok/s prefill; {steps} decode steps")
                 # chained as LanguageModel decodes: up to IN_FLIGHT steps are submitted
                 # (fed on the GPU with the previous pick) beyond the one whose token is read
-                times, greedy, inflight = [], list(token), deque()
+                times, greedy, inflight, host = [], list(token), deque(), []
                 t0 = time.perf_counter()
                 for k in range(steps):
                     while len(times) + len(inflight) < steps and len(inflight) <= IN_FLIGHT:
                         feed = _ids(token) if k == 0 and not inflight else LastArgmax()
                         at = _pos(n + len(times) + len(inflight))
+                        h0 = time.perf_counter()
                         inflight.append(await method.execute([feed, at], argmax=True,
                                                              wait=False))
+                        host.append((time.perf_counter() - h0) * 1e6)
                     token = await inflight.popleft()
                     t1 = time.perf_counter()
                     times.append((t1 - t0) * 1e3)
                     t0 = t1
                     greedy += token
-                cost = await step_cost(method, timestamps)
+                # the host's whole work for a step while chained (inputs, host steps,
+                # encode, submit): the step's floor when the host is the bottleneck
+                cost = dict(await step_cost(method, timestamps),
+                            host_us=statistics.median(host))
                 records.append({"phase": "decode", "context": c, "greedy": greedy,
                                 "positions": [n, n + steps - 1], "ms": times, "cost": cost})
                 if profile:  # the last position again (its cache row is rewritten)

@@ -7,7 +7,9 @@ grids are those of a decode step at that context.
   the GPU's own time with no host in it (needs timestamps);
 - ``encode_us``: the host encoding that recording and finishing the command buffer,
   submitting nothing (in the page: the one JS call that encodes it);
-- ``dispatches`` and ``passes`` of the step.
+- ``dispatches`` and ``passes`` of the step;
+- (added by llm/bench_job.py) ``host_us``: the median time ``execute(wait=False)`` took
+  to return during the timed steps, the host's whole work for one chained step.
 
 A chained step (the bench's ``ms``) costs about max(GPU, host: encode + submit + the
 steps' host work) when the two overlap, their sum when they do not.

@@ -2,8 +2,9 @@
 // in (`$name` placeholders; each section is exactly the text it gives, so a comment
 // about one sits on its `// ====` line). ops/mixed.py: `item` per op and operand types;
 // ops/fill.py: `value_at` per output type; ops/any_reduce.py: `nonzero` per input type;
-// ops/fused_elementwise.py: a chain's steps and `chain_item`; ops/unary.py's `apply` and
-// ops/binary.py's `combine`: the switch on the `op` override over their table's rows.
+// ops/fused_elementwise.py: a chain's steps, `chain_value` and `chain_item`; ops/unary.py's
+// `apply` and ops/binary.py's `combine`: the switch on the `op` override over their
+// table's rows.
 // ==== apply: `cases` from compose.cases (one per unary table row); else v unchanged
 fn apply(v: f32) -> f32 {
   switch op {
@@ -58,9 +59,13 @@ fn step$j(v: f32) -> f32 {
 fn step$j(x: f32, y: f32) -> f32 {
   return $expr;
 }
-// ==== chain_item: the inputs loaded, each step's result rounded to elem, the last stored
+// ==== chain_value: the steps over inputs r0 .., each result rounded to elem (also matmul's gated prologue)
+fn chain_value($inputs) -> f32 {
+$lines  return r$last;
+}
+// ==== chain_item: the inputs loaded, the chain's value stored
 fn chain_item(i: u32) {
-$lines  y[i] = elem(r$last);
+$loads  y[i] = elem(chain_value($regs));
 }
 // ==== chain_load
   let r$reg = f32($input[i]);

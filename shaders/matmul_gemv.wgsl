@@ -16,9 +16,11 @@
 // main_packed (f16 weights, K % 8 == 0: 16-byte loads of 8 halves, `weight8`).
 // Rows and columns past M and N are clamped to the last one (read, never written), so
 // the sweep has no branches. The vec4 and packed sweeps read the input through x4_at
-// (row start, the row's place in the block, vec4 index): the input itself, or (the norm
+// (row start, the row's place in the block, vec4 index): the input itself, (the norm
 // prologue, pte_webgpu.norm_linear) the input normalised as RMSNorm would store it, with
-// the block's rows' scales found first (matmul_parts.wgsl gemv_norm).
+// the block's rows' scales found first (matmul_parts.wgsl gemv_norm), or (the gated
+// prologue, pte_webgpu.gated_linear) an element-wise chain of the input and `up4`
+// (matmul_parts.wgsl gemv_gated).
 // Prelude (Params, bindings, `put`: where output (row, col) goes): shaders/compose.py
 // from ops/matmul.py.
 

@@ -246,6 +246,18 @@ fn set_norm(b: Block, total: vec4<f32>) {
   norm_k = vec4<i32>(i32(s0.x), i32(s1.x), i32(s2.x), i32(s3.x));
   norm_rstd = vec4<f32>(s0.y, s1.y, s2.y, s3.y);
 }
+// ==== gemv_gated  gemv with a gated-input prologue (pte_webgpu.gated_linear): the sweeps read chain_value(input, up)
+// The input is an element-wise chain of two tensors (SwiGLU: silu(gate) * up), the
+// chain's own steps (ops/fused_elementwise.py chain_value, each rounded to elem as its
+// kernel rounds them) computed as each element is loaded: its dispatch and its output's
+// round trip are gone. Every workgroup recomputes its rows' values (decode rows only,
+// ops/matmul.py takes_prologue).
+fn x4_at(base: u32, slot: u32, j: u32) -> vec4<f32> {
+  let g = vec4<f32>(input4[base + j]);
+  let u = vec4<f32>(up4[base + j]);
+  return vec4<f32>(chain_value(g.x, u.x), chain_value(g.y, u.y), chain_value(g.z, u.z),
+                   chain_value(g.w, u.w));
+}
 // ==== gemv_entry  gemv: an entry point (main, main_vec4, main_packed)
 
 @compute @workgroup_size(wg_size)

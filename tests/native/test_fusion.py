@@ -15,12 +15,12 @@ from tests.support.gpu_thread import run_sync
 
 LLAMAS = sorted(n for n in INDEX if n.startswith("llama_"))
 # per layer: q/k/v as one (2 fewer), gate/up as one (1), o_proj and down_proj each with
-# its residual add (2), sigmoid * gate * up as one kernel (2), both norms into the
-# linears after them (2: on GPUs, tests/support/fusion_check.saved_dispatches); and the
-# final norm into the lm head (1 per model, GPUs)
-SAVED_PER_LAYER = 9
+# its residual add (2), sigmoid * gate * up as one kernel (2), both norms and that chain
+# into the linears after them (3: on GPUs, tests/support/fusion_check.saved_dispatches);
+# and the final norm into the lm head (1 per model, GPUs)
+SAVED_PER_LAYER = 10
 PER_LAYER = {"rms_norm + 3 linears": 1, "rms_norm + 2 linears": 1,
-             "linear + residual add": 2, "3 element-wise ops": 1}
+             "linear + residual add": 1, "3 element-wise ops + linear + residual add": 1}
 PER_MODEL = {"rms_norm + 1 linear": 1}
 
 
@@ -44,7 +44,11 @@ def _check(name, report):
     # reshapes share their inputs' memory: no copy is left, and memory stays as it was
     # (a reshape given a buffer it never used once doubled SmolLM2's)
     assert report["copies"]["fused"] == 0 < report["copies"]["unfused"], report["copies"]
-    assert report["buffer_bytes"]["fused"] <= 1.05 * report["buffer_bytes"]["unfused"], report
+    # (1.05 before the SwiGLU fold: its op reads gate and up and writes the chain's
+    # output at one place, and _repair's greedy placement then gives the decoders one
+    # more [rows, hidden] object, 328916 against 315092 bytes on llama_dynamic_hfrope;
+    # a constant, not per layer: fresh objects are shared across layers)
+    assert report["buffer_bytes"]["fused"] <= 1.10 * report["buffer_bytes"]["unfused"], report
     # the same arithmetic per element; a driver may still contract a * b + c differently
     tol = 1e-5 * report["scale"] if "fp16" not in name else 1e-3 * report["scale"]
     assert max(report["diffs"]) <= tol, report
@@ -207,7 +211,7 @@ def test_the_hand_block_fuses_as_expected():
 @pytest.mark.parametrize("variant", ["", "-fp16"])
 def test_smollm_fused_equals_unfused(variant):
     """SmolLM2-135M from `make llm` (skipped without it): a 12-row prefill (the matrix-
-    matrix forms) and decode steps give the same logits fused and unfused, with 9 x 30 + 1
+    matrix forms) and decode steps give the same logits fused and unfused, with 10 x 30 + 1
     fewer dispatches per decode step."""
     from pathlib import Path
 

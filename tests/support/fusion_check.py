@@ -80,7 +80,7 @@ async def native_runtime(options):
 
 def saved_dispatches(report, layers: int, per_layer: int, final: int) -> int:
     """Dispatches a fused decode step saves: ``per_layer`` a layer and ``final`` for the
-    final norm on GPUs; where the matmul rule is a CPU adapter's, the norms stay their
-    own dispatch inside norm_linear (ops/matmul.py takes_norm): 2 a layer fewer, and the
-    final one."""
-    return (per_layer - 2) * layers if report["cpu"] else per_layer * layers + final
+    final norm on GPUs; where the matmul rule is a CPU adapter's, the norms and the SwiGLU
+    chain stay their own dispatch inside norm_linear and gated_linear (ops/matmul.py
+    takes_prologue): 3 a layer fewer, and the final one."""
+    return (per_layer - 3) * layers if report["cpu"] else per_layer * layers + final

@@ -29,16 +29,35 @@ FUSED = "pte_webgpu.fused_elementwise"
 MAX_INPUTS = 7  # storage bindings: the inputs and out
 
 
+def _row(table, name: str) -> int:
+    return next(i for i, r in enumerate(table) if r.name == name)
+
+
+_SIGMOID, _MUL = _row(UNARY_TABLE, "aten.sigmoid.default"), _row(BINARY, "aten.mul.Tensor")
+GATED_MATH = ("sigmoid",)  # the f32_math sections a gated chain's steps call
+
+
+def is_swiglu(n_inputs: int, steps) -> bool:
+    """Whether a chain is SwiGLU as exported, silu(gate) * up as sigmoid then two muls:
+    s = sigmoid(r0), t = r0 * s, r1 * t (either operand order of each mul): the only
+    chain a matmul's gated prologue takes (ops/gated_linear.py; its math: GATED_MATH)."""
+    if n_inputs != 2 or len(steps) != 3:
+        return False
+    (k0, r0, a0, _), (k1, r1, a1, b1), (k2, r2, a2, b2) = steps
+    return (k0, r0, a0) == (0, _SIGMOID, 0) and (k1, r1, k2, r2) == (1, _MUL, 1, _MUL) \
+        and {a1, b1} == {0, 2} and {a2, b2} == {1, 3}
+
+
 def chain_steps(program) -> list[tuple[int, int, int, int]]:
     items = list(program)
     return [tuple(items[i:i + 4]) for i in range(0, len(items), 4)]
 
 
-def _chain_wgsl(n_inputs: int, steps) -> str:
-    """Each step's function, then ``chain_item`` (shaders/generated.wgsl's chain_*)."""
-    fns = []
-    lines = [fill("generated", "chain_load", reg=i, input="x" if i == 0 else f"x{i}")
-             for i in range(n_inputs)]
+def chain_function(n_inputs: int, steps) -> str:
+    """Each step's function, then ``chain_value(r0, .., r<n-1>)``, the chain's value of
+    one element (shaders/generated.wgsl's chain_*): what the chain's kernel stores, and
+    what a matmul's gated-input prologue computes as it loads (ops/gated_linear.py)."""
+    fns, lines = [], []
     for j, (kind, row, a, b) in enumerate(steps):
         reg = n_inputs + j
         if kind == 0:
@@ -48,8 +67,18 @@ def _chain_wgsl(n_inputs: int, steps) -> str:
             expr = BINARY[row].wgsl.replace("params.alpha", "1.0")
             fns.append(fill("generated", "chain_binary", j=j, expr=expr))
             lines.append(fill("generated", "chain_binary_call", reg=reg, j=j, a=a, b=b))
-    return "".join(fns) + fill("generated", "chain_item", lines="".join(lines),
+    inputs = ", ".join(f"r{i}: f32" for i in range(n_inputs))
+    return "".join(fns) + fill("generated", "chain_value", inputs=inputs, lines="".join(lines),
                                last=n_inputs + len(steps) - 1)
+
+
+def _chain_wgsl(n_inputs: int, steps) -> str:
+    """``chain_function``, then ``chain_item``: the inputs loaded, the value stored."""
+    loads = "".join(fill("generated", "chain_load", reg=i, input="x" if i == 0 else f"x{i}")
+                    for i in range(n_inputs))
+    regs = ", ".join(f"r{i}" for i in range(n_inputs))
+    return chain_function(n_inputs, steps) + fill("generated", "chain_item", loads=loads,
+                                                  regs=regs)
 
 
 _CHAINS: dict[tuple, Kernel] = {}
@@ -70,7 +99,8 @@ def chain_kernel(n_inputs: int, steps) -> Kernel:
     return _CHAINS[key]
 
 
-def _chain_args(ctx, op):
+def chain_args(ctx, op):
+    """(input ids, steps, output id) of a chain op, checked."""
     if len(op.args) < 3:
         raise FormatError(f"{op.name}: inputs, a program and an output, found "
                           f"{len(op.args)} arguments", field=ctx.where(op))
@@ -95,7 +125,15 @@ _ROWS = {(0, r) for r in range(len(UNARY_TABLE))} | {(1, r) for r in range(len(B
 
 
 async def build_chain(ctx, op):
-    ins, steps, out_id = _chain_args(ctx, op)
+    ins, steps, out_id = chain_args(ctx, op)
+    ctx.note_kernel(op, fused=f"{len(steps)} element-wise ops")
+    await record_chain(ctx, op, ins, steps, out_id)
+
+
+async def record_chain(ctx, op, ins, steps, out_id: int, rows_above: int = 0) -> None:
+    """The chain's dispatch over value ids ``ins`` into ``out_id``; a dynamic output: run
+    only where more than ``rows_above`` rows (of its last dim) are actual (fewer are
+    computed by the linear reading it: ops/gated_linear.py)."""
     out = ctx.float_tensor(out_id, op)
     for vid in ins:
         if tuple(ctx.float_tensor(vid, op).shape) != tuple(out.shape):
@@ -108,10 +146,10 @@ async def build_chain(ctx, op):
                                   half=ctx.half(out_id))
     params = PARAMS.pack(numel=out.numel, inf=math.inf, nan=math.nan)
     binds = [(0, ins[0]), (1, out_id)] + [(1 + i, vid) for i, vid in enumerate(ins[1:], 1)]
-    ctx.note_kernel(op, fused=f"{len(steps)} element-wise ops")
     ctx.dispatch(op, pipeline, binds + [(len(ins) + 1, ctx.uniform(params, f"{op.name} params"))],
                  ctx.grid(-(-out.numel // wg)))
-    follow_actual_size(ctx, out_id, wg)
+    width = out.shape[-1] if out.shape else 1
+    follow_actual_size(ctx, out_id, lambda n: -(-n // wg) if -(-n // width) > rows_above else 0)
 
 
 def reference_chain(read, values, args):

@@ -29,6 +29,7 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill, sections
 from . import matmul_choice, sizes
 from .common import elementwise_workgroup
 from .exec_ints import follow_actual_size
+from .fused_elementwise import GATED_MATH, chain_function
 from .matmul_choice import DECODE_ROWS, GEMV_MAX_ROWS, VARIANTS, Variant, row_forms
 from .registry import define
 
@@ -63,36 +64,42 @@ EPILOGUES = {
 }
 
 
-# The norm prologue's extra binding: RMSNorm's weight (gemv forms, ops/norm_linear.py).
+# The input prologues' extra binding (gemv forms): RMSNorm's weight (ops/norm_linear.py),
+# or the gated chain's second input, the input (binding 0) its first (ops/gated_linear.py).
 NORM_BINDINGS = (Binding(7, "gamma4", type="elem4"),)
+GATE_BINDINGS = (Binding(7, "up4", type="elem4"),)
 
 
 def _with_epilogue(name: str, epilogue: str, generated: str = "", norm: bool = False,
-                   **kw) -> Kernel:
+                   gate: tuple = (), **kw) -> Kernel:
     put = sections(_PARTS)["put" + (f"_{epilogue}" if epilogue else "")]
     if epilogue.startswith("conv") or norm:  # bits: NaN tests and exact powers of two
         kw["snippets"] = tuple(kw.get("snippets", ())) + ("bits",) + (
             ("nan_minmax",) if epilogue.startswith("conv") else ())
     return Kernel(kw.pop("body", name), _BINDINGS + EPILOGUES[epilogue]
-                  + (NORM_BINDINGS if norm else ()), PARAMS,
+                  + (NORM_BINDINGS if norm else ()) + (GATE_BINDINGS if gate else ()), PARAMS,
                   uniform_binding=3, generated=generated + put,
                   name=name + (f"_{epilogue}" if epilogue else ""), **kw)
 
 
 def kernel(form: str, epilogue: str = "", rows: int = 1, depth: int = 2,
-           col_groups: int = 1, norm: bool = False) -> Kernel:
+           col_groups: int = 1, norm: bool = False, gate: tuple = ()) -> Kernel:
     """The shader of one form ("basic": tiled and dot; "tile8", "tile8_vec4"; "gemv",
     "gemvsg_browser", "gemvsg_native" with ``rows``, ``depth`` and ``col_groups``) and
-    epilogue; ``norm`` (gemv forms, vec4 and packed entries): the RMSNorm prologue
-    (ops/norm_linear.py)."""
+    epilogue; with an input prologue (gemv forms, vec4 and packed entries): ``norm``,
+    RMSNorm's (ops/norm_linear.py), or ``gate``, the steps of a two-input element-wise
+    chain (ops/gated_linear.py)."""
     if not form.startswith("gemv"):
-        rows, depth, col_groups, norm = 1, 2, 1, False
-    return _kernel(form, epilogue, rows, depth, col_groups, norm)
+        rows, depth, col_groups, norm, gate = 1, 2, 1, False, ()
+    return _kernel(form, epilogue, rows, depth, col_groups, norm, tuple(gate))
+
+
+_GATES: dict[tuple, int] = {}  # a gated prologue's steps -> its number in kernel names
 
 
 @cache
 def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int,
-            norm: bool = False) -> Kernel:
+            norm: bool = False, gate: tuple = ()) -> Kernel:
     if form == "basic":
         return _with_epilogue("matmul", epilogue,
                               entries=(Entry("dot", "dot_item", "params.m * params.n"),))
@@ -110,9 +117,11 @@ def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int,
     suffix = (f"_d{depth}" if depth != 2 else "") + (f"_g{col_groups}" if col_groups > 1 else "")
     if norm:
         name += "_norm"
+    if gate:
+        name += f"_gate{_GATES.setdefault(gate, len(_GATES))}"
     return _with_epilogue(f"{name}_r{rows}{suffix}", epilogue,
-                          _gemv_generated(subgroups, rows, depth, col_groups, norm),
-                          body="matmul_gemv", snippets=("flat_index",), norm=norm,
+                          _gemv_generated(subgroups, rows, depth, col_groups, norm, gate),
+                          body="matmul_gemv", snippets=("flat_index",), norm=norm, gate=gate,
                           enables=("subgroups",) if form == "gemvsg_browser" else ())
 
 
@@ -122,12 +131,12 @@ _GEMV_FORMS = (("main", "scalar", 1, 1), ("main_vec4", "vec4", 4, 4),
 
 
 def _gemv_generated(subgroups: bool, rows: int, depth: int, col_groups: int,
-                    norm: bool = False) -> str:
+                    norm: bool = False, gate: tuple = ()) -> str:
     """The gemv sweeps (one per load width), reductions and entry points, appended to
-    shaders/matmul_gemv.wgsl's steps (sections of matmul_parts.wgsl); with the norm
-    prologue (``norm``) only the vec4 ones, which read the input through x4_at."""
+    shaders/matmul_gemv.wgsl's steps (sections of matmul_parts.wgsl); with an input
+    prologue (``norm``, ``gate``) only the vec4 ones, which read the input through x4_at."""
     parts = sections(_PARTS)
-    forms = _GEMV_FORMS[1:] if norm else _GEMV_FORMS
+    forms = _GEMV_FORMS[1:] if norm or gate else _GEMV_FORMS
     sweeps = "".join(
         fill(_PARTS, "sweep", form=f, per_step=ps, per_input=pi,
              steps="".join(fill(_PARTS, "step", form=f, i=i) for i in range(depth)))
@@ -144,6 +153,9 @@ def _gemv_generated(subgroups: bool, rows: int, depth: int, col_groups: int,
     x_source = parts["x_plain"]
     if norm:
         x_source = parts["gemv_norm"] + fill("snippets", "rare_row4", rows="input4")
+    if gate:  # the chain's own step functions, and the f32 math they call
+        x_source = "".join(sections("f32_math")[f] for f in GATED_MATH) \
+            + chain_function(2, gate) + parts["gemv_gated"]
     return (fill(_PARTS, "gemv_consts", rows=rows, depth=depth, col_groups=col_groups)
             + sweeps + parts["tree_sum"] + x_source
             + parts["subgroup_sum" if subgroups else "tree_lanes"] + entries)
@@ -169,7 +181,8 @@ def tile_counts(m: int, n: int, tile: int) -> tuple[int, int]:
     return tiles_n, tiles_n * -(-m // tile)
 
 
-def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = "", norm: bool = False):
+def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = "", norm: bool = False,
+           gate: tuple = ()):
     """(kernel, constants, tiles_n, tiles, workgroups) of variant ``v``."""
     if v.kind == "dot":
         wg = elementwise_workgroup(ctx)
@@ -188,28 +201,31 @@ def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = "", norm: bool = Fal
     rows = min(GEMV_MAX_ROWS, m)
     tiles_n = -(-n // (v.b * v.groups))
     tiles = tiles_n * -(-m // rows)
-    return (kernel(form, epilogue, rows, v.depth, v.groups, norm),
+    return (kernel(form, epilogue, rows, v.depth, v.groups, norm, gate),
             {"wg_size": v.a, "cols": v.b}, tiles_n, tiles, tiles)
 
 
-def takes_norm(v: Variant, k: int, rows: int) -> bool:
-    """Whether variant ``v`` runs with the RMSNorm prologue for up to ``rows`` rows of
-    K: a gemv form with vec4 loads, for decode's few rows (each workgroup sums its rows'
-    squares: at 256 rows the N / cols workgroups of a row block redo it, 3x slower in
-    prefill on the H200, where the norm's own kernel does it once)."""
+def takes_prologue(v: Variant, k: int, rows: int) -> bool:
+    """Whether variant ``v`` runs with an input prologue for up to ``rows`` rows of K: a
+    gemv form with vec4 loads, for decode's few rows (each workgroup redoes the prologue's
+    work over its rows: RMSNorm's sums of squares at 256 rows, redone by the N / cols
+    workgroups of a row block, were 3x slower in prefill on the H200, where the norm's own
+    kernel does it once; a gated chain's sigmoids likewise)."""
     return v.kind in ("gemv", "gemvsg") and k % 4 == 0 and v.for_k(k).vec4 \
         and rows <= DECODE_ROWS
 
 
 async def record(ctx, op, v: Variant, bindings, m: int, n: int, k: int, has_bias: bool,
                  half: bool = False, epilogue: str = "", n0: int = 0, n1: int = 0,
-                 eps: float | None = None) -> None:
+                 eps: float | None = None, gate: tuple = ()) -> None:
     """Record one product of variant ``v``: ``bindings`` maps 0 input [M, K], 1 weight
     [N, K], 2 out [M, N], 4 bias [N] (anything when ``has_bias`` is False), and what the
-    epilogue binds (5, 6), to value ids or buffers; with ``eps`` (a ``takes_norm``
-    variant) the input is RMSNorm'ed first, its weight at 7. Also used by bench/."""
+    epilogue binds (5, 6), to value ids or buffers; with ``eps`` (a ``takes_prologue``
+    variant) the input is RMSNorm'ed first, its weight at 7; with ``gate`` (steps of a
+    two-input chain) the input is the chain of input 0 and input 7. Also used by bench/."""
     v = v.for_dtype(half)
-    shader, constants, tiles_n, tiles, groups = _shape(ctx, v, m, n, epilogue, eps is not None)
+    shader, constants, tiles_n, tiles, groups = _shape(ctx, v, m, n, epilogue, eps is not None,
+                                                       gate)
     entry = {"dot": "dot", "tiled": "main", "mm": "main"}.get(v.kind, v.entry)
     pipeline = await ctx.pipeline(shader, constants, entry, half)
     params = PARAMS.pack(m=m, n=n, k=k, has_bias=int(has_bias), tiles_n=tiles_n, tiles=tiles,
@@ -250,15 +266,43 @@ async def build_linear(ctx, op):
     await product(ctx, op, bindings, m, n, k, bias, out_id, n)
 
 
+class InputPrologue:
+    """An op folded into a product's input (ops/norm_linear.py's NormInput,
+    ops/gated_linear.py's GatedInput): the forms that take the prologue read ``x_id`` at
+    binding 0 and ``extra_id`` at their extra binding (``bind``) and compute the folded
+    op's output as they load it; ``cover`` records the op's own dispatch (``fallback``)
+    for the other forms. ``record`` holds record()'s keyword for the prologue."""
+
+    def __init__(self, ctx, op, x_id: int, extra_id: int, record: dict):
+        self.ctx, self.op, self.x_id, self.extra_id, self.record = ctx, op, x_id, extra_id, record
+
+    async def fallback(self, rows_above: int) -> None:
+        raise NotImplementedError
+
+    async def cover(self, forms, prologue) -> None:
+        """``forms``: (up to how many rows, variant), most rows first; ``prologue``: which
+        take the prologue (the fewest rows' ones). Unless all do, the folded op's own
+        dispatch, run only for more rows than those take."""
+        if not all(prologue):
+            await self.fallback(next((top for (top, _), p in zip(forms, prologue) if p), 0))
+
+    def bind(self, bindings, extra: int) -> list:
+        """``bindings`` of a form with the prologue: ``x_id`` at 0, ``extra_id`` at
+        ``extra``."""
+        return [(0, self.x_id) if b == 0 else (b, v) for b, v in bindings] \
+            + [(extra, self.extra_id)]
+
+
 async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out_id: int,
                   out_n: int, epilogue: str = "", n0: int = 0, n1: int = 0,
-                  norm=None) -> None:
+                  prologue: InputPrologue | None = None) -> None:
     """The chosen form of an [M, K] x [N, K] product (and its decode twin); ``out_id``,
     ``out_n`` columns wide, is the output whose actual size the dispatches follow.
-    ``norm`` (ops/norm_linear.py): the input is RMSNorm's output; forms that take the
-    prologue (``takes_norm``) read ``norm.x`` and normalise it themselves, the others
-    read the input that ``await norm.cover(forms, prologue)`` records the norm's own
-    dispatch for (run only where more than ``rows_above`` rows are actual)."""
+    ``prologue``: the input is a folded op's output (RMSNorm's: ops/norm_linear.py; a
+    gated chain's: ops/gated_linear.py); forms that take the prologue (``takes_prologue``)
+    read its inputs and compute it themselves, the others read the input that ``await
+    prologue.cover(forms, takes)`` records the op's own dispatch for (run only where more
+    than ``rows_above`` rows are actual)."""
     if m * n == 0:
         return
     traits = ctx.device.info.traits
@@ -279,27 +323,27 @@ async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out
     # sums and per-load normalising are work on the same two cores, not latency hidden
     # behind a dispatch (SmolLM2 decode on SwiftShader: 2.1 s per token folded, 0.5 s
     # not); a forced variant still takes it (tests of the prologue on lavapipe).
-    prologue_ok = norm is not None and not (chosen and matmul_choice.is_cpu(traits))
+    prologue_ok = prologue is not None and not (chosen and matmul_choice.is_cpu(traits))
     top, last = forms[-1]
     if prologue_ok and dynamic and top > DECODE_ROWS \
-            and takes_norm(last.for_dtype(half), k, DECODE_ROWS):
+            and takes_prologue(last.for_dtype(half), k, DECODE_ROWS):
         # the fewest rows' form serves prefill's rows too (GPUs: up to 256): decode's
-        # take it with the prologue, more rows after the norm's own dispatch
+        # take it with the prologue, more rows after the folded op's own dispatch
         forms.append((DECODE_ROWS, last))
-    prologue = [prologue_ok and takes_norm(f.for_dtype(half), k, top) for top, f in forms]
-    if prologue != sorted(prologue):  # not the fewest rows' forms alone: none takes it
-        prologue = [False] * len(forms)
-    if norm is not None:  # forms taking the prologue serve the fewest rows (matrix-vector)
-        await norm.cover(forms, prologue)
+    takes = [prologue_ok and takes_prologue(f.for_dtype(half), k, top) for top, f in forms]
+    if takes != sorted(takes):  # not the fewest rows' forms alone: none takes it
+        takes = [False] * len(forms)
+    if prologue is not None:  # forms taking the prologue serve the fewest rows (matrix-vector)
+        await prologue.cover(forms, takes)
 
     def rows(elements: int) -> int:
         return -(-elements // out_n)
 
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0  # the next form's rows are below
-        if prologue[i]:
-            await record(ctx, op, form, norm.bind(bindings, 7), m, n, k, has_bias,
-                         half, *extra, eps=norm.eps)
+        if takes[i]:
+            await record(ctx, op, form, prologue.bind(bindings, 7), m, n, k, has_bias,
+                         half, *extra, **prologue.record)
         else:
             await record(ctx, op, form, bindings, m, n, k, has_bias, half, *extra)
         follow_actual_size(

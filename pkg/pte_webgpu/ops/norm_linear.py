@@ -17,7 +17,7 @@ from ..model.dtypes import without_leading_ones
 from . import cpu_reference as cpu
 from .args import number
 from .fused_linear import MAX_SPLIT, fused_outputs, split_columns
-from .matmul import has_bias, product
+from .matmul import InputPrologue, has_bias, product
 from .matmul import reference as linear_reference
 from .registry import define
 from .rms_norm import F32_EPS, pick_and_record, rms_norm
@@ -25,14 +25,14 @@ from .rms_norm import F32_EPS, pick_and_record, rms_norm
 NORM_LINEAR = "pte_webgpu.norm_linear"
 
 
-class NormInput:
+class NormInput(InputPrologue):
     """What a product (``matmul.product``, ``linear_q4.product``) needs of the norm: its
     input and weight for the prologue (``bind``), and ``cover`` to record the norm's own
     dispatch for the forms without one."""
 
     def __init__(self, ctx, op, ids, rows: int, width: int, eps: float):
-        self.ctx, self.op, self.ids, self.rows, self.width = ctx, op, ids, rows, width
-        self.x_id, self.gamma_id, self.eps = ids[0], ids[1], eps
+        super().__init__(ctx, op, ids[0], ids[1], {"eps": eps})
+        self.ids, self.rows, self.width, self.eps = ids, rows, width, eps
 
     async def fallback(self, rows_above: int) -> None:
         linear = {k: self.ctx.kernels[-1].get(k) for k in ("variant", "picked")}
@@ -40,19 +40,6 @@ class NormInput:
                               rows_above)
         # inspect shows the linear's variant, and the norm's beside it
         self.ctx.note_kernel(self.op, norm=self.ctx.kernels[-1].get("variant"), **linear)
-
-    async def cover(self, forms, prologue) -> None:
-        """``forms``: (up to how many rows, variant), most rows first; ``prologue``: which
-        take the prologue (the fewest rows' ones). Unless all do, the norm's own dispatch,
-        run only for more rows than those take."""
-        if not all(prologue):
-            await self.fallback(next((top for (top, _), p in zip(forms, prologue) if p), 0))
-
-    def bind(self, bindings, gamma: int) -> list:
-        """``bindings`` of a form with the prologue: the norm's input at 0, its weight at
-        ``gamma``."""
-        return [(0, self.x_id) if b == 0 else (b, v) for b, v in bindings] \
-            + [(gamma, self.gamma_id)]
 
 
 def normed_reference(read, values, x_id: int, g_id: int, eps_id: int, normed_id: int):
@@ -94,7 +81,7 @@ async def build(ctx, op):
     ctx.note_kernel(op, fused=f"rms_norm + {len(outs)} linear" + ("s" if len(outs) > 1 else ""))
     norm = NormInput(ctx, op, (x_id, g_id, normed), m, width, ctx.float_scalar(eps_id, F32_EPS))
     await product(ctx, op, bindings, m, n, k, bias, outs[0], widths[0], epilogue, n0, n1,
-                  norm=norm)
+                  prologue=norm)
 
 
 def reference(read, values, args):

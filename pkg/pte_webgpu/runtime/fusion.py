@@ -17,12 +17,16 @@ bound by the number of dispatches, not by arithmetic (docs/performance.md), so:
 5. an rms_norm whose output only a float linear (stacked or not) reads becomes one
    ``pte_webgpu.norm_linear`` (fusion_norm.py): decode's matrix-vector forms normalise
    their rows themselves;
-6. a reshape (``VIEWS``) shares its input's memory object, so build.py binds the input's
+6. a SwiGLU chain (step 3) whose output only a float linear reads becomes one
+   ``pte_webgpu.gated_linear`` (fusion_gated.py): decode's matrix-vector forms compute
+   silu(gate) * up as they load it, with the chain's own roundings;
+7. a reshape (``VIEWS``) shares its input's memory object, so build.py binds the input's
    buffer instead of recording a copy (a copy ends the compute pass, and it copies the
    tensor's whole bound, e.g. 1024 rows for a decode step's one).
 
 The fused ops are defined in the op library beside their unfused forms
-(ops/fused_linear.py, ops/fused_elementwise.py). Moving an op changes when tensors are
+(ops/fused_linear.py, ops/fused_elementwise.py, ops/norm_linear.py,
+ops/gated_linear.py). Moving an op changes when tensors are
 written and last read; the exporter planned shared memory objects (mem_obj_id) for the
 original order, so a tensor whose lifetime changed and now overlaps another of its
 memory object moves to one where it overlaps nothing (``_repair``); a reshape's input
@@ -42,7 +46,7 @@ from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
 from ..ops.fused_elementwise import MAX_INPUTS
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
 from ..ops.fused_linear import MAX_SPLIT
-from . import fusion_conv, fusion_norm, fusion_q4
+from . import fusion_conv, fusion_gated, fusion_norm, fusion_q4
 from .views import VIEWS, is_one, residual_add
 
 LINEAR = "aten.linear.default"
@@ -62,6 +66,7 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     f.chain_pointwise()
     f.drop_dead_views()  # the stacked linears' input reshapes: the norm's other readers
     fusion_norm.fold_norms(f)
+    fusion_gated.fold_gates(f)
     f.drop_dead_views()
     views = [(op.args[0], op.args[-1]) for op in f.placed.values() if op.name in VIEWS]
     if not f.fused and not views:

@@ -1,0 +1,78 @@
+"""Load-time fusion, SwiGLU into the linear after it (fusion.py runs it after the chains
+and norms are fused): a ``pte_webgpu.fused_elementwise`` that is SwiGLU as exported
+(silu(gate) * up as sigmoid, mul, mul: ``fused_elementwise.is_swiglu``) whose output only
+feeds, through reshapes, the input of one float linear (``aten.linear``, or a
+``pte_webgpu.fused_linear``: the down projection with its residual add folded in, or
+stacked) becomes one ``pte_webgpu.gated_linear`` at the linear's place
+(ops/gated_linear.py): a Llama layer's element-wise dispatch goes from a decode step.
+The chain's output stays a tensor of the graph: the linear's forms without the prologue
+(prefill's tiles) read it, written by the chain's own dispatch in the same op. The same
+shape of rewrite as fusion_norm.py's.
+"""
+
+from __future__ import annotations
+
+from ..model.dtypes import without_leading_ones
+from ..model.graph import ListValue, Null, OpCall, TensorValue
+from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
+from ..ops.fused_elementwise import chain_steps, is_swiglu
+from ..ops.fused_linear import FUSED as FUSED_LINEAR
+from ..ops.fused_linear import fused_outputs
+from ..ops.gated_linear import GATED_LINEAR
+from .views import forward_views
+
+LINEAR = "aten.linear.default"
+ENABLED = True  # tests turn this fold alone off, to compare its outputs with the chain's
+
+
+def fold_gates(f) -> None:
+    """``f``: a fusion._Fusion, its element-wise chains already fused."""
+    if not ENABLED:
+        return
+    for i in sorted(f.placed):
+        op = f.placed.get(i)
+        if op is not None and op.name == FUSED_CHAIN and len(op.args) == 4:
+            _fold(f, i, op)
+
+
+def _fold(f, i: int, chain: OpCall) -> None:
+    g_id, u_id, p_id, h_id = chain.args
+    steps = chain_steps(getattr(f.values[p_id], "items", ()))
+    h = f._tensor(h_id)
+    if not is_swiglu(2, steps) or h is None or not h.shape or h_id in f.keep \
+            or h.dtype.name not in ("float32", "float16"):
+        return
+    views, vid, reader = forward_views(f, h_id)
+    if reader is None or reader <= i:
+        return
+    lin = f.placed[reader]
+    if lin.args[0] != vid or vid in lin.args[1:]:
+        return
+    if lin.name == LINEAR and len(lin.args) == 4:
+        w_id, b_id, r_id, outs = lin.args[1], lin.args[2], None, (lin.args[3],)
+    elif lin.name == FUSED_LINEAR and len(lin.args) == 5:
+        w_id, b_id, r_id = lin.args[1:4]
+        outs = fused_outputs(f.values, lin.args[4])
+    else:
+        return
+    w, x = f._tensor(w_id), f._tensor(vid)
+    lead = without_leading_ones(h.shape[:-1])
+    if w is None or x is None or len(w.shape) != 2 or w.shape[1] != h.shape[-1] \
+            or w.dtype != h.dtype or not x.shape or x.shape[-1] != h.shape[-1] \
+            or without_leading_ones(x.shape[:-1]) != lead or not outs \
+            or not all(isinstance(f.values[o], TensorValue) for o in outs):
+        return  # the input's rows laid out as the chain's (leading 1s aside)
+    no_residual = r_id is None or isinstance(f.values[r_id], Null)
+    if no_residual and any(without_leading_ones(f.values[o].shape[:-1]) != lead for o in outs):
+        return  # (a residual's output was checked against the linear's when it folded)
+    items = f._add(ListValue("value_list", (h_id,) + tuple(outs)))
+    if r_id is None:
+        r_id = f._add(Null())
+    # At the chain's place when the residual is ready there (its inputs then live no
+    # longer than before), else at the linear's.
+    place = i if no_residual or f.writer.get(r_id, -1) < i else reader
+    for j in [i, reader] + views:
+        f._unlink(j)
+    f._link(place, OpCall(GATED_LINEAR, (g_id, u_id, p_id, w_id, b_id, r_id, items),
+                           lin.node_id))
+    f._count("elementwise + linear")

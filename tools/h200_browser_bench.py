@@ -101,7 +101,7 @@ def run(args) -> int:
     tjs = spec.get("tjs", {})
     _unzip(base / "ort")
     _unzip(base / "tjs")
-    # the first prefix that matches serves (fx._Handler): the longer ones first
+    # the first prefix that matches serves (fx.serve_mounts): the longer ones first
     mounts = [("/pyodide/", Path(args.dist).resolve()), ("/bench/", ROOT / "bench"),
               ("/ort/", base / "ort"), ("/tjs/", base / "tjs"), ("/tjsort/", base / "tjs"),
               ("/job0/", Path(args.models).resolve()), ("/", ROOT / "web")]
@@ -111,10 +111,7 @@ def run(args) -> int:
     for impl, g in tjs.items():  # transformers.js's layout, the weights at data/
         mounts[:0] = [(f"/models/tjs-{g['folder']}/data/", base / g["folder"]),
                       (f"/models/tjs-{g['folder']}/", base / g["folder"] / "tjs")]
-    fx._Handler.mounts = mounts
-    httpd = fx.ThreadingHTTPServer(("127.0.0.1", 0), fx._Handler)
-    httpd.daemon_threads = True
-    fx.threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    httpd = fx.serve_mounts(mounts)
     root = f"http://127.0.0.1:{httpd.server_address[1]}/"
     chrome = fx.Chrome(args.chrome, args.flags, args.log)
     plan = spec["plan"]

@@ -216,13 +216,19 @@ class _Handler(SimpleHTTPRequestHandler):
         pass
 
 
-def serve(dist: Path) -> ThreadingHTTPServer:
-    _Handler.mounts = [("/pyodide/", dist.resolve()), ("/fixtures/", FIXTURES),
-                       ("/", ROOT / "web")]
+def serve_mounts(mounts: list) -> ThreadingHTTPServer:
+    """A static server on a free local port, in a thread: ``mounts`` (URL prefix, folder),
+    the first prefix that matches serves (so the longer ones go first)."""
+    _Handler.mounts = mounts
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return httpd
+
+
+def serve(dist: Path) -> ThreadingHTTPServer:
+    return serve_mounts([("/pyodide/", dist.resolve()), ("/fixtures/", FIXTURES),
+                         ("/", ROOT / "web")])
 
 
 # ---------------------------------------------------------------- DevTools protocol over a pipe

@@ -232,12 +232,9 @@ def run(args) -> int:
         tok = tokenizer_file(args)
         limit = Path(args.limit_program).resolve()
         report.update(model=model.name, model_bytes=model.stat().st_size, tokenizer=tok.name)
-        fx._Handler.mounts = [("/pyodide/", Path(args.dist).resolve()), ("/llm/", model.parent),
-                              ("/tok/", tok.parent), ("/fixtures/limit/", limit.parent),
-                              ("/", ROOT / "web")]
-        httpd = fx.ThreadingHTTPServer(("127.0.0.1", 0), fx._Handler)
-        httpd.daemon_threads = True
-        fx.threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        httpd = fx.serve_mounts([("/pyodide/", Path(args.dist).resolve()),
+                                 ("/llm/", model.parent), ("/tok/", tok.parent),
+                                 ("/fixtures/limit/", limit.parent), ("/", ROOT / "web")])
         root = f"http://127.0.0.1:{httpd.server_address[1]}/"
         # its own profile (a later --user-data-dir wins over the driver's): an empty Cache API
         chrome = fx.Chrome(args.chrome, [*args.flags, f"--user-data-dir={temp / 'profile'}"],

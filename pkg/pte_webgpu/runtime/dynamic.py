@@ -23,6 +23,8 @@ Outputs of dynamic shape are cut out of their padded layout when read back.
 
 from __future__ import annotations
 
+from array import array
+
 from ..errors import InputError, UnsupportedError
 from ..gpu.recording import Dispatch
 from ..model.graph import Scalar
@@ -107,8 +109,9 @@ class DynamicEnv:
                 if grid != step.grid:
                     steps[index] = Dispatch(step.pipeline, step.bind_group, grid, step.label)
             self._grid_values, self._grid_recording = now, recording
-        return [(buf, b"".join(self._slot_value(k).to_bytes(4, "little", signed=True)
-                               for k in keys))
+        # array("i") packs in C (a decode step has ~60 slots); it raises OverflowError
+        # past int32 as int.to_bytes did
+        return [(buf, array("i", map(self._slot_value, keys)).tobytes())
                 for buf, keys in zip(self.buffers, self.chunks)]
 
 

@@ -1,7 +1,7 @@
 """SwiGLU folded into the linear after it (runtime/fusion_gated.py, ops/gated_linear.py):
 the matrix-vector forms compute silu(gate) * up as they load it, with the chain kernel's
 own steps and roundings, so the outputs equal those of the chain's own dispatch exactly
-(fusion_gated.ENABLED off: every other fold as it was); the other forms run the chain's
+in float32 (fusion_gated.ENABLED off: every other fold as it was); the other forms run the chain's
 kernel first, inside the same op. The exported llama decoders (a prefill and decode
 steps, GPU rules on lavapipe: one dispatch a layer fewer per decode step) and hand-built
 graphs with every matrix-vector form forced, float32 and float16."""
@@ -59,8 +59,9 @@ def test_decoder_in_the_cpu_rule_keeps_the_chain_dispatch(name, monkeypatch):
     """Where the rule is a CPU adapter's (lavapipe as it is), no form takes the prologue
     (every workgroup's redone sigmoids would be work on the same cores): the chain's
     dispatch runs inside the op, the outputs and the count as without the fold."""
+    monkeypatch.setattr(matmul_choice, "is_cpu", lambda traits: True)  # on any adapter
     report = _decoder_report(name, monkeypatch, steps=2)
-    assert report["cpu"] and report["exact"], report["diffs"]
+    assert report["exact"], report["diffs"]
     assert report["dispatches"]["unfused"] == report["dispatches"]["fused"]
 
 
@@ -105,6 +106,18 @@ GEMV = [None, "gemv4-32x1", "gemv4-4x4", "gemvsg4-32x2", "gemv4-64x4x4", "gemv8-
         "gemvsg8-32x4x2", "gemv4-32x1g4"]
 
 
+def _same(fold, chain, half: bool) -> None:
+    """float32: bit for bit. float16: a GPU compiler may round the chain's f16 steps
+    differently inside another kernel (an H100 did), so within a few f16 ulps of the
+    output's scale; a fold that drops or misplaces a step misses by O(1)."""
+    if not half:
+        np.testing.assert_array_equal(fold, chain)
+        return
+    scale = float(np.abs(chain.astype(np.float64)).max()) or 1.0
+    np.testing.assert_allclose(fold.astype(np.float64), chain.astype(np.float64), rtol=0,
+                               atol=8e-3 * scale)
+
+
 @pytest.mark.parametrize("variant", GEMV)
 @pytest.mark.parametrize("m", [1, 3, 6])
 @pytest.mark.parametrize("half", [False, True])
@@ -122,7 +135,7 @@ def test_every_matrix_vector_form_equals_the_chain(device, monkeypatch, variant,
     for residual, bias, k in ((True, False, 64), (False, True, 40), (True, True, 24)):
         got, steps = _both(device, monkeypatch, m, k, 20, dtype, storage, options, residual,
                            bias, seed=m * 10 + k)
-        np.testing.assert_array_equal(got[True][0], got[False][0])
+        _same(got[True][0], got[False][0], half)
         assert steps[True] == steps[False] - 1, steps  # the chain's dispatch is gone
 
 

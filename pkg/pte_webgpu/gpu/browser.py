@@ -247,6 +247,9 @@ class BrowserDevice(GpuDevice):
     def _submit(self, encoder):
         self.queue.submit(self._array_of(encoder.finish()))
 
+    def _clear(self, encoder, buf):
+        encoder.clearBuffer(buf.handle)
+
     async def _read(self, buf, size):
         if size == 0:
             return b""

@@ -123,6 +123,18 @@ class GpuDevice:
             self.check_alive()
             return await self._run(recording, outputs, staging, profile)
 
+    def clear_buffers(self, bufs: list[Buffer]) -> None:
+        """Zero whole buffers on the GPU in one submit, ordered after the queue's earlier
+        writes and runs and before later ones: no zeros travel from the host."""
+        if not bufs:
+            return
+        with self.in_use(), _wrapped("clearing buffers"):
+            self.check_alive()
+            encoder = self._encoder()
+            for buf in bufs:
+                self._clear(encoder, buf)
+            self._submit(encoder)
+
     async def warm_up(self) -> None:
         """Run one tiny dispatch, copy and read back through ``run``: the first run in a
         process pays one-time costs (natively, cffi parses each C struct type wgpu-py
@@ -340,6 +352,9 @@ class GpuDevice:
         raise NotImplementedError
 
     def _submit(self, encoder) -> None:
+        raise NotImplementedError
+
+    def _clear(self, encoder, buf: Buffer) -> None:
         raise NotImplementedError
 
     async def _read(self, buf: Buffer, size: int) -> bytes:

@@ -185,6 +185,9 @@ class NativeDevice(GpuDevice):
     def _submit(self, encoder):
         self.device.queue.submit([encoder.finish()])
 
+    def _clear(self, encoder, buf):
+        encoder.clear_buffer(buf.handle)
+
     async def _read(self, buf, size):
         if size == 0:
             return b""

@@ -125,7 +125,7 @@ def run(args) -> int:
         chrome.open(root + "bench/llm_web.html")
         bench_page()
         summary["adapter_js"] = chrome.evaluate(fx.ADAPTER_JS)
-        for impl, g in spec["genai"].items():
+        for impl, g in ({} if args.ours_only else spec["genai"]).items():
             gspec = g["genai"]
             job = {"model": g["folder"], "plan": plan, "warmup": True, "profile": False,
                    "keepLogits": False, "genai": gspec,
@@ -141,7 +141,7 @@ def run(args) -> int:
             print(f"{impl}: {time.time() - t0:.0f} s")
             records += [dict(summarize(r), impl=impl, version=version,
                              load_s=got["load_ms"] / 1e3) for r in got["records"]]
-        for impl, g in tjs.items():  # each in a fresh page: transformers.js and its own ORT
+        for impl, g in ({} if args.ours_only else tjs).items():  # each in a fresh page
             if g.get("error"):
                 print(f"{impl} failed: {g['error']}")
                 summary["errors"][impl] = g["error"]
@@ -216,6 +216,8 @@ def main(argv=None) -> int:
     r.add_argument("--out", default="h200-browser-bench.json")
     r.add_argument("--log", default="/tmp/h200-bench-chromium.log")
     r.add_argument("--timeout", type=float, default=540.0)
+    r.add_argument("--ours-only", action="store_true",
+                   help="skip the peers (e.g. to time ours under other Chromium flags)")
     r.add_argument("flags", nargs="*")
     args = ap.parse_args(argv)
     if args.cmd == "prepare":

@@ -13,12 +13,11 @@ shape of rewrite as fusion_norm.py's.
 from __future__ import annotations
 
 from ..model.dtypes import without_leading_ones
-from ..model.graph import ListValue, Null, OpCall, TensorValue
+from ..model.graph import ListValue, Null, OpCall
 from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
 from ..ops.fused_elementwise import chain_steps, is_swiglu
-from ..ops.fused_linear import FUSED as FUSED_LINEAR
-from ..ops.fused_linear import fused_outputs
 from ..ops.gated_linear import GATED_LINEAR
+from .fusion_norm import linear_parts
 from .views import forward_views
 
 LINEAR = "aten.linear.default"
@@ -46,21 +45,15 @@ def _fold(f, i: int, chain: OpCall) -> None:
     if reader is None or reader <= i:
         return
     lin = f.placed[reader]
-    if lin.args[0] != vid or vid in lin.args[1:]:
+    parts = linear_parts(f, lin, vid)
+    if parts is None:
         return
-    if lin.name == LINEAR and len(lin.args) == 4:
-        w_id, b_id, r_id, outs = lin.args[1], lin.args[2], None, (lin.args[3],)
-    elif lin.name == FUSED_LINEAR and len(lin.args) == 5:
-        w_id, b_id, r_id = lin.args[1:4]
-        outs = fused_outputs(f.values, lin.args[4])
-    else:
-        return
+    w_id, b_id, r_id, outs = parts
     w, x = f._tensor(w_id), f._tensor(vid)
     lead = without_leading_ones(h.shape[:-1])
     if w is None or x is None or len(w.shape) != 2 or w.shape[1] != h.shape[-1] \
             or w.dtype != h.dtype or not x.shape or x.shape[-1] != h.shape[-1] \
-            or without_leading_ones(x.shape[:-1]) != lead or not outs \
-            or not all(isinstance(f.values[o], TensorValue) for o in outs):
+            or without_leading_ones(x.shape[:-1]) != lead:
         return  # the input's rows laid out as the chain's (leading 1s aside)
     no_residual = r_id is None or isinstance(f.values[r_id], Null)
     if no_residual and any(without_leading_ones(f.values[o].shape[:-1]) != lead for o in outs):

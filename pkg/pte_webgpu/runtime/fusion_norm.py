@@ -48,10 +48,10 @@ def _fold(f, i: int, norm: OpCall) -> None:
     if lin.name in Q4_LINEARS:
         _fold_q4(f, i, norm, reader, views, vid)
         return
-    outs = _linear_outputs(f, lin, vid)
-    if outs is None:
-        return
-    w_id, b_id = lin.args[1], lin.args[2]
+    parts = linear_parts(f, lin, vid)
+    if parts is None or not (parts[2] is None or isinstance(f.values[parts[2]], Null)):
+        return  # (a residual folded into the linear: the norm fold keeps it out)
+    w_id, b_id, _, outs = parts
     w = f._tensor(w_id)
     lead = without_leading_ones(x.shape[:-1])
     if w is None or len(w.shape) != 2 or w.shape[1] != x.shape[-1] or w.dtype != x.dtype \
@@ -86,10 +86,21 @@ def _fold_q4(f, i: int, norm: OpCall, reader: int, views: list, vid: int) -> Non
     f._count("rms_norm + q4 linear")
 
 
-def _linear_outputs(f, lin: OpCall, vid: int):
-    """The outputs of a float linear reading ``vid`` as its input, else None."""
-    if lin.args[0] != vid:
+def linear_parts(f, lin: OpCall, vid: int):
+    """(weight, bias, residual or None, outputs) of a float linear (plain or stacked)
+    reading ``vid`` as its input and nowhere else, else None."""
+    if lin.args[0] != vid or vid in lin.args[1:]:
         return None
+    if lin.name == LINEAR and len(lin.args) == 4:
+        w_id, b_id, r_id, outs = lin.args[1], lin.args[2], None, (lin.args[3],)
+    elif lin.name == FUSED_LINEAR and len(lin.args) == 5:
+        w_id, b_id, r_id = lin.args[1:4]
+        outs = fused_outputs(f.values, lin.args[4])
+    else:
+        return None
+    if not outs or not all(isinstance(f.values[o], TensorValue) for o in outs):
+        return None
+    return w_id, b_id, r_id, outs
     if lin.name == LINEAR and len(lin.args) == 4:
         out = f._tensor(lin.args[3])
         return None if out is None else (lin.args[3],)

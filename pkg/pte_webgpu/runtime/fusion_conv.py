@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..model.graph import Null, OpCall, Scalar
 from ..ops.conv import RESIDUAL
+from .views import placed_ops
 
 CONV, CONV_CLAMP = "aten.convolution.default", "et_vk.conv_with_clamp.default"
 ADD = "aten.add.Tensor"
@@ -46,10 +47,7 @@ def _clamp_after(f, vid: int, at: int):
 
 def fold_residuals(f) -> None:
     """Fuse on ``f`` (fusion._Fusion) every convolution + residual add (+ clamp)."""
-    for i in sorted(f.placed):
-        op = f.placed.get(i)
-        if op is None or op.name != CONV or len(op.args) != 10:
-            continue
+    for i, op in placed_ops(f, {CONV: 10}):
         conv_out = op.args[-1]
         reader = f._sole_reader(conv_out)
         if reader is None or reader <= i:
@@ -80,10 +78,7 @@ def fold_residuals(f) -> None:
 
 def fold_clamps(f) -> None:
     """Fuse on ``f`` (fusion._Fusion) every convolution + clamp pair."""
-    for i in sorted(f.placed):
-        op = f.placed.get(i)
-        if op is None or op.name != CONV or len(op.args) != 10:
-            continue
+    for i, op in placed_ops(f, {CONV: 10}):
         clamp = _clamp_after(f, op.args[-1], i)
         if clamp is None:
             continue

@@ -18,7 +18,7 @@ from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
 from ..ops.fused_elementwise import chain_steps, is_swiglu
 from ..ops.gated_linear import GATED_LINEAR
 from .fusion_norm import linear_parts
-from .views import forward_views
+from .views import placed_ops, forward_views
 
 LINEAR = "aten.linear.default"
 ENABLED = True  # tests turn this fold alone off, to compare its outputs with the chain's
@@ -28,10 +28,8 @@ def fold_gates(f) -> None:
     """``f``: a fusion._Fusion, its element-wise chains already fused."""
     if not ENABLED:
         return
-    for i in sorted(f.placed):
-        op = f.placed.get(i)
-        if op is not None and op.name == FUSED_CHAIN and len(op.args) == 4:
-            _fold(f, i, op)
+    for i, op in placed_ops(f, {FUSED_CHAIN: 4}):
+        _fold(f, i, op)
 
 
 def _fold(f, i: int, chain: OpCall) -> None:

@@ -20,7 +20,7 @@ from ..ops.linear_q4 import ARG_COUNTS as Q4_LINEARS
 from ..ops.linear_q4 import FUSED as FUSED_Q4
 from ..ops.linear_q4_norm import NORM_Q4
 from ..ops.norm_linear import NORM_LINEAR
-from .views import forward_views
+from .views import placed_ops, forward_views
 
 RMS_NORM = "et_vk.rms_norm.default"
 LINEAR = "aten.linear.default"
@@ -28,10 +28,8 @@ LINEAR = "aten.linear.default"
 
 def fold_norms(f) -> None:
     """``f``: a fusion._Fusion, its linears already stacked."""
-    for i in sorted(f.placed):
-        op = f.placed.get(i)
-        if op is not None and op.name == RMS_NORM and len(op.args) == 4:
-            _fold(f, i, op)
+    for i, op in placed_ops(f, {RMS_NORM: 4}):
+        _fold(f, i, op)
 
 
 def _fold(f, i: int, norm: OpCall) -> None:

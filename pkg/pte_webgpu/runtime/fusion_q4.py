@@ -22,16 +22,15 @@ from ..model.graph import ListValue, Null, OpCall, Scalar, TensorValue
 from ..ops.fused_linear import MAX_SPLIT
 from ..ops.linear_q4 import ARG_COUNTS, FUSED, OFFSETS, Q4GSW
 from ..ops.linear_q4_residual import RESIDUAL
-from .views import add_through_views, back_views, residual_add
+from .views import placed_ops, add_through_views, back_views, residual_add
 
 SUM, LINEAR = "aten.sum.dim_IntList", "aten.linear.default"
 
 
 def fold_offsets(f) -> None:
     """Fold on ``f`` (fusion._Fusion) every q4gsw + group-sum offset linear pair."""
-    for i in sorted(f.placed):
-        if i in f.placed and f.placed[i].name == Q4GSW and len(f.placed[i].args) == 6:
-            _fold_offsets(f, i)
+    for i, _ in placed_ops(f, {Q4GSW: 6}):
+        _fold_offsets(f, i)
 
 
 def _fold_offsets(f, i: int) -> None:
@@ -166,11 +165,8 @@ def _group(f, chunk: list[int], nbytes, max_binding: int) -> None:
 
 def fold_residuals(f) -> None:
     """Fold on ``f`` (fusion._Fusion) each residual add after a lone q4gsw linear."""
-    for i in sorted(f.placed):
-        op = f.placed.get(i)
-        if op is not None and op.name in (Q4GSW, OFFSETS) \
-                and len(op.args) == ARG_COUNTS[op.name]:
-            _fold_residual(f, i)
+    for i, _ in placed_ops(f, {name: ARG_COUNTS[name] for name in (Q4GSW, OFFSETS)}):
+        _fold_residual(f, i)
 
 
 def _fold_residual(f, i: int) -> None:

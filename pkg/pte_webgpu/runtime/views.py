@@ -1,4 +1,4 @@
-"""Reshapes and the walks through them that fusion.py and fusion_q4.py share (one module
+"""Reshapes and the walks through them (and over the placed ops) that the fusions share (one module
 both import, so neither imports the other). A reshape is the same elements in the same
 order: build.py binds its output as an alias of its input (ops/view.py shares or copies
 the buffer), and fusion looks through it."""
@@ -9,6 +9,15 @@ from ..model.graph import Scalar
 
 VIEWS = ("aten.view_copy.default", "aten.squeeze_copy.dims", "aten.unsqueeze_copy.default")
 ADD = "aten.add.Tensor"
+
+
+def placed_ops(f, arg_counts: dict):
+    """(index, op) of each placed op whose name is a key of ``arg_counts`` with that many
+    args, in graph order; an op unlinked by an earlier fold is passed over."""
+    for i in sorted(f.placed):
+        op = f.placed.get(i)
+        if op is not None and arg_counts.get(op.name) == len(op.args):
+            yield i, op
 
 
 def forward_views(f, vid: int):

@@ -16,7 +16,16 @@
 // `combine` (one invocation per output element merges the parts). Entry `update`
 // (llama's update_cache alone): value rows [0, S) into k_cache rows [start, start + S),
 // through the bindings k and k_cache.
+//
+// q and k are read through q_load / k_load (generated, ops/attention.py): plain loads, or
+// with the llama example's RoPE folded in (pte_webgpu.sdpa_rope), each element rotated
+// with its pair as it is read, so the rotated q and k are never stored apart.
 override wg_size: u32 = 64;
+
+// The query row a workgroup attends with, loaded once by attend_span (the rows and split
+// forms, whose workgroups hold head_dim <= Q_HELD lanes: ops/attention.py checks).
+const Q_HELD: u32 = 256u;
+var<workgroup> q_held: array<f32, Q_HELD>;
 
 fn visible(s: u32) -> u32 {  // cache rows query row s sees; 0 past the actual rows
   if (s >= params.s_bound || i32(s) >= ints[params.len_slot]) {
@@ -29,19 +38,27 @@ fn row_len() -> u32 {
   return params.kv_heads * params.head_dim;
 }
 
+// Element e of the query row at q_at: from q_held (held: attend_span loaded it) or q.
+fn q_elem(q_at: u32, e: u32, held: bool) -> f32 {
+  if (held) {
+    return q_held[e];
+  }
+  return q_load(q_at + e);
+}
+
 // q . key row j of the KV head whose first element is at head_at.
-fn score(q_at: u32, j: u32, start: u32, head_at: u32) -> f32 {
+fn score(q_at: u32, j: u32, start: u32, head_at: u32, held: bool) -> f32 {
   let D = params.head_dim;
   var dot = 0.0;
   if (j < start) {
     let at = j * row_len() + head_at;
     for (var e = 0u; e < D; e++) {
-      dot += f32(q[q_at + e]) * f32(k_cache[at + e]);
+      dot += q_elem(q_at, e, held) * f32(k_cache[at + e]);
     }
   } else {
     let at = (j - start) * row_len() + head_at;
     for (var e = 0u; e < D; e++) {
-      dot += f32(q[q_at + e]) * f32(k[at + e]);
+      dot += q_elem(q_at, e, held) * k_load(at + e);
     }
   }
   return dot * params.scale;
@@ -61,7 +78,7 @@ fn keep(s: u32, h: u32, head_d: u32) {
   if (h % (params.heads / params.kv_heads) == 0u) {
     let row = u32(max(ints[params.start_slot], 0)) + s;
     if (row < params.cache_rows) {
-      k_cache[row * row_len() + head_d] = k[s * row_len() + head_d];
+      k_cache[row * row_len() + head_d] = elem(k_load(s * row_len() + head_d));
       v_cache[row * row_len() + head_d] = v[s * row_len() + head_d];
     }
   }
@@ -96,7 +113,7 @@ struct Row {
 }
 
 fn row_score(r: Row, j: u32) -> f32 {
-  return score(r.q_at, j, r.start, r.head_at);
+  return score(r.q_at, j, r.start, r.head_at, false);
 }
 
 fn row_value(r: Row, j: u32) -> f32 {
@@ -122,12 +139,16 @@ var<workgroup> uniform_rows: u32;
 
 fn attend_span(q_at: u32, head_at: u32, lo: u32, hi: u32, lane: u32) -> Span {
   let start = u32(max(ints[params.start_slot], 0));
+  if (lane < params.head_dim) {
+    q_held[lane] = q_load(q_at + lane);
+  }
+  workgroupBarrier();
   var run = Span(-3.0e38, 0.0, 0.0);
   for (var c0 = lo; c0 < hi; c0 += CHUNK) {
     let m = min(CHUNK, hi - c0);
     var top = -3.0e38;
     for (var r = lane; r < m; r += wg_size) {
-      let x = score(q_at, c0 + r, start, head_at);
+      let x = score(q_at, c0 + r, start, head_at, true);
       weights[r] = x;
       top = max_nan(top, x);
     }

@@ -51,9 +51,10 @@ finally:
 def test_fused_equals_unfused_in_the_browser(decoder_page, name):
     """Load-time fusion (runtime/fusion.py) in the page: the fused build of a decoder (its
     linears' split and residual epilogues in the browser's kernel forms, the element-wise
-    chain, the norms folded into the linears) computes what the unfused one does, and runs
-    10 fewer dispatches per layer and one fewer for the final norm on GPUs (7 and none
-    on CPU adapters, where the norms and the SwiGLU chain stay their own dispatch)."""
+    chain, the norms folded into the linears, the RoPE into the attention) computes what
+    the unfused one does, and runs 11 fewer dispatches per layer and one fewer for the
+    final norm on GPUs (8 and none on CPU adapters, where the norms and the SwiGLU chain
+    stay their own dispatch)."""
     page = decoder_page
     page.run_python((HERE.parent / "support" / "fusion_check.py").read_text())
     args = INDEX[name]["model_args"]
@@ -66,7 +67,7 @@ def test_fused_equals_unfused_in_the_browser(decoder_page, name):
     # SwiftShader: the norms and the SwiGLU chain stay dispatches of their own
     # (fusion_check.saved_dispatches)
     assert counts["unfused"] - counts["fused"] == saved_dispatches(
-        report, args["n_layers"], 10, 1), report
+        report, args["n_layers"], 10, 1) + args["n_layers"], report  # + the RoPE fold
     assert report["copies"]["fused"] == 0 < report["copies"]["unfused"], report["copies"]
     tol = (1e-3 if "fp16" in name else 1e-5) * report["scale"]
     assert max(report["diffs"]) <= tol, report

@@ -30,28 +30,70 @@ from math import prod
 from ..errors import FormatError, InputError, UnsupportedError
 from ..model.graph import Null, Scalar
 from ..shaders.compose import Binding, Kernel, Uniform
+from . import cpu_reference as cpu
 from . import sizes
 from .args import number, ref_int
 from .common import elementwise_workgroup, pow2_lanes
 from .exec_ints import follow_actual_size, int_key, int_value, size_key, slots
 from .registry import register
+from .rope import reference as rope_reference
 from .variants import declare
 
 PARAMS = Uniform(("heads", "u32"), ("kv_heads", "u32"), ("head_dim", "u32"),
                  ("cache_rows", "u32"), ("s_bound", "u32"), ("start_slot", "u32"),
                  ("len_slot", "u32"), ("scale", "f32"), ("parts", "u32"))
-KERNEL = Kernel("sdpa_kv_cache", (
+_BINDINGS = (
     Binding(0, "q"), Binding(1, "k"), Binding(2, "v"), Binding(3, "k_cache", "read_write"),
     Binding(4, "v_cache", "read_write"), Binding(5, "out", "read_write"),
-    Binding(6, "ints", type="i32"), Binding(8, "parts", "read_write", type="f32")), PARAMS,
-    uniform_binding=7,
-    snippets=("flat_index", "bits", "nan_minmax", "tree", "softmax_weighted"))
+    Binding(6, "ints", type="i32"), Binding(8, "parts", "read_write", type="f32"))
+_SNIPPETS = ("flat_index", "bits", "nan_minmax", "tree", "softmax_weighted")
+# how the kernels read q and k: as stored, or turned by RoPE (SDPA_ROPE)
+_LOADS = """fn q_load(i: u32) -> f32 {
+  return f32(q[i]);
+}
+
+fn k_load(i: u32) -> f32 {
+  return f32(k[i]);
+}
+"""
+# et_vk.apply_rotary_emb's interleaved pairs (shaders/rope.wgsl `interleaved`): element i
+# of q [S, H, D] or k [S, Hkv, D] with its pair, turned by row s, column d / 2 of the
+# tables [S, D/2], rounded to the stored type as the rope op stored it (D is even)
+_ROPE_LOADS = """fn rope_cs(i: u32, heads: u32) -> vec2<f32> {
+  let D = params.head_dim;
+  let t = (i / (D * heads)) * (D / 2u) + (i % D) / 2u;
+  return vec2<f32>(f32(cos_t[t]), f32(sin_t[t]));
+}
+
+fn q_load(i: u32) -> f32 {
+  let cs = rope_cs(i, params.heads);
+  if (i % 2u == 0u) {
+    return f32(elem(f32(q[i]) * cs.x - f32(q[i + 1u]) * cs.y));
+  }
+  return f32(elem(f32(q[i - 1u]) * cs.y + f32(q[i]) * cs.x));
+}
+
+fn k_load(i: u32) -> f32 {
+  let cs = rope_cs(i, params.kv_heads);
+  if (i % 2u == 0u) {
+    return f32(elem(f32(k[i]) * cs.x - f32(k[i + 1u]) * cs.y));
+  }
+  return f32(elem(f32(k[i - 1u]) * cs.y + f32(k[i]) * cs.x));
+}
+"""
+KERNEL = Kernel("sdpa_kv_cache", _BINDINGS, PARAMS, uniform_binding=7, snippets=_SNIPPETS,
+                generated=_LOADS)
+ROPE_KERNEL = Kernel("sdpa_kv_cache", _BINDINGS + (Binding(9, "cos_t"), Binding(10, "sin_t")),
+                     PARAMS, uniform_binding=7, snippets=_SNIPPETS, generated=_ROPE_LOADS,
+                     name="sdpa_kv_cache_rope")
+SDPA_ROPE = "pte_webgpu.sdpa_rope"
+Q_HELD = 256  # head_dim at most, for the rows and split forms (shaders/sdpa_kv_cache.wgsl)
 
 
 def _choose(traits, dim: int) -> str:
     """A workgroup per query row and head where one holds head_dim lanes: on CPU
     adapters ``rows``, on GPUs ``split``; else ``elements``."""
-    if pow2_lanes(traits, dim) < dim:
+    if pow2_lanes(traits, dim) < dim or dim > Q_HELD:
         return "elements"
     return "rows" if traits.is_cpu else "split"
 
@@ -60,6 +102,8 @@ def _supported(form: str, traits, dim: int) -> str | None:
     lanes = pow2_lanes(traits, dim)
     if form in ("rows", "split") and lanes < dim:
         return f"needs {dim} lanes per workgroup (the head dim); this adapter gives {lanes}"
+    if form in ("rows", "split") and dim > Q_HELD:
+        return f"holds a query row of at most {Q_HELD} elements (head dim {dim})"
     return None
 
 
@@ -125,8 +169,42 @@ def _check_positions(ctx, op, start_id: int, q_id: int, rows: int) -> None:
 @register("sdpa_with_kv_cache.default", half=True, reference=reference, args=12,
           sizes=sizes.same_as_first)
 async def build_sdpa_with_kv_cache(ctx, op):
+    await _build(ctx, op, ctx.args(op, 12), None)
+
+
+def reference_rope(read, values, args, write=None):
+    """SDPA_ROPE: the rope op's reference on (xq, xk), then sdpa's on the turned q, k."""
+    turned = dict(zip(args[:2], (cpu.Array(tuple(read(a).shape), x)
+                                 for a, x in zip(args[:2], rope_reference(read, values,
+                                                                          args[:4])))))
+    return reference(lambda vid: turned[vid] if vid in turned else read(vid), values,
+                     args[:11] + args[13:], write)
+
+
+@register(SDPA_ROPE, half=True, reference=reference_rope, args=14, sizes=sizes.same_as_first)
+async def build_sdpa_rope(ctx, op):
+    """``pte_webgpu.sdpa_rope [xq, xk, v, k_cache, v_cache, start_pos, seq_len, attn_mask,
+    dropout_p, is_causal, scale, cos, sin, out]``: et_vk.apply_rotary_emb (interleaved
+    pairs, tables [S, D/2]) whose outputs only sdpa_with_kv_cache reads, as one op
+    (runtime/fusion_rope.py): the kernels turn q and k as they read them, so the rope's
+    dispatch and its outputs are gone."""
+    args = ctx.args(op, 14)
+    cos_id, sin_id = args[11], args[12]
+    xq = ctx.float_tensor(args[0], op)
+    cos, sin = ctx.float_tensor(cos_id, op), ctx.float_tensor(sin_id, op)
+    if len(xq.shape) != 4 or xq.shape[3] % 2 or cos.numel != xq.shape[1] * xq.shape[3] // 2 \
+            or sin.numel != cos.numel:
+        raise FormatError(f"{op.name}: tables {list(cos.shape)} / {list(sin.shape)} should hold "
+                          f"[S, D/2] of q {list(xq.shape)} with D even", field=ctx.where(op))
+    ctx.note_kernel(op, fused="rope + sdpa")
+    await _build(ctx, op, args[:11] + args[13:], (cos_id, sin_id))
+
+
+async def _build(ctx, op, args, rope) -> None:
+    """sdpa_with_kv_cache from its 12 args; ``rope``: (cos, sin) tables that q and k are
+    turned by as they are read (SDPA_ROPE), else None."""
     (q_id, k_id, v_id, kc_id, vc_id, start_id, _seq_len, mask_id, drop_id, causal_id,
-     scale_id, out_id) = ctx.args(op, 12)
+     scale_id, out_id) = args
     q, k, v = (ctx.float_tensor(i, op) for i in (q_id, k_id, v_id))
     kc, vc, out = (ctx.float_tensor(i, op) for i in (kc_id, vc_id, out_id))
     if not isinstance(ctx.graph.values[mask_id], Null):
@@ -160,7 +238,7 @@ async def build_sdpa_with_kv_cache(ctx, op):
         raise FormatError(f"{op.name}: output {list(out.shape)} should be q's shape "
                           f"{list(q.shape)}", field=ctx.where(op))
     scale = ctx.float_scalar(scale_id, 1.0 / math.sqrt(dim))
-    halves = {ctx.half(i) for i in (q_id, k_id, v_id, kc_id, vc_id, out_id)}
+    halves = {ctx.half(i) for i in (q_id, k_id, v_id, kc_id, vc_id, out_id, *(rope or ()))}
     if len(halves) != 1:
         raise UnsupportedError(f"{op.name}: mixed float16/float32 operands ({ctx.where(op)})")
     half = halves.pop()
@@ -177,9 +255,13 @@ async def build_sdpa_with_kv_cache(ctx, op):
                                      start_slot=start_slot, len_slot=len_slot, scale=scale,
                                      parts=parts), f"{op.name} params")
     io = [(0, q_id), (1, k_id), (2, v_id), (3, kc_id), (4, vc_id), (6, ints), (7, params)]
+    kernel = KERNEL
+    if rope is not None:
+        kernel = ROPE_KERNEL
+        io += [(9, rope[0]), (10, rope[1])]
     if form == "elements":
         wg = min(64, elementwise_workgroup(ctx))
-        attend = await ctx.pipeline(KERNEL, {"wg_size": wg}, "attend", half=half)
+        attend = await ctx.pipeline(kernel, {"wg_size": wg}, "attend", half=half)
         ctx.dispatch(op, attend, io + [(5, out_id)], ctx.grid(-(-out.numel // wg)))
         follow_actual_size(ctx, out_id, wg)
         return
@@ -188,17 +270,17 @@ async def build_sdpa_with_kv_cache(ctx, op):
     dynamic = ctx.dyn.is_dynamic(ctx.graph_key, out_id)
     split = form == "split" and (s_bound == 1 or dynamic)
     if s_bound > 1 or not split:
-        attend = await ctx.pipeline(KERNEL, {"wg_size": lanes}, "attend_rows", half=half)
+        attend = await ctx.pipeline(kernel, {"wg_size": lanes}, "attend_rows", half=half)
         ctx.dispatch(op, attend, io + [(5, out_id)], ctx.grid(s_bound * heads))
         follow_actual_size(ctx, out_id, lambda n: 0 if split and n <= row else -(-n // dim))
     if split:
         if s_bound > 1:
             ctx.note_kernel(op, twin="split")
-        await _record_split(ctx, op, io, out_id, heads * parts, row, lanes, half,
+        await _record_split(ctx, op, kernel, io, out_id, heads * parts, row, lanes, half,
                             alternative=s_bound > 1)
 
 
-async def _record_split(ctx, op, io, out_id, groups: int, row: int, lanes: int,
+async def _record_split(ctx, op, kernel, io, out_id, groups: int, row: int, lanes: int,
                         half: bool, alternative: bool) -> None:
     """The flash-decoding pair for one query row of ``row`` = heads x head_dim elements:
     ``groups`` = heads x parts workgroups write partial softmaxes into a scratch buffer,
@@ -206,13 +288,15 @@ async def _record_split(ctx, op, io, out_id, groups: int, row: int, lanes: int,
     rows dispatch, run only for executes of one row."""
     dim = ctx.graph.values[out_id].shape[3]
     parts = ctx.resources.buffer(4 * groups * (dim + 2), f"{ctx.where(op)} attention parts")
-    split = await ctx.pipeline(KERNEL, {"wg_size": lanes}, "attend_split", half=half)
+    split = await ctx.pipeline(kernel, {"wg_size": lanes}, "attend_split", half=half)
     ctx.dispatch(op, split, io + [(8, parts)], ctx.grid(groups))
     follow_actual_size(ctx, out_id, lambda n: groups if n <= row else 0,
                        alternative=alternative)
     wg = min(64, elementwise_workgroup(ctx))
     combine = await ctx.pipeline(KERNEL, {"wg_size": wg}, "combine", half=half)
-    ctx.dispatch(op, combine, [(5, out_id)] + io[5:] + [(8, parts)], ctx.grid(-(-row // wg)))
+    ints_params = [b for b in io if b[0] in (6, 7)]  # what combine reads besides the parts
+    ctx.dispatch(op, combine, [(5, out_id)] + ints_params + [(8, parts)],
+                 ctx.grid(-(-row // wg)))
     follow_actual_size(ctx, out_id, lambda n: -(-row // wg) if n <= row else 0,
                        alternative=alternative)
 

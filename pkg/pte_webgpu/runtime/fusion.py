@@ -20,13 +20,16 @@ bound by the number of dispatches, not by arithmetic (docs/performance.md), so:
 6. a SwiGLU chain (step 3) whose output only a float linear reads becomes one
    ``pte_webgpu.gated_linear`` (fusion_gated.py): decode's matrix-vector forms compute
    silu(gate) * up as they load it, with the chain's own roundings;
-7. a reshape (``VIEWS``) shares its input's memory object, so build.py binds the input's
+7. the llama example's RoPE (``et_vk.apply_rotary_emb``) whose outputs only
+   ``sdpa_with_kv_cache`` reads becomes one ``pte_webgpu.sdpa_rope`` (fusion_rope.py):
+   the attention turns q and k as it reads them;
+8. a reshape (``VIEWS``) shares its input's memory object, so build.py binds the input's
    buffer instead of recording a copy (a copy ends the compute pass, and it copies the
    tensor's whole bound, e.g. 1024 rows for a decode step's one).
 
 The fused ops are defined in the op library beside their unfused forms
 (ops/fused_linear.py, ops/fused_elementwise.py, ops/norm_linear.py,
-ops/gated_linear.py). Moving an op changes when tensors are
+ops/gated_linear.py, ops/attention.py). Moving an op changes when tensors are
 written and last read; the exporter planned shared memory objects (mem_obj_id) for the
 original order, so a tensor whose lifetime changed and now overlaps another of its
 memory object moves to one where it overlaps nothing (``_repair``); a reshape's input
@@ -46,7 +49,7 @@ from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
 from ..ops.fused_elementwise import MAX_INPUTS
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
 from ..ops.fused_linear import MAX_SPLIT
-from . import fusion_conv, fusion_gated, fusion_norm, fusion_q4
+from . import fusion_conv, fusion_gated, fusion_norm, fusion_q4, fusion_rope
 from .views import VIEWS, is_one, residual_add
 
 LINEAR = "aten.linear.default"
@@ -67,6 +70,7 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     f.drop_dead_views()  # the stacked linears' input reshapes: the norm's other readers
     fusion_norm.fold_norms(f)
     fusion_gated.fold_gates(f)
+    fusion_rope.fold_ropes(f)
     f.drop_dead_views()
     views = [(op.args[0], op.args[-1]) for op in f.placed.values() if op.name in VIEWS]
     if not f.fused and not views:

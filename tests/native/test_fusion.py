@@ -17,16 +17,12 @@ LLAMAS = sorted(n for n in INDEX if n.startswith("llama_"))
 # per layer: q/k/v as one (2 fewer), gate/up as one (1), o_proj and down_proj each with
 # its residual add (2), sigmoid * gate * up as one kernel (2), both norms and that chain
 # into the linears after them (3: on GPUs, tests/support/fusion_check.saved_dispatches);
-# and the final norm into the lm head (1 per model, GPUs); the interleaved RoPE into the
-# attention (1, the decoders with et_vk.apply_rotary_emb: not hf_rope)
+# and the final norm into the lm head (1 per model, GPUs); the RoPE into the attention (1)
 SAVED_PER_LAYER = 10
 PER_LAYER = {"rms_norm + 3 linears": 1, "rms_norm + 2 linears": 1,
-             "linear + residual add": 1, "3 element-wise ops + linear + residual add": 1}
+             "linear + residual add": 1, "3 element-wise ops + linear + residual add": 1,
+             "rope + sdpa": 1}
 PER_MODEL = {"rms_norm + 1 linear": 1}
-
-
-def _rope_folds(name) -> int:
-    return 0 if INDEX[name]["model_args"].get("hf_rope") or "hfrope" in name else 1
 
 
 def _report(name, prompt_len=20, steps=3, **options):
@@ -42,11 +38,9 @@ def _report(name, prompt_len=20, steps=3, **options):
 def _check(name, report):
     layers = INDEX[name]["model_args"]["n_layers"]
     counts = report["dispatches"]
-    ropes = _rope_folds(name)
     assert counts["unfused"] - counts["fused"] == saved_dispatches(
-        report, layers, SAVED_PER_LAYER, 1) + ropes * layers, counts
-    per_layer = PER_LAYER | ({"rope + sdpa": 1} if ropes else {})
-    assert report["fused_ops"] == {"fused": {k: v * layers for k, v in per_layer.items()}
+        report, layers, SAVED_PER_LAYER, 1) + layers, counts  # + the RoPE fold's
+    assert report["fused_ops"] == {"fused": {k: v * layers for k, v in PER_LAYER.items()}
                                    | PER_MODEL, "unfused": {}}
     # reshapes share their inputs' memory: no copy is left, and memory stays as it was
     # (a reshape given a buffer it never used once doubled SmolLM2's)

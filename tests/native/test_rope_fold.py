@@ -1,5 +1,6 @@
 """RoPE folded into the attention (runtime/fusion_rope.py, ops/attention.py SDPA_ROPE): the
-exported llama decoders whose RoPE is the interleaved et_vk.apply_rotary_emb, a prefill and
+exported llama decoders, whose RoPE is et_vk.apply_rotary_emb (interleaved pairs) or
+et_vk.apply_rotary_emb_hf (half against half, rows start + s of full tables), a prefill and
 decode steps, with the fold on and off (every other fold alike), in each attention form:
 the logits agree, and the rope's dispatch is gone from every layer. Against eager torch:
 tests/native/test_decoders.py (the fold is on by default)."""
@@ -11,8 +12,7 @@ from tests.support.decoders import DECODERS, INDEX
 from tests.support.fusion_check import fusion_report
 from tests.support.gpu_thread import run_sync
 
-ROPE = sorted(n for n in INDEX if n.startswith("llama_") and n.endswith(("_rope",
-                                                                          "_rope_fp16")))
+ROPE = sorted(n for n in INDEX if n.startswith("llama_"))  # interleaved and HF RoPE
 
 
 def _report(name, monkeypatch, form):

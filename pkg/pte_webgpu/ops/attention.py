@@ -25,6 +25,7 @@ is a placeholder the op leaves as it is.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from math import prod
 
 from ..errors import FormatError, InputError, UnsupportedError
@@ -37,11 +38,14 @@ from .common import elementwise_workgroup, pow2_lanes
 from .exec_ints import follow_actual_size, int_key, int_value, size_key, slots
 from .registry import register
 from .rope import reference as rope_reference
+from .rope import reference_hf as rope_reference_hf
 from .variants import declare
 
 PARAMS = Uniform(("heads", "u32"), ("kv_heads", "u32"), ("head_dim", "u32"),
                  ("cache_rows", "u32"), ("s_bound", "u32"), ("start_slot", "u32"),
-                 ("len_slot", "u32"), ("scale", "f32"), ("parts", "u32"))
+                 ("len_slot", "u32"), ("scale", "f32"), ("parts", "u32"),
+                 # the HF RoPE folded in (SDPA_ROPE_HF): table width, rows, start's slot
+                 ("rope_rot", "u32"), ("rope_rows", "u32"), ("rope_slot", "u32"))
 _BINDINGS = (
     Binding(0, "q"), Binding(1, "k"), Binding(2, "v"), Binding(3, "k_cache", "read_write"),
     Binding(4, "v_cache", "read_write"), Binding(5, "out", "read_write"),
@@ -56,37 +60,72 @@ fn k_load(i: u32) -> f32 {
   return f32(k[i]);
 }
 """
-# et_vk.apply_rotary_emb's interleaved pairs (shaders/rope.wgsl `interleaved`): element i
-# of q [S, H, D] or k [S, Hkv, D] with its pair, turned by row s, column d / 2 of the
-# tables [S, D/2], rounded to the stored type as the rope op stored it (D is even)
-_ROPE_LOADS = """fn rope_cs(i: u32, heads: u32) -> vec2<f32> {
-  let D = params.head_dim;
-  let t = (i / (D * heads)) * (D / 2u) + (i % D) / 2u;
-  return vec2<f32>(f32(cos_t[t]), f32(sin_t[t]));
+# q or k (which = 0 or 1) as stored, for the turned loads below
+_QK = """fn qk(which: u32, i: u32) -> f32 {
+  if (which == 0u) {
+    return f32(q[i]);
+  }
+  return f32(k[i]);
 }
 
 fn q_load(i: u32) -> f32 {
-  let cs = rope_cs(i, params.heads);
-  if (i % 2u == 0u) {
-    return f32(elem(f32(q[i]) * cs.x - f32(q[i + 1u]) * cs.y));
-  }
-  return f32(elem(f32(q[i - 1u]) * cs.y + f32(q[i]) * cs.x));
+  return turned(0u, i, params.heads);
 }
 
 fn k_load(i: u32) -> f32 {
-  let cs = rope_cs(i, params.kv_heads);
+  return turned(1u, i, params.kv_heads);
+}
+"""
+# et_vk.apply_rotary_emb's interleaved pairs (shaders/rope.wgsl `interleaved`): element i
+# of q [S, H, D] or k [S, Hkv, D] with its pair, turned by row s, column d / 2 of the
+# tables [S, D/2], rounded to the stored type as the rope op stored it (D is even)
+_ROPE_LOADS = _QK + """
+fn turned(which: u32, i: u32, heads: u32) -> f32 {
+  let D = params.head_dim;
+  let t = (i / (D * heads)) * (D / 2u) + (i % D) / 2u;
+  let c = f32(cos_t[t]);
+  let sn = f32(sin_t[t]);
   if (i % 2u == 0u) {
-    return f32(elem(f32(k[i]) * cs.x - f32(k[i + 1u]) * cs.y));
+    return f32(elem(qk(which, i) * c - qk(which, i + 1u) * sn));
   }
-  return f32(elem(f32(k[i - 1u]) * cs.y + f32(k[i]) * cs.x));
+  return f32(elem(qk(which, i - 1u) * sn + qk(which, i) * c));
+}
+"""
+# et_vk.apply_rotary_emb_hf (shaders/rope.wgsl `hf`): the first rope_rot dims turned half
+# against half by row start + s of the full tables [rope_rows, rope_rot] (0 past them),
+# the rest as they are
+_ROPE_HF_LOADS = _QK + """
+fn turned(which: u32, i: u32, heads: u32) -> f32 {
+  let D = params.head_dim;
+  let d = i % D;
+  if (d >= params.rope_rot) {
+    return qk(which, i);
+  }
+  let row = u32(max(ints[params.rope_slot], 0)) + i / (D * heads);
+  if (row >= params.rope_rows) {
+    return 0.0;
+  }
+  let half_rot = params.rope_rot / 2u;
+  var rotated = 0.0;
+  if (d < half_rot) {
+    rotated = -qk(which, i + half_rot);
+  } else {
+    rotated = qk(which, i - half_rot);
+  }
+  let t = row * params.rope_rot + d;
+  return f32(elem(qk(which, i) * f32(cos_t[t]) + rotated * f32(sin_t[t])));
 }
 """
 KERNEL = Kernel("sdpa_kv_cache", _BINDINGS, PARAMS, uniform_binding=7, snippets=_SNIPPETS,
                 generated=_LOADS)
-ROPE_KERNEL = Kernel("sdpa_kv_cache", _BINDINGS + (Binding(9, "cos_t"), Binding(10, "sin_t")),
-                     PARAMS, uniform_binding=7, snippets=_SNIPPETS, generated=_ROPE_LOADS,
-                     name="sdpa_kv_cache_rope")
+_TABLES = (Binding(9, "cos_t"), Binding(10, "sin_t"))
+ROPE_KERNEL = Kernel("sdpa_kv_cache", _BINDINGS + _TABLES, PARAMS, uniform_binding=7,
+                     snippets=_SNIPPETS, generated=_ROPE_LOADS, name="sdpa_kv_cache_rope")
+ROPE_HF_KERNEL = Kernel("sdpa_kv_cache", _BINDINGS + _TABLES, PARAMS, uniform_binding=7,
+                        snippets=_SNIPPETS, generated=_ROPE_HF_LOADS,
+                        name="sdpa_kv_cache_rope_hf")
 SDPA_ROPE = "pte_webgpu.sdpa_rope"
+SDPA_ROPE_HF = "pte_webgpu.sdpa_rope_hf"
 Q_HELD = 256  # head_dim at most, for the rows and split forms (shaders/sdpa_kv_cache.wgsl)
 
 
@@ -172,16 +211,43 @@ async def build_sdpa_with_kv_cache(ctx, op):
     await _build(ctx, op, ctx.args(op, 12), None)
 
 
-def reference_rope(read, values, args, write=None):
-    """SDPA_ROPE: the rope op's reference on (xq, xk), then sdpa's on the turned q, k."""
-    turned = dict(zip(args[:2], (cpu.Array(tuple(read(a).shape), x)
-                                 for a, x in zip(args[:2], rope_reference(read, values,
-                                                                          args[:4])))))
-    return reference(lambda vid: turned[vid] if vid in turned else read(vid), values,
-                     args[:11] + args[13:], write)
+def _turned_reference(rope_reference, rope_args):
+    """The reference of sdpa on q, k turned by ``rope_reference`` over ``rope_args`` (the
+    fused op's args: xq, xk, then its rope arguments at ``rope_args``)."""
+    def ref(read, values, args, write=None):
+        turned = rope_reference(read, values, [args[0], args[1]] + [args[i] for i in rope_args])
+        held = {a: cpu.Array(tuple(read(a).shape), x) for a, x in zip(args[:2], turned)}
+        return reference(lambda vid: held[vid] if vid in held else read(vid), values,
+                         args[:11] + args[-1:], write)
+    return ref
 
 
-@register(SDPA_ROPE, half=True, reference=reference_rope, args=14, sizes=sizes.same_as_first)
+@dataclass(frozen=True)
+class Rope:
+    """RoPE turned into q and k as the kernels read them: the kernel (its q_load /
+    k_load), the tables, and the HF form's width, rows and start (a slot key)."""
+
+    kernel: Kernel
+    cos_id: int
+    sin_id: int
+    rot: int = 0
+    rows: int = 0
+    start: tuple | None = None
+
+
+def _tables(ctx, op, args):
+    xq = ctx.float_tensor(args[0], op)
+    cos, sin = ctx.float_tensor(args[11], op), ctx.float_tensor(args[12], op)
+    if len(xq.shape) != 4 or xq.shape[3] % 2 or tuple(sin.shape) != tuple(cos.shape) \
+            or not cos.shape:
+        raise FormatError(f"{op.name}: q {list(xq.shape)} should be [1, S, H, D] with D even "
+                          f"and the tables {list(cos.shape)} / {list(sin.shape)} alike",
+                          field=ctx.where(op))
+    return xq, cos
+
+
+@register(SDPA_ROPE, half=True, reference=_turned_reference(rope_reference, (11, 12)),
+          args=14, sizes=sizes.same_as_first)
 async def build_sdpa_rope(ctx, op):
     """``pte_webgpu.sdpa_rope [xq, xk, v, k_cache, v_cache, start_pos, seq_len, attn_mask,
     dropout_p, is_causal, scale, cos, sin, out]``: et_vk.apply_rotary_emb (interleaved
@@ -189,20 +255,36 @@ async def build_sdpa_rope(ctx, op):
     (runtime/fusion_rope.py): the kernels turn q and k as they read them, so the rope's
     dispatch and its outputs are gone."""
     args = ctx.args(op, 14)
-    cos_id, sin_id = args[11], args[12]
-    xq = ctx.float_tensor(args[0], op)
-    cos, sin = ctx.float_tensor(cos_id, op), ctx.float_tensor(sin_id, op)
-    if len(xq.shape) != 4 or xq.shape[3] % 2 or cos.numel != xq.shape[1] * xq.shape[3] // 2 \
-            or sin.numel != cos.numel:
-        raise FormatError(f"{op.name}: tables {list(cos.shape)} / {list(sin.shape)} should hold "
-                          f"[S, D/2] of q {list(xq.shape)} with D even", field=ctx.where(op))
+    xq, cos = _tables(ctx, op, args)
+    if cos.numel != xq.shape[1] * xq.shape[3] // 2:
+        raise FormatError(f"{op.name}: tables {list(cos.shape)} should hold [S, D/2] of q "
+                          f"{list(xq.shape)}", field=ctx.where(op))
     ctx.note_kernel(op, fused="rope + sdpa")
-    await _build(ctx, op, args[:11] + args[13:], (cos_id, sin_id))
+    await _build(ctx, op, args[:11] + args[13:], Rope(ROPE_KERNEL, args[11], args[12]))
+
+
+@register(SDPA_ROPE_HF, half=True, reference=_turned_reference(rope_reference_hf, (11, 12, 13)),
+          args=15, sizes=sizes.same_as_first)
+async def build_sdpa_rope_hf(ctx, op):
+    """``pte_webgpu.sdpa_rope_hf [xq, xk, v, k_cache, v_cache, start_pos, seq_len,
+    attn_mask, dropout_p, is_causal, scale, cos, sin, rope_start, out]``: the same for
+    et_vk.apply_rotary_emb_hf (the first R dims turned half against half by rows
+    rope_start + s of the full tables [T, R])."""
+    args = ctx.args(op, 15)
+    xq, cos = _tables(ctx, op, args)
+    rot = cos.shape[-1]
+    if rot % 2 or rot > xq.shape[3]:
+        raise FormatError(f"{op.name}: table width {rot} must be even and at most the head "
+                          f"dim", field=ctx.where(op))
+    ctx.note_kernel(op, fused="rope + sdpa")
+    await _build(ctx, op, args[:11] + args[14:],
+                 Rope(ROPE_HF_KERNEL, args[11], args[12], rot, cos.numel // rot if rot else 0,
+                      int_key(ctx, op, args[13], default=0)))
 
 
 async def _build(ctx, op, args, rope) -> None:
-    """sdpa_with_kv_cache from its 12 args; ``rope``: (cos, sin) tables that q and k are
-    turned by as they are read (SDPA_ROPE), else None."""
+    """sdpa_with_kv_cache from its 12 args; ``rope``: how q and k are turned as they are
+    read (SDPA_ROPE, SDPA_ROPE_HF), else None."""
     (q_id, k_id, v_id, kc_id, vc_id, start_id, _seq_len, mask_id, drop_id, causal_id,
      scale_id, out_id) = args
     q, k, v = (ctx.float_tensor(i, op) for i in (q_id, k_id, v_id))
@@ -238,27 +320,32 @@ async def _build(ctx, op, args, rope) -> None:
         raise FormatError(f"{op.name}: output {list(out.shape)} should be q's shape "
                           f"{list(q.shape)}", field=ctx.where(op))
     scale = ctx.float_scalar(scale_id, 1.0 / math.sqrt(dim))
-    halves = {ctx.half(i) for i in (q_id, k_id, v_id, kc_id, vc_id, out_id, *(rope or ()))}
+    tables = (rope.cos_id, rope.sin_id) if rope else ()
+    halves = {ctx.half(i) for i in (q_id, k_id, v_id, kc_id, vc_id, out_id, *tables)}
     if len(halves) != 1:
         raise UnsupportedError(f"{op.name}: mixed float16/float32 operands ({ctx.where(op)})")
     half = halves.pop()
     _check_positions(ctx, op, start_id, q_id, kc.shape[1])
     if not out.numel:
         return
-    ints, (start_slot, len_slot) = slots(ctx, op, [int_key(ctx, op, start_id),
-                                                   size_key(ctx, q_id, 1)])
+    keys = [int_key(ctx, op, start_id), size_key(ctx, q_id, 1)]
+    ints, (start_slot, len_slot, *rope_slot) = slots(
+        ctx, op, keys + ([rope.start] if rope and rope.start else []))
     lanes = pow2_lanes(ctx.device.info.traits, dim)
     form = VARIANTS.pick(ctx, op, dim=dim)
     parts = min(MAX_PARTS, -(-kc.shape[1] // SPAN_ROWS)) if form == "split" else 1
     params = ctx.uniform(PARAMS.pack(heads=heads, kv_heads=kv_heads, head_dim=dim,
                                      cache_rows=kc.shape[1], s_bound=s_bound,
                                      start_slot=start_slot, len_slot=len_slot, scale=scale,
-                                     parts=parts), f"{op.name} params")
+                                     parts=parts, rope_rot=rope.rot if rope else 0,
+                                     rope_rows=rope.rows if rope else 0,
+                                     rope_slot=rope_slot[0] if rope_slot else 0),
+                         f"{op.name} params")
     io = [(0, q_id), (1, k_id), (2, v_id), (3, kc_id), (4, vc_id), (6, ints), (7, params)]
     kernel = KERNEL
     if rope is not None:
-        kernel = ROPE_KERNEL
-        io += [(9, rope[0]), (10, rope[1])]
+        kernel = rope.kernel
+        io += [(9, rope.cos_id), (10, rope.sin_id)]
     if form == "elements":
         wg = min(64, elementwise_workgroup(ctx))
         attend = await ctx.pipeline(kernel, {"wg_size": wg}, "attend", half=half)

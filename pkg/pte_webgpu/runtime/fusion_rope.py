@@ -1,16 +1,19 @@
 """RoPE folded into the attention that reads it: an ``et_vk.apply_rotary_emb`` (the llama
-example's interleaved pairs) whose two outputs only one ``sdpa_with_kv_cache`` reads, as
-its q and k, becomes one ``pte_webgpu.sdpa_rope`` (ops/attention.py) at the attention's
-place: its kernels turn q and k as they read them, so a decode step loses a dispatch a
+example's interleaved pairs) or ``et_vk.apply_rotary_emb_hf`` (its HF form) whose two
+outputs only one ``sdpa_with_kv_cache`` reads, as its q and k, becomes one
+``pte_webgpu.sdpa_rope`` / ``pte_webgpu.sdpa_rope_hf`` (ops/attention.py) at the
+attention's place: its kernels turn q and k as they read them, so a decode step loses a dispatch a
 layer (in Chromium a step's time follows its dispatch count: docs/performance.md)."""
 
 from __future__ import annotations
 
 from ..model.graph import OpCall
-from ..ops.attention import SDPA_ROPE
+from ..ops.attention import SDPA_ROPE, SDPA_ROPE_HF
 from .views import placed_ops
 
 ROPE = "et_vk.apply_rotary_emb.default"
+ROPE_HF = "et_vk.apply_rotary_emb_hf.default"
+FOLDED = {ROPE: SDPA_ROPE, ROPE_HF: SDPA_ROPE_HF}
 SDPA = "sdpa_with_kv_cache.default"
 ENABLED = True  # tests turn this fold alone off, to compare its outputs with the rope op's
 
@@ -19,12 +22,12 @@ def fold_ropes(f) -> None:
     """``f``: a fusion._Fusion."""
     if not ENABLED:
         return
-    for i, rope in placed_ops(f, {ROPE: 5}):
+    for i, rope in placed_ops(f, {ROPE: 5, ROPE_HF: 6}):
         _fold(f, i, rope)
 
 
 def _fold(f, i: int, rope: OpCall) -> None:
-    xq, xk, cos, sin, outs = rope.args
+    xq, xk, cos, sin, *extra, outs = rope.args  # extra: the HF form's start
     turned = tuple(getattr(f.values[outs], "items", ()))
     if len(turned) != 2:
         return
@@ -45,6 +48,6 @@ def _fold(f, i: int, rope: OpCall) -> None:
     # at the attention's place: the rope's inputs are ready there (_repair: lifetimes)
     for j in (i, reader):
         f._unlink(j)
-    f._link(reader, OpCall(SDPA_ROPE, (xq, xk) + tuple(sdpa.args[2:11]) + (cos, sin)
-                           + (sdpa.args[11],), sdpa.node_id))
+    f._link(reader, OpCall(FOLDED[rope.name], (xq, xk) + tuple(sdpa.args[2:11]) + (cos, sin)
+                           + tuple(extra) + (sdpa.args[11],), sdpa.node_id))
     f._count("rope + sdpa")

@@ -99,10 +99,3 @@ def linear_parts(f, lin: OpCall, vid: int):
     if not outs or not all(isinstance(f.values[o], TensorValue) for o in outs):
         return None
     return w_id, b_id, r_id, outs
-    if lin.name == LINEAR and len(lin.args) == 4:
-        out = f._tensor(lin.args[3])
-        return None if out is None else (lin.args[3],)
-    if lin.name == FUSED_LINEAR and len(lin.args) == 5 and isinstance(f.values[lin.args[3]], Null):
-        outs = fused_outputs(f.values, lin.args[4])
-        return outs if outs and all(isinstance(f.values[o], TensorValue) for o in outs) else None
-    return None

@@ -19,14 +19,13 @@ of a new length also traces its host steps). The ORT Web / transformers.js
 
 from __future__ import annotations
 
-import array
 import statistics
 import time
 
 from ..errors import InputError, UnsupportedError
 from ..model.tensor import Tensor
 from ..runtime import Runtime
-from .chained_steps import ChainedSteps
+from .chained_steps import ChainedSteps, int64_tensor
 from .generate import LanguageModel, forward_shape
 from .step_cost import step_cost
 
@@ -77,11 +76,11 @@ def host_plan(pte: bytes, data_files, contexts, steps: int) -> list[dict]:
 
 
 def _ids(values) -> Tensor:
-    return Tensor(array.array("q", values), (1, len(values)), "int64")
+    return int64_tensor(values, (1, len(values)))
 
 
 def _pos(p: int) -> Tensor:
-    return Tensor(array.array("q", [p]), (1,), "int64")
+    return int64_tensor([p], (1,))
 
 
 async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,

@@ -116,6 +116,18 @@ fn norm_prologue(lane: u32, sg_size: u32) {
     norm_rstd = r.y;
   }
 }
+// ==== row_gated  the wide and keep forms with a gated-input prologue (pte_webgpu.gated_linear_q4gsw)
+// The row is an element-wise chain of two tensors (SwiGLU: silu(gate) * up), computed with
+// the chain's own steps and roundings (ops/fused_elementwise.py chain_value) as each vec4
+// is loaded: the chain's dispatch and its output's round trip are gone.
+fn row_in4(j: u32) -> vec4<f32> {
+  let g = vec4<f32>(input4[j]);
+  let u = vec4<f32>(up4[j]);
+  return vec4<f32>(chain_value(g.x, u.x), chain_value(g.y, u.y), chain_value(g.z, u.z),
+                   chain_value(g.w, u.w));
+}
+
+fn norm_prologue(lane: u32, sg_size: u32) {}
 // ==== x_scalar  the input bound as elements (any K)
 fn x_in(i: u32) -> f32 {
   return f32(input[i]);

@@ -108,10 +108,14 @@ def reference(read, values, args):
 
 
 def sizes(op, shape, integer, values):
+    return gated_sizes(shape, values, op.args[0], op.args[5], op.args[-1])
+
+
+def gated_sizes(shape, values, g_id: int, r_id: int, outs_id: int) -> dict:
     """The chain's output as its first input; the linear's as fused_linear's: the
     residual's, else the input's rows in the output's rank (runtime/fusion_gated.py fuses
-    only where the two agree but for leading 1s)."""
-    g_id, r_id, outs_id = op.args[0], op.args[5], op.args[-1]
+    only where the two agree but for leading 1s). Also the 4-bit form's
+    (ops/linear_q4_gated.py)."""
     items = fused_outputs(values, outs_id)
     out = {items[0]: tuple(shape(g_id))}
     if not isinstance(values[r_id], Null):

@@ -39,6 +39,7 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill, sections
 from . import sizes
 from .args import int_arg
 from .exec_ints import follow_actual_size
+from .fused_elementwise import GATED_MATH, chain_function
 from .fused_linear import MAX_SPLIT, fused_outputs
 from .linear_q4_choice import (VARIANTS, WIDE_LANES, Variant, cols_lanes, cols_share, keep_parts,
                                keep_reps, row_forms)
@@ -78,31 +79,43 @@ SG_KINDS = ("gemvsg", "cols") + WIDE_KINDS  # forms that name subgroup builtins
 
 def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
            browser: bool = True, rows: int = 1, whole: bool = True,
-           offsets: bool = False, norm: bool = False, cols: int = 8, share: int = 4) -> Kernel:
+           offsets: bool = False, norm: bool = False, cols: int = 8, share: int = 4,
+           gate: tuple = ()) -> Kernel:
     """The shader of one form (``kind``: dot, gemv, gemvsg, wide, keep, cols, tiled) and epilogue;
     ``scales_f32``: float32 scales beside f16 activations; ``browser``: gemvsg's
     ``enable subgroups;`` (Chromium needs it, wgpu-native's naga rejects it); ``rows``:
     input rows per gemv workgroup (1 to 4); ``whole``: the group a multiple of 8 (the
     wide form needs it); ``offsets``: groups with offsets (binding 8, float32); ``norm``
     (wide and keep forms): the RMSNorm prologue, its weight at binding 9; ``cols``, ``share``
-    (the cols form): columns per invocation, lanes sharing their input loads."""
+    (the cols form): columns per invocation, lanes sharing their input loads; ``gate``
+    (wide and keep forms): the steps of a two-input chain computed as the row is loaded,
+    its second input at binding 9 (ops/linear_q4_gated.py)."""
     sg = kind in SG_KINDS
     return _kernel(kind, epilogue, scales_f32, browser or not sg,
                    rows if kind.startswith("gemv") else 1, whole or kind in WIDE_KINDS, offsets,
-                   norm and kind in WIDE_KINDS, (cols, share) if kind == "cols" else (0, 0))
+                   norm and kind in WIDE_KINDS, (cols, share) if kind == "cols" else (0, 0),
+                   tuple(gate) if kind in WIDE_KINDS else ())
+
+
+_GATES: dict[tuple, int] = {}  # a gated prologue's steps -> its number in kernel names
 
 
 @cache
 def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int,
-            whole: bool, offsets: bool, norm: bool, cols: tuple[int, int]) -> Kernel:
+            whole: bool, offsets: bool, norm: bool, cols: tuple[int, int],
+            gate: tuple = ()) -> Kernel:
     sums = {"gemv": ("sum_tree",), "gemvsg": ("sum_subgroups",), "wide": ("wide",),
             "keep": ("wide", "mantissa", "keep"), "cols": ("mantissa", "cols")}.get(kind, ())
     generated = fill("linear_q4_parts", "consts", rows=rows, whole=str(whole).lower(),
                      offsets=str(offsets).lower())
     generated += sections("linear_q4_parts")["offsets_bound" if offsets else "offsets_none"]
     generated += sections("linear_q4_parts")["x_vec4" if whole else "x_scalar"]
-    if kind in WIDE_KINDS:  # their one row, normalised as loaded with the prologue
-        generated += sections("linear_q4_parts")["row_norm" if norm else "row_plain"]
+    if kind in WIDE_KINDS:  # their one row, normalised or gated as loaded with a prologue
+        if gate:  # the chain's own step functions, and the f32 math they call
+            generated += "".join(sections("f32_math")[f] for f in GATED_MATH) \
+                + chain_function(2, gate)
+        generated += sections("linear_q4_parts")[
+            "row_norm" if norm else "row_gated" if gate else "row_plain"]
         if norm:
             generated += fill("snippets", "rare_row4", rows="input4")
     generated += sections("matmul_parts")["put" + (f"_{epilogue}" if epilogue else "")]
@@ -117,10 +130,12 @@ def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int
                                   f"r{rows}" if kind.startswith("gemv") else "",
                                   "" if whole else "any", "off" if offsets else "",
                                   "norm" if norm else "",
+                                  f"gate{_GATES.setdefault(gate, len(_GATES))}" if gate else "",
                                   f"c{cols[0]}s{cols[1]}" if kind == "cols" else "")))
     bindings = (_INPUT[whole],) + _BINDINGS + extra + (scales,) + EPILOGUES[epilogue] \
         + ((Binding(8, "offsets", type="f32"),) if offsets else ()) \
-        + ((Binding(9, "gamma4", type="elem4"),) if norm else ())
+        + ((Binding(9, "gamma4", type="elem4"),) if norm else ()) \
+        + ((Binding(9, "up4", type="elem4"),) if gate else ())
     return Kernel("linear_q4", bindings, PARAMS, uniform_binding=3, generated=generated,
                   entries=(_ENTRIES[kind],), enables=("subgroups",) if sg and browser else (),
                   name=name, snippets=("bits",) if norm else ())
@@ -450,18 +465,19 @@ def _grid(v: Variant, m: int, n: int, rows: int = 4, lanes: int = 0) -> tuple[in
 
 async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, half: bool,
                  scales_f32: bool, epilogue: str = "", split: dict | None = None,
-                 rows: int = 4, eps: float | None = None) -> None:
+                 rows: int = 4, eps: float | None = None, gate: tuple = ()) -> None:
     """One product of variant ``v`` (bindings: 0 input, 1 packed weight, 2 out, 4 bias,
     5 scales, 6-7 the split outputs, 8 the offsets if any, 9 the norm weight with ``eps``
-    (wide and keep forms: the input RMSNorm'ed first); ``rows``: up to this many input
-    rows per gemv workgroup, M at most). Also used by bench/."""
+    (wide and keep forms: the input RMSNorm'ed first) or the gated chain's second input
+    with its ``gate`` steps; ``rows``: up to this many input rows per gemv workgroup, M at
+    most). Also used by bench/."""
     m, n = shape.m, shape.n
     rows = max(1, min(rows, m, 4))
     browser = ctx.device.info.traits.subgroups
     offsets = any(b == 8 for b, _ in bindings)
     share = cols_share(ctx.device.info.traits)
     shader = kernel(v.kind, epilogue, scales_f32, browser, rows, shape.group % 8 == 0,
-                    offsets, eps is not None, v.cols, share)
+                    offsets, eps is not None, v.cols, share, gate)
     lanes = {"dot": 64, "tiled": 64, "wide": WIDE_LANES, "cols": cols_lanes(v, n, share),
              "keep": max(WIDE_LANES, v.lanes)}.get(v.kind, v.lanes)
     constants = {"wg_size": lanes}
@@ -513,14 +529,15 @@ def column_laid(data, itemsize: int, shape: Q4Shape, split: dict | None) -> byte
 
 async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int,
                   out_n: int, s_id: int, epilogue: str = "", split: dict | None = None,
-                  offsets=None, norm=None):
+                  offsets=None, prologue=None):
     """The chosen form (and, for a dynamic row count, decode's twin: ops/matmul.py's
     ``product`` does the same) of one q4 product; ``out_id``, ``out_n`` columns wide, is
     the output whose actual size the dispatches follow; ``offsets``: scale_laid_offsets'
-    (buffer, values) when the groups have offsets. ``norm`` (ops/linear_q4_norm.py): the
-    input is RMSNorm's output; the one-row forms (wide, keep) read ``norm.x_id`` and
-    normalise it themselves, the others read the input that ``norm.cover`` records the
-    norm's own dispatch for (run only where more rows are actual than those forms take)."""
+    (buffer, values) when the groups have offsets. ``prologue`` (a matmul.InputPrologue:
+    ops/linear_q4_norm.py's norm, ops/linear_q4_gated.py's chain): the input is the folded
+    op's output; the one-row forms (wide, keep) read its inputs and compute it themselves,
+    the others read the input that ``prologue.cover`` records the op's own dispatch for
+    (run only where more rows are actual than those forms take)."""
     if offsets is not None:
         bindings = list(bindings) + [(8, offsets[0])]
     m, n, k = shape.m, shape.n, shape.k
@@ -539,9 +556,9 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
             forms.append((1, forms[-1][1]))  # decode: one row per workgroup
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
-    prologue = [norm is not None and f.kind in WIDE_KINDS for _, f in forms]
-    if norm is not None:
-        await norm.cover(forms, prologue)
+    takes = [prologue is not None and f.kind in WIDE_KINDS for _, f in forms]
+    if prologue is not None:
+        await prologue.cover(forms, takes)
     by_column = offsets_by_column = None
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0
@@ -555,11 +572,11 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
                 ctx.device.write_buffer(offsets_by_column, laid)
             binds = [(b, by_column if b == 5 else offsets_by_column if b == 8 else v)
                      for b, v in bindings]
-        if prologue[i]:
-            binds = norm.bind(binds, 9)
+        if takes[i]:
+            binds = prologue.bind(binds, 9)
         rows = max(1, min(4, top, m))  # a gemv workgroup's rows: this form's at most
         await record(ctx, op, form, binds, shape, has_bias, half, scales_f32, epilogue,
-                     split, rows, norm.eps if prologue[i] else None)
+                     split, rows, **(prologue.record if takes[i] else {}))
         lanes = cols_lanes(form, n, cols_share(ctx.device.info.traits))
         follow_actual_size(
             ctx, out_id, lambda e, f=form, low=low, top=top, rows=rows, lanes=lanes:

@@ -54,7 +54,7 @@ async def build(ctx, op):
                      ctx.float_scalar(eps_id, F32_EPS))
     ctx.note_kernel(op, fused="rms_norm + " + (f"{len(outs)} q4 linears" if len(outs) > 1
                                                 else "q4 linear"))
-    await product(ctx, op, **p, norm=norm)
+    await product(ctx, op, **p, prologue=norm)
 
 
 def reference(read, values, args):

@@ -17,7 +17,7 @@ from .registry import define
 RESIDUAL = "pte_webgpu.linear_q4gsw_residual"
 
 
-def _check_residual(values, r_id: int, out_id: int, name: str) -> None:
+def check_residual(values, r_id: int, out_id: int, name: str) -> None:
     r, out = _tensor(values, r_id, name, "residual"), _tensor(values, out_id, name, "output")
     if tuple(r.shape) != tuple(out.shape) or r.dtype != out.dtype:
         raise FormatError(f"{name}: residual {getattr(r.dtype, 'name', '?')}{list(r.shape)} "
@@ -36,7 +36,7 @@ async def build(ctx, op):
     args = ctx.args(op, 8)
     r_id, out_id = args[6], args[7]
     try:
-        _check_residual(ctx.graph.values, r_id, out_id, op.name)
+        check_residual(ctx.graph.values, r_id, out_id, op.name)
     except FormatError as e:
         raise FormatError(str(e), field=ctx.where(op)) from None
     p = plan(ctx, op, inner_args(ctx.graph.values, args))
@@ -47,7 +47,7 @@ async def build(ctx, op):
 
 def reference(read, values, args):
     r_id, out_id = args[6], args[7]
-    _check_residual(values, r_id, out_id, RESIDUAL)
+    check_residual(values, r_id, out_id, RESIDUAL)
     inner = inner_args(values, args)
     linear = reference_q4gsw(read, values, inner, OFFSETS if len(inner) == 7 else Q4GSW)
     return [r + v for r, v in zip(read(r_id).values, linear)]

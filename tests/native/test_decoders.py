@@ -136,3 +136,40 @@ def test_dynamic_decoder_with_the_split_rms_norm(name, monkeypatch):
     # 27 rows: the layers' norms two workgroups of 16 in the first dispatch, one of 64 in
     # the second; the final norm sees the last row alone
     assert bound[:-2] == [(2, 1, 1), (1, 1, 1)] * (len(bound) // 2 - 1), bound
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n.startswith("llama_")])
+def test_split_attention_takes_the_rows_form_for_short_contexts(runtime, name, monkeypatch):
+    """The rule's split form (GPUs'; taken here on lavapipe) runs a decode step that sees at
+    most SHORT_ROWS cache rows with the rows kernel (one dispatch a layer), longer ones
+    with the split pair (two): the steps still match torch, and each execute runs the
+    form its context asks for."""
+    import dataclasses
+
+    import numpy as np
+    from pte_webgpu.ops import attention
+    monkeypatch.setattr(attention, "VARIANTS", dataclasses.replace(
+        attention.VARIANTS, choose=lambda traits, dim: "split"))
+    monkeypatch.setattr(attention, "SHORT_ROWS", 7)
+    pte = (DECODERS / f"{name}.pte").read_bytes()
+    npz = (DECODERS / f"{name}.npz").read_bytes()
+    check_report(name, run_sync(decoder_report(runtime, pte, npz)))
+
+    async def attention_dispatches():
+        program = await runtime.load_program(pte)
+        try:
+            method = program.load_method("forward")
+            counts = []
+            for pos in range(10):
+                await method.execute([np.array([[pos % 7 + 1]], dtype=np.int64),
+                                      np.array([pos], dtype=np.int64)])
+                counts.append(sum(1 for s in gpu_work(method).recording.steps
+                                  if "sdpa" in getattr(s, "label", "")
+                                  and s.grid[0] * s.grid[1] * s.grid[2]))
+            return counts
+        finally:
+            program.close()
+
+    layers = INDEX[name]["model_args"]["n_layers"]
+    # step pos sees pos + 1 rows: the rows form through 7, the pair past it
+    assert run_sync(attention_dispatches()) == [layers] * 7 + [2 * layers] * 3

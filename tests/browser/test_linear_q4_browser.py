@@ -30,15 +30,16 @@ from pte_webgpu.model.graph import ConstantRef, Graph, Null, OpCall, Scalar, Ten
 from pte_webgpu.runtime.build import Resources, build_delegate
 
 
-async def q4_linear(op, m, n, k, blobs, s_shape, group, variant, norm=None):
+async def q4_linear(op, m, n, k, blobs, s_shape, group, variant, norm=None, up=None):
     """One 4-bit linear built through build_delegate with `variant` forced (None: the
     rule's pick): blobs = base64 of x [m, k] f32, packed weights, scales (of s_shape),
     bias or None; norm = (base64 of an RMSNorm weight [k], eps): the linear reads x
-    normalised by et_vk.rms_norm (fused into one op at load)."""
+    normalised by et_vk.rms_norm; up = base64 of a second input [m, k]: the linear reads
+    SwiGLU silu(x) * up as exported (sigmoid, mul, mul); either fused into one op at load."""
     device = (await runtime()).device
     x, w, s, b = (base64.b64decode(v) if v else None for v in blobs)
     blob, consts, values = bytearray(), [], [TensorValue(dtypes.FLOAT32, (m, k))]
-    ops, x_id = [], 0
+    ops, x_id, inputs = [], 0, [0]
 
     def const(data, dtype, shape):
         consts.append(ConstantRef(len(consts), len(blob), len(data), None))
@@ -51,6 +52,12 @@ async def q4_linear(op, m, n, k, blobs, s_shape, group, variant, norm=None):
         values += [Scalar("double", norm[1]), TensorValue(dtypes.FLOAT32, (m, k))]
         x_id = len(values) - 1
         ops.append(OpCall("et_vk.rms_norm.default", (0, gi, x_id - 1, x_id)))
+    if up:
+        values += [TensorValue(dtypes.FLOAT32, (m, k)) for _ in range(4)]
+        u_id, sg, t, x_id = range(len(values) - 4, len(values))
+        inputs.append(u_id)
+        ops += [OpCall("aten.sigmoid.default", (0, sg)), OpCall("aten.mul.Tensor", (0, sg, t)),
+                OpCall("aten.mul.Tensor", (t, u_id, x_id))]
     wi = const(w, dtypes.UINT8, (n, len(w) // n))
     si = const(s, dtypes.FLOAT32, tuple(s_shape))
     args = [x_id, wi, si]
@@ -64,16 +71,19 @@ async def q4_linear(op, m, n, k, blobs, s_shape, group, variant, norm=None):
             args.append(len(values) - 1)
     values.append(TensorValue(dtypes.FLOAT32, (m, n)))
     out = len(values) - 1
-    graph = Graph(values, ops + [OpCall(op, tuple(args) + (out,))], [0], [out], consts)
+    graph = Graph(values, ops + [OpCall(op, tuple(args) + (out,))], inputs, [out], consts)
     vk = SimpleNamespace(graph=graph, constant_bytes=memoryview(bytes(blob)))
     resources = Resources(device)
     try:
-        io = {0: resources.buffer(len(x), "x"), out: resources.buffer(4 * m * n, "y")}
+        io = {i: resources.buffer(len(x), f"input {i}") for i in inputs}
+        io[out] = resources.buffer(4 * m * n, "y")
         opts = {"variants": {"linear_q4": variant}} if variant else {}
         recording = Recording()
         ctx = await build_delegate(device, vk, NamedData(None), io, resources, recording, {},
                                    "test", opts)
         device.write_buffer(io[0], x)
+        if up:
+            device.write_buffer(io[inputs[1]], base64.b64decode(up))
         staging = resources.buffer(4 * m * n, "staging", ("map_read", "copy_dst"))
         (raw,), _ = await device.run(recording, [(io[out], 4 * m * n)], staging)
         return {"y": base64.b64encode(bytes(raw[:4 * m * n])).decode(),
@@ -96,11 +106,12 @@ def _b64(a):
     return base64.b64encode(np.ascontiguousarray(a).tobytes()).decode()
 
 
-def _run(page, op, m, n, k, x, w, s, b, group, variant, norm=None):
+def _run(page, op, m, n, k, x, w, s, b, group, variant, norm=None, up=None):
     got = page.run_python(
         f"await q4_linear({op!r}, {m}, {n}, {k}, "
         f"{[_b64(x), _b64(w), _b64(s), _b64(b) if b is not None else None]!r}, "
-        f"{list(s.shape)}, {group}, {variant!r}, {norm!r})")
+        f"{list(s.shape)}, {group}, {variant!r}, {norm!r}, "
+        f"{_b64(up) if up is not None else None!r})")
     y = np.frombuffer(base64.b64decode(got["y"]), np.float32).reshape(m, n)
     return y, {**got["kernel"], "steps": got["steps"]}
 
@@ -158,6 +169,29 @@ def test_rms_norm_folded_in_the_browser(page, variant):
     want = reference(normed.astype(np.float32), w, s)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5 * np.abs(want).max())
     assert kernel["op"] == "pte_webgpu.norm_linear_q4gsw"
+    one_row = (variant or kernel["variant"]).startswith(("wide", "keep"))
+    assert kernel["steps"] == (1 if one_row else 2), kernel
+
+
+@pytest.mark.parametrize("variant", ["wide-8-2", "wide-32-1", "keep-32-8-8", "keep-128-8-4",
+                                     "dot", None])
+def test_swiglu_folded_in_the_browser(page, variant):
+    """SwiGLU (sigmoid, mul, mul) then a q4gsw linear: one op at load
+    (ops/linear_q4_gated.py); the one-row forms compute the chain as they load the row
+    (Tint's WGSL, SwiftShader's subgroups), one dispatch, the others after the chain's
+    own, against float64 of the chain rounded to float32 step by step."""
+    m, n, k, group = 1, 40, 96, 32
+    w, s = quantize(n, k, group, seed=6)
+    rng = np.random.default_rng(k + 1)
+    gate = (rng.standard_normal((m, k)) * 3).astype(np.float32)
+    up = rng.standard_normal((m, k)).astype(np.float32)
+    y, kernel = _run(page, "et_vk.linear_q4gsw.default", m, n, k, gate, pack_q4gsw(w),
+                     scales_rows(s), None, group, variant, up=up)
+    sig = (1.0 / (1.0 + np.exp(-gate.astype(np.float64)))).astype(np.float32)
+    h = ((gate * sig).astype(np.float32) * up).astype(np.float32)
+    want = reference(h, w, s)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5 * np.abs(want).max())
+    assert kernel["op"] == "pte_webgpu.gated_linear_q4gsw"
     one_row = (variant or kernel["variant"]).startswith(("wide", "keep"))
     assert kernel["steps"] == (1 if one_row else 2), kernel
 

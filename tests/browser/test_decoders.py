@@ -71,3 +71,46 @@ def test_fused_equals_unfused_in_the_browser(decoder_page, name):
     assert report["copies"]["fused"] == 0 < report["copies"]["unfused"], report["copies"]
     tol = (1e-3 if "fp16" in name else 1e-5) * report["scale"]
     assert max(report["diffs"]) <= tol, report
+
+
+@pytest.mark.parametrize("name", ["llama_dynamic_rope", "llama_static_hfrope"])
+def test_split_attention_takes_the_rows_form_for_short_contexts_in_the_browser(
+        decoder_page, name):
+    """The GPUs' split attention (forced here as the rule's pick on SwiftShader) runs a
+    decode step that sees at most SHORT_ROWS cache rows with the rows kernel, longer ones
+    with the split pair: the page's JS replay follows the grids switching mid-run, and the
+    steps still match torch (tests/native/test_decoders.py's twin)."""
+    page = decoder_page
+    page.run_python("""
+import dataclasses as _dc
+from pte_webgpu.ops import attention as _attention
+_saved = (_attention.VARIANTS, _attention.SHORT_ROWS)
+_attention.VARIANTS = _dc.replace(_attention.VARIANTS, choose=lambda traits, dim: "split")
+_attention.SHORT_ROWS = 7
+None
+""")
+    try:
+        check_report(name, decoder_report(page, "decoders", name))
+        counts = page.run_python(f"""
+from pte_webgpu.model.tensor import Tensor as _T
+from pte_webgpu.runtime.method import gpu_work as _gpu_work
+import struct as _struct
+_program = await (await runtime()).load_program(
+    await fetch_bytes('/fixtures/decoders/{name}.pte'))
+try:
+    _method = _program.load_method("forward")
+    _counts = []
+    for _pos in range(10):
+        await _method.execute([_T(_struct.pack("<q", _pos % 7 + 1), (1, 1), "int64"),
+                               _T(_struct.pack("<q", _pos), (1,), "int64")])
+        _counts.append(sum(1 for s in _gpu_work(_method).recording.steps
+                           if "sdpa" in getattr(s, "label", "")
+                           and s.grid[0] * s.grid[1] * s.grid[2]))
+finally:
+    _program.close()
+_counts
+""")
+    finally:
+        page.run_python("_attention.VARIANTS, _attention.SHORT_ROWS = _saved; None")
+    layers = INDEX[name]["model_args"]["n_layers"]
+    assert counts == [layers] * 7 + [2 * layers] * 3

@@ -45,11 +45,10 @@ def _check(name, report):
     # reshapes share their inputs' memory: no copy is left, and memory stays as it was
     # (a reshape given a buffer it never used once doubled SmolLM2's)
     assert report["copies"]["fused"] == 0 < report["copies"]["unfused"], report["copies"]
-    # (1.05 before the SwiGLU fold: its op reads gate and up and writes the chain's
-    # output at one place, and _repair's greedy placement then gives the decoders one
-    # more [rows, hidden] object, 328916 against 315092 bytes on llama_dynamic_hfrope;
-    # a constant, not per layer: fresh objects are shared across layers)
-    assert report["buffer_bytes"]["fused"] <= 1.10 * report["buffer_bytes"]["unfused"], report
+    # (a tensor whose lifetime a fold changed moves to the object that grows least:
+    # with the smallest object that holds it as the only choice, the SwiGLU fold once
+    # cost the decoders one more [rows, hidden] object)
+    assert report["buffer_bytes"]["fused"] <= 1.05 * report["buffer_bytes"]["unfused"], report
     # the same arithmetic per element; a driver may still contract a * b + c differently
     tol = 1e-5 * report["scale"] if "fp16" not in name else 1e-3 * report["scale"]
     assert max(report["diffs"]) <= tol, report

@@ -305,8 +305,10 @@ class _Fusion:
 def _repair(graph: Graph, values: list, placed: dict, nbytes, views=()) -> list:
     """A tensor whose lifetime (first write to last read, in original op places) changed
     and now overlaps another tensor of its memory object moves to a memory object whose
-    tensors it overlaps none of: the smallest that holds it, else a new one (later moved
-    tensors may share that: those of different layers never overlap). The rest keep the
+    tensors it overlaps none of: the one that grows least (the smallest that holds it,
+    else the largest of those that do not), a new one only where it overlaps a tensor of
+    every object (later moved tensors may share that: those of different layers never
+    overlap). The rest keep the
     exporter's plan. ``views``: (input, output) of reshapes; an output of the same size
     joins its input as one unit (one memory object, their lifetimes joined), placed by
     the same rule."""
@@ -351,13 +353,15 @@ def _repair(graph: Graph, values: list, placed: dict, nbytes, views=()) -> list:
         joined = len(members[unit]) > 1
         if not clear(pool, unit) and (joined or span[unit] != before.get(unit)):
             pool.remove(unit)
-            roomy = sorted((sizes[m], m) for m, us in pools.items()
-                           if us and sizes[m] >= size and clear(us, unit))
-            if roomy:
-                mem = roomy[0][1]
+            # the object it overlaps nothing in that grows least (none: it holds it),
+            # smallest first; a new one only where every object overlaps it
+            free = sorted((max(0, size - sizes[m]), sizes[m], m) for m, us in pools.items()
+                          if us and clear(us, unit))
+            if free:
+                mem = free[0][2]
             else:
                 mem, fresh = fresh, fresh + 1
-                sizes[mem] = size
+            sizes[mem] = max(sizes.get(mem, 0), size)
             pools.setdefault(mem, []).append(unit)
         for vid in members[unit]:
             if out[vid].mem_obj_id != mem:

@@ -32,12 +32,12 @@ class NormInput(InputPrologue):
 
     def __init__(self, ctx, op, ids, rows: int, width: int, eps: float):
         super().__init__(ctx, op, ids[0], ids[1], {"eps": eps})
-        self.ids, self.rows, self.width, self.eps = ids, rows, width, eps
+        self.ids, self.rows, self.width = ids, rows, width
 
     async def fallback(self, rows_above: int) -> None:
         linear = {k: self.ctx.kernels[-1].get(k) for k in ("variant", "picked")}
-        await pick_and_record(self.ctx, self.op, self.ids, self.rows, self.width, self.eps,
-                              rows_above)
+        await pick_and_record(self.ctx, self.op, self.ids, self.rows, self.width,
+                              self.record["eps"], rows_above)
         # inspect shows the linear's variant, and the norm's beside it
         self.ctx.note_kernel(self.op, norm=self.ctx.kernels[-1].get("variant"), **linear)
 

@@ -15,7 +15,7 @@ shape of rewrite as fusion_norm.py's.
 from __future__ import annotations
 
 from ..model.dtypes import without_leading_ones
-from ..model.graph import ListValue, Null, OpCall, TensorValue
+from ..model.graph import ListValue, Null, OpCall
 from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
 from ..ops.fused_elementwise import chain_steps, is_swiglu
 from ..ops.gated_linear import GATED_LINEAR
@@ -23,7 +23,7 @@ from ..ops.linear_q4 import OFFSETS as Q4_OFFSETS
 from ..ops.linear_q4 import Q4GSW
 from ..ops.linear_q4_gated import GATED_Q4
 from ..ops.linear_q4_residual import RESIDUAL as Q4_RESIDUAL
-from .fusion_norm import linear_parts
+from .fusion_norm import linear_parts, q4_outputs
 from .views import placed_ops, forward_views
 
 LINEAR = "aten.linear.default"
@@ -80,10 +80,9 @@ def _fold_q4(f, i: int, chain: OpCall, reader: int, views: list, vid: int) -> No
     g_id, u_id, p_id, h_id = chain.args
     lin = f.placed[reader]
     h, x = f.values[h_id], f._tensor(vid)
-    if len(lin.args) != Q4_INNER[lin.name] or lin.args[0] != vid or vid in lin.args[1:] \
-            or x is None or not x.shape or x.dtype != h.dtype or x.shape[-1] != h.shape[-1] \
-            or without_leading_ones(x.shape[:-1]) != without_leading_ones(h.shape[:-1]) \
-            or not isinstance(f.values[lin.args[-1]], TensorValue):
+    if q4_outputs(f, lin, vid, Q4_INNER) is None or x is None or not x.shape \
+            or x.dtype != h.dtype or x.shape[-1] != h.shape[-1] \
+            or without_leading_ones(x.shape[:-1]) != without_leading_ones(h.shape[:-1]):
         return
     extra = list(lin.args[5:-1])  # (offsets, residual) as far as the linear has them
     extra += [f._add(Null()) for _ in range(2 - len(extra))]

@@ -69,12 +69,9 @@ def _fold_q4(f, i: int, norm: OpCall, reader: int, views: list, vid: int) -> Non
     x_id, g_id, eps_id, normed = norm.args
     lin = f.placed[reader]
     x, g = f.values[x_id], f.values[g_id]
-    if len(lin.args) != Q4_LINEARS[lin.name] or lin.args[0] != vid or g.dtype != x.dtype \
-            or x.dtype.name not in ("float32", "float16") \
+    outs = q4_outputs(f, lin, vid, Q4_LINEARS)
+    if outs is None or g.dtype != x.dtype or x.dtype.name not in ("float32", "float16") \
             or tuple(f.values[vid].shape) != tuple(f.values[normed].shape):
-        return
-    outs = fused_outputs(f.values, lin.args[-1]) if lin.name == FUSED_Q4 else lin.args[-1:]
-    if not outs or not all(isinstance(f.values[o], TensorValue) for o in outs):
         return
     items = f._add(ListValue("value_list", (normed,) + tuple(outs)))
     for j in [i, reader] + views:
@@ -82,6 +79,17 @@ def _fold_q4(f, i: int, norm: OpCall, reader: int, views: list, vid: int) -> Non
     f._link(reader, OpCall(NORM_Q4, (x_id, g_id, eps_id) + tuple(lin.args[1:-1]) + (items,),
                            lin.node_id))
     f._count("rms_norm + q4 linear")
+
+
+def q4_outputs(f, lin: OpCall, vid: int, counts: dict):
+    """The outputs of a 4-bit linear (``counts``: the names taken, their argument counts)
+    reading ``vid`` as its input and nowhere else, else None."""
+    if counts.get(lin.name) != len(lin.args) or lin.args[0] != vid or vid in lin.args[1:]:
+        return None
+    outs = fused_outputs(f.values, lin.args[-1]) if lin.name == FUSED_Q4 else lin.args[-1:]
+    if not outs or not all(isinstance(f.values[o], TensorValue) for o in outs):
+        return None
+    return tuple(outs)
 
 
 def linear_parts(f, lin: OpCall, vid: int):

@@ -75,15 +75,18 @@ def test_gated_q4_every_form(device, variant, offsets, residual, m, k):
 @pytest.mark.parametrize("variant", ["keep-32-8-8", "wide-8-2", "gemv-64", None])
 def test_folded_equals_the_chain(device, variant, monkeypatch):
     """With this fold off (the offsets and the residual folded alike) the chain's kernel
-    writes its output and the linear reads it: the same numbers, bit for bit (the
-    prologue rounds each step as the chain's kernel does)."""
+    writes its output and the linear reads it: the same numbers (the prologue rounds each
+    step as the chain's kernel does; bit for bit on lavapipe, while an H100's compiler
+    contracts the keep form's arithmetic around the inlined chain differently: within
+    1e-5 of the output's scale there, where a dropped or misplaced step misses by O(1))."""
     got = {}
     for enabled in (True, False):
         monkeypatch.setattr(fusion_gated, "ENABLED", enabled)
         g, out, want = _graph(variant, 1, 576, 64, True, True, seed=5)
         got[enabled] = np.asarray(g.run(device, out)[0])
         _close(got[enabled], want)
-    np.testing.assert_array_equal(got[True], got[False])
+    scale = float(np.abs(got[False]).max())
+    np.testing.assert_allclose(got[True], got[False], rtol=0, atol=1e-5 * scale)
 
 
 def test_the_fold_off_keeps_the_chain(monkeypatch):

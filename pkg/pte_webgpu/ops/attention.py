@@ -154,7 +154,7 @@ VARIANTS = declare("sdpa", ("rows", "elements", "split"),
                    "across workgroups, then combined", choose=_choose, supported=_supported)
 SPAN_ROWS = 32  # cache rows per split part at full context: parts = cache_rows / SPAN_ROWS
 MAX_PARTS = 32
-SHORT_ROWS = 512  # split's decode steps seeing at most this many cache rows take rows
+SHORT_ROWS = 256  # split's decode steps seeing at most this many cache rows take rows
 
 
 def reference(read, values, args, write=None):

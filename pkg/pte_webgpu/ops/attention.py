@@ -14,9 +14,7 @@ which recomputes its row's scores (no workgroup memory or barriers; D times the 
 ``split`` (the default on GPUs), as ``rows`` except that an execute of one query row (a
 decode step) cuts the visible cache rows into ``parts`` spans, a workgroup each, and a
 second dispatch merges their partial softmaxes (flash-decoding): one row's 9 heads would
-otherwise keep 9 workgroups busy over the whole context. Where the start is set at
-execute and the rule chose split, a decode step seeing at most SHORT_ROWS cache rows
-runs the rows kernel instead: one dispatch where the pair takes two.
+otherwise keep 9 workgroups busy over the whole context.
 
 ``update_cache.default [value, cache, start_pos: SymInt | Int, out]`` (llama's custom
 update_cache where no custom_sdpa joins it into sdpa_with_kv_cache): value ``[1, S, H, D]``
@@ -37,7 +35,7 @@ from . import cpu_reference as cpu
 from . import sizes
 from .args import number, ref_int
 from .common import elementwise_workgroup, pow2_lanes
-from .exec_ints import follow_actual_size, int_key, int_value, is_prefix, size_key, slots
+from .exec_ints import follow_actual_size, int_key, int_value, size_key, slots
 from .registry import register
 from .rope import reference as rope_reference
 from .rope import reference_hf as rope_reference_hf
@@ -154,7 +152,6 @@ VARIANTS = declare("sdpa", ("rows", "elements", "split"),
                    "across workgroups, then combined", choose=_choose, supported=_supported)
 SPAN_ROWS = 32  # cache rows per split part at full context: parts = cache_rows / SPAN_ROWS
 MAX_PARTS = 32
-SHORT_ROWS = 256  # split's decode steps seeing at most this many cache rows take rows
 
 
 def reference(read, values, args, write=None):
@@ -359,73 +356,36 @@ async def _build(ctx, op, args, rope) -> None:
     row = heads * dim
     dynamic = ctx.dyn.is_dynamic(ctx.graph_key, out_id)
     split = form == "split" and (s_bound == 1 or dynamic)
-    # A start set at execute and the form chosen by the rule: a one-row execute seeing few
-    # cache rows takes the rows form too (one dispatch where split takes two; its 9 or so
-    # workgroups then have little to do), the pair only past SHORT_ROWS.
-    by_rows = split and keys[0][0] == "sym" and VARIANTS.forced(ctx.options) is None
-    if s_bound > 1 or not split or by_rows:
+    if s_bound > 1 or not split:
         attend = await ctx.pipeline(kernel, {"wg_size": lanes}, "attend_rows", half=half)
         ctx.dispatch(op, attend, io + [(5, out_id)], ctx.grid(s_bound * heads))
-        if not by_rows:
-            follow_actual_size(ctx, out_id,
-                               lambda n: 0 if split and n <= row else -(-n // dim))
+        follow_actual_size(ctx, out_id, lambda n: 0 if split and n <= row else -(-n // dim))
     if split:
-        if s_bound > 1 or by_rows:
+        if s_bound > 1:
             ctx.note_kernel(op, twin="split")
-        first = len(ctx.recording.steps)
         await _record_split(ctx, op, kernel, io, out_id, heads * parts, row, lanes, half,
-                            alternative=s_bound > 1, follow=not by_rows)
-        if by_rows:
-            _follow_visible_rows(ctx, out_id, keys[0], row, heads, first)
-
-
-def _follow_visible_rows(ctx, out_id: int, start_key: tuple, row: int, heads: int,
-                         first: int) -> None:
-    """The grids of the rows dispatch (at ``first - 1``) and the split pair (``first``,
-    ``first + 1``) per execute: the pair for one query row seeing more than SHORT_ROWS
-    cache rows (start + 1), else the rows form (as many query rows as are actual)."""
-    env, graph, steps = ctx.dyn, ctx.graph_key, ctx.recording.steps
-    bound = tuple(ctx.graph.values[out_id].shape)
-    full = [steps[i].grid for i in range(first - 1, first + 2)]
-    off, fold = (0, 1, 1), ctx.grid
-
-    def pick(env) -> list:
-        shape = env.shape(graph, out_id, bound)
-        if not is_prefix(shape, bound):
-            return [full[0], off, off]
-        queries = prod(shape) // row
-        if queries == 1 and int(env.values.get(start_key, 0)) + 1 > SHORT_ROWS:
-            return [off, full[1], full[2]]
-        return [fold(queries * heads) if queries else off, off, off]
-    watched = [start_key] + ([("shape", graph, out_id)] if env.is_dynamic(graph, out_id)
-                             else [])
-    for k in range(3):
-        for key in watched:  # each grid is set again when either value changes
-            env.grids.append((first - 1 + k, lambda env, k=k: pick(env)[k], key))
+                            alternative=s_bound > 1)
 
 
 async def _record_split(ctx, op, kernel, io, out_id, groups: int, row: int, lanes: int,
-                        half: bool, alternative: bool, follow: bool = True) -> None:
+                        half: bool, alternative: bool) -> None:
     """The flash-decoding pair for one query row of ``row`` = heads x head_dim elements:
     ``groups`` = heads x parts workgroups write partial softmaxes into a scratch buffer,
     then one invocation per output element merges them. ``alternative``: the twin of a
-    rows dispatch, run only for executes of one row; ``follow``: False where the caller
-    sets the grids itself (``_follow_visible_rows``)."""
+    rows dispatch, run only for executes of one row."""
     dim = ctx.graph.values[out_id].shape[3]
     parts = ctx.resources.buffer(4 * groups * (dim + 2), f"{ctx.where(op)} attention parts")
     split = await ctx.pipeline(kernel, {"wg_size": lanes}, "attend_split", half=half)
     ctx.dispatch(op, split, io + [(8, parts)], ctx.grid(groups))
-    if follow:
-        follow_actual_size(ctx, out_id, lambda n: groups if n <= row else 0,
-                           alternative=alternative)
+    follow_actual_size(ctx, out_id, lambda n: groups if n <= row else 0,
+                       alternative=alternative)
     wg = min(64, elementwise_workgroup(ctx))
     combine = await ctx.pipeline(KERNEL, {"wg_size": wg}, "combine", half=half)
     ints_params = [b for b in io if b[0] in (6, 7)]  # what combine reads besides the parts
     ctx.dispatch(op, combine, [(5, out_id)] + ints_params + [(8, parts)],
                  ctx.grid(-(-row // wg)))
-    if follow:
-        follow_actual_size(ctx, out_id, lambda n: -(-row // wg) if n <= row else 0,
-                           alternative=alternative)
+    follow_actual_size(ctx, out_id, lambda n: -(-row // wg) if n <= row else 0,
+                       alternative=alternative)
 
 
 def reference_update_cache(read, values, args, write=None):

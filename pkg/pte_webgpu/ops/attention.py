@@ -37,6 +37,8 @@ from .args import number, ref_int
 from .common import elementwise_workgroup, pow2_lanes
 from .exec_ints import follow_actual_size, int_key, int_value, size_key, slots
 from .registry import register
+from .rope import KERNEL as TURN_KERNEL
+from .rope import PARAMS as TURN_PARAMS
 from .rope import reference as rope_reference
 from .rope import reference_hf as rope_reference_hf
 from .variants import declare
@@ -252,8 +254,9 @@ async def build_sdpa_rope(ctx, op):
     """``pte_webgpu.sdpa_rope [xq, xk, v, k_cache, v_cache, start_pos, seq_len, attn_mask,
     dropout_p, is_causal, scale, cos, sin, out]``: et_vk.apply_rotary_emb (interleaved
     pairs, tables [S, D/2]) whose outputs only sdpa_with_kv_cache reads, as one op
-    (runtime/fusion_rope.py): the kernels turn q and k as they read them, so the rope's
-    dispatch and its outputs are gone."""
+    (runtime/fusion_rope.py): the decode kernels turn q and k as they read them, so the
+    rope's dispatch and its outputs are gone; executes of many rows (prefill) run the
+    rope's own kernel into scratch buffers first (``_turn_first``)."""
     args = ctx.args(op, 14)
     xq, cos = _tables(ctx, op, args)
     if cos.numel != xq.shape[1] * xq.shape[3] // 2:
@@ -356,7 +359,24 @@ async def _build(ctx, op, args, rope) -> None:
     row = heads * dim
     dynamic = ctx.dyn.is_dynamic(ctx.graph_key, out_id)
     split = form == "split" and (s_bound == 1 or dynamic)
-    if s_bound > 1 or not split:
+    # Executes of many query rows (a prefill) turn q and k once, by the rope's own
+    # kernel, then attend with the plain one: turned as read, each k row would be turned
+    # again for every query row (1024-token prefill on an H100: 2.5x slower). The fold
+    # stays for one-row executes (decode), where each k row is read once.
+    turn_first = rope is not None and s_bound > 1
+    if turn_first:
+        turned = await _turn_first(ctx, op, rope, q_id, k_id, out_id, row, ints,
+                                   rope_slot[0] if rope_slot else 0, half)
+        plain = [(0, turned[0]), (1, turned[1])] + [b for b in io if 2 <= b[0] <= 7]
+        attend = await ctx.pipeline(KERNEL, {"wg_size": lanes}, "attend_rows", half=half)
+        ctx.dispatch(op, attend, plain + [(5, out_id)], ctx.grid(s_bound * heads))
+        follow_actual_size(ctx, out_id, lambda n: -(-n // dim) if n > row else 0)
+    if turn_first and dynamic and not split:  # the rows form's one-row twin, rope folded
+        attend = await ctx.pipeline(kernel, {"wg_size": lanes}, "attend_rows", half=half)
+        ctx.dispatch(op, attend, io + [(5, out_id)], ctx.grid(s_bound * heads))
+        follow_actual_size(ctx, out_id, lambda n: -(-n // dim) if n <= row else 0,
+                           alternative=True)
+    if not turn_first and (s_bound > 1 or not split):
         attend = await ctx.pipeline(kernel, {"wg_size": lanes}, "attend_rows", half=half)
         ctx.dispatch(op, attend, io + [(5, out_id)], ctx.grid(s_bound * heads))
         follow_actual_size(ctx, out_id, lambda n: 0 if split and n <= row else -(-n // dim))
@@ -365,6 +385,33 @@ async def _build(ctx, op, args, rope) -> None:
             ctx.note_kernel(op, twin="split")
         await _record_split(ctx, op, kernel, io, out_id, heads * parts, row, lanes, half,
                             alternative=s_bound > 1)
+
+
+async def _turn_first(ctx, op, rope: Rope, q_id: int, k_id: int, out_id: int, row: int,
+                      ints, start_slot: int, half: bool) -> tuple:
+    """The rope's own dispatch (shaders/rope.wgsl) turning q and k into scratch buffers,
+    run for executes of more than one query row (``row`` = heads x head_dim elements
+    each): (turned q, turned k)."""
+    q, k = ctx.tensor(q_id, op), ctx.tensor(k_id, op)
+    where = ctx.where(op)
+    turned = (ctx.resources.buffer(ctx.bind_size(q_id), f"{where} q turned"),
+              ctx.resources.buffer(ctx.bind_size(k_id), f"{where} k turned"))
+    hf = rope.kernel is ROPE_HF_KERNEL
+    wg = min(64, elementwise_workgroup(ctx))
+    pipeline = await ctx.pipeline(TURN_KERNEL, {"wg_size": wg}, "hf" if hf else "interleaved",
+                                  half=half)
+    _, seq, _, dim = q.shape
+    params = ctx.uniform(TURN_PARAMS.pack(
+        numel_q=q.numel, numel_k=k.numel, seq=seq, heads_q=q.shape[2], heads_k=k.shape[2],
+        head_dim=dim, rot=rope.rot if hf else dim, table_rows=rope.rows if hf else seq,
+        start_slot=start_slot), f"{op.name} rope params")
+    binds = [(0, q_id), (1, k_id), (2, rope.cos_id), (3, rope.sin_id), (4, turned[0]),
+             (5, turned[1]), (7, params)] + ([(6, ints)] if hf else [])
+    ctx.dispatch(op, pipeline, binds, ctx.grid(-(-max(q.numel, k.numel) // wg)))
+    # k's actual elements are q's scaled by their head counts
+    follow_actual_size(ctx, out_id, lambda n: -(-max(n, n * k.numel // q.numel) // wg)
+                       if n > row else 0)
+    return turned
 
 
 async def _record_split(ctx, op, kernel, io, out_id, groups: int, row: int, lanes: int,

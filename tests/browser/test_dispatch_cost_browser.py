@@ -1,0 +1,24 @@
+"""bench/dispatch_cost.py inside Pyodide on Chromium's WebGPU (SwiftShader here): the same
+code as natively, on the page's device, so the lent GPU's Chromium can say what a
+dispatch costs there (issue 24)."""
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+HERE = Path(__file__).parent
+BENCH = (HERE.parents[1] / "bench" / "dispatch_cost.py").read_text()
+
+
+def test_dispatch_cost_runs_in_the_page(browser_session):
+    page = browser_session
+    page.run_python((HERE / "page_support.py").read_text())
+    page.run_python(BENCH.replace('if __name__ == "__main__":', "if False:"))
+    records = page.run_python(
+        "await run((await runtime()).device, counts=(4, 12), repeats=2)")
+    assert [r["layout"] for r in records] == ["chain", "apart", "bound8"]
+    for r in records:
+        assert len(r["wall_us"]) == 2 and all(t > 0 for t in r["wall_us"]), r
+        assert r["wall_per_dispatch_us"] == (r["wall_us"][1] - r["wall_us"][0]) / 8

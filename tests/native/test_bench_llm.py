@@ -45,7 +45,9 @@ def check_records(records, contexts, steps, file):
             cost = r["cost"]  # the decode step's recording: its own dispatches and passes
             assert cost["dispatches"] >= 10 and 1 <= cost["passes"] <= cost["dispatches"]
             assert cost["encode_us"] > 0 and (cost["gpu_us"] is None or cost["gpu_us"] > 0)
-            assert cost["encode_us"] < cost["host_us"] < r["ms_per_token"] * 1e3 * 10
+            # both in µs: a step's host work is more than its encode and far below a
+            # second (no bound against ms_per_token: three chained steps time too little)
+            assert cost["encode_us"] < cost["host_us"] < 1e6
         assert r["file"] == file and r["dtype"] == "float32"
     torch = [r for r in records if r["impl"] == "torch-cuda"]  # where torch + CUDA exist
     assert not torch or sorted({r["context"] for r in torch}) == sorted(contexts)

@@ -165,10 +165,8 @@ def run(args) -> int:
                              load_s=got["load_ms"] / 1e3) for r in got["records"]]
         chrome.call("Page.navigate", {"url": root + "harness.html?indexURL=/pyodide/"})
         time.sleep(1.0)
-        chrome.evaluate("new Promise(r => { const t = () => window.pyodideReady ? r(1)"
-                        " : setTimeout(t, 50); t(); })", 60)
-        chrome.evaluate("window.pyodideReady.then(() => { window.pteBenchProgress ="
-                        " (t) => console.log('ours: ' + t); return true; })", 120)
+        chrome.wait_for_pyodide("window.pteBenchProgress = (t) => console.log('ours: ' + t);"
+                                " return true;")
         for name in args.programs.split(","):
             code = llm_browser._OURS.format(
                 url=f"/job0/{name}", contexts=[p["context"] for p in plan],
@@ -182,9 +180,7 @@ def run(args) -> int:
             print(f"ours {name}: {time.time() - t0:.0f} s")
             records += [dict(r, impl="ours " + name) for r in result["records"]]
     finally:
-        summary["console_tail"] = chrome.console[-100:]
-        chrome.close()
-        httpd.shutdown()
+        chrome.finish(summary, httpd, 100)
     adapter = summary.get("adapter_js") or {}
     for r in records:
         r["adapter"] = f"browser: {adapter.get('vendor')} {adapter.get('architecture')}"

@@ -322,6 +322,22 @@ class Chrome:
             raise RuntimeError(out["error"])
         return out.get("value")
 
+    def wait_for_pyodide(self, on_ready: str = "return true;") -> float:
+        """Wait until the harness page has started Pyodide (window.pyodideReady) and it has
+        booted, then run the JS statements ``on_ready``; the seconds the boot took."""
+        t0 = time.time()
+        self.evaluate("new Promise(r => { const t = () => window.pyodideReady ? r(1)"
+                      " : setTimeout(t, 50); t(); })", 60)
+        self.evaluate(f"window.pyodideReady.then(() => {{ {on_ready} }})", 120)
+        return time.time() - t0
+
+    def finish(self, summary: dict, httpd, tail: int) -> None:
+        """The end of every run, failed or not: the console's last ``tail`` lines into
+        ``summary``, then Chromium and the server stopped."""
+        summary["console_tail"] = self.console[-tail:]
+        self.close()
+        httpd.shutdown()
+
     def close(self):
         self.proc.terminate()
         try:
@@ -359,11 +375,7 @@ def main(argv=None) -> int:
     rc = 1
     try:
         chrome.open(url)
-        t0 = time.time()
-        chrome.evaluate("new Promise(r => { const t = () => window.pyodideReady ? r(1)"
-                        " : setTimeout(t, 50); t(); })", 60)
-        chrome.evaluate("window.pyodideReady.then(() => true)", 120)
-        summary["boot_s"] = time.time() - t0
+        summary["boot_s"] = chrome.wait_for_pyodide()
         summary["boot_stages"] = chrome.evaluate("window.bootStages")
         summary["adapter_js"] = chrome.evaluate(ADAPTER_JS)
         print(f"booted in {summary['boot_s']:.1f} s; adapter (JS): "
@@ -401,9 +413,7 @@ def main(argv=None) -> int:
         summary["fatal"] = f"{type(e).__name__}: {e}"
         print(f"FATAL: {summary['fatal']}")
     finally:
-        summary["console_tail"] = chrome.console[-200:]
-        chrome.close()
-        httpd.shutdown()
+        chrome.finish(summary, httpd, 200)
         Path(args.out).write_text(json.dumps(summary, indent=1, default=repr))
         print(f"wrote {args.out}")
     return rc

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,11 +36,7 @@ def main(argv=None) -> int:
     try:
         chrome.open(f"http://127.0.0.1:{httpd.server_address[1]}/harness.html"
                     "?indexURL=/pyodide/")
-        t0 = time.time()
-        chrome.evaluate("new Promise(r => { const t = () => window.pyodideReady ? r(1)"
-                        " : setTimeout(t, 50); t(); })", 60)
-        chrome.evaluate("window.pyodideReady.then(() => true)", 120)
-        summary["boot_s"] = time.time() - t0
+        summary["boot_s"] = chrome.wait_for_pyodide()
         summary["adapter_js"] = chrome.evaluate(fx.ADAPTER_JS)
         chrome.python((ROOT / "tests" / "browser" / "page_support.py").read_text() + "\nNone")
         chrome.python(bench + "\nNone")
@@ -57,9 +52,7 @@ def main(argv=None) -> int:
         print(f"FATAL: {summary['fatal']}")
         rc = 1
     finally:
-        summary["console_tail"] = chrome.console[-50:]
-        chrome.close()
-        httpd.shutdown()
+        chrome.finish(summary, httpd, 50)
         Path(args.out).write_text(json.dumps(summary, indent=1, default=repr))
         print(f"wrote {args.out}")
     return rc

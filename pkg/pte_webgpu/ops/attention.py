@@ -37,10 +37,9 @@ from .args import number, ref_int
 from .common import elementwise_workgroup, pow2_lanes
 from .exec_ints import follow_actual_size, int_key, int_value, size_key, slots
 from .registry import register
-from .rope import KERNEL as TURN_KERNEL
-from .rope import PARAMS as TURN_PARAMS
 from .rope import reference as rope_reference
 from .rope import reference_hf as rope_reference_hf
+from .rope import rotate
 from .variants import declare
 
 PARAMS = Uniform(("heads", "u32"), ("kv_heads", "u32"), ("head_dim", "u32"),
@@ -389,28 +388,17 @@ async def _build(ctx, op, args, rope) -> None:
 
 async def _turn_first(ctx, op, rope: Rope, q_id: int, k_id: int, out_id: int, row: int,
                       ints, start_slot: int, half: bool) -> tuple:
-    """The rope's own dispatch (shaders/rope.wgsl) turning q and k into scratch buffers,
-    run for executes of more than one query row (``row`` = heads x head_dim elements
-    each): (turned q, turned k)."""
-    q, k = ctx.tensor(q_id, op), ctx.tensor(k_id, op)
+    """The rope's own dispatch (ops/rope.py) turning q and k into scratch buffers, run
+    for executes of more than one query row (``row`` = heads x head_dim elements each):
+    (turned q, turned k)."""
     # one pair for every layer: each attention writes and reads them in its own dispatches
     turned = (ctx.resources.scratch("rope-turned q", ctx.bind_size(q_id)),
               ctx.resources.scratch("rope-turned k", ctx.bind_size(k_id)))
     hf = rope.kernel is ROPE_HF_KERNEL
-    wg = min(64, elementwise_workgroup(ctx))
-    pipeline = await ctx.pipeline(TURN_KERNEL, {"wg_size": wg}, "hf" if hf else "interleaved",
-                                  half=half)
-    _, seq, _, dim = q.shape
-    params = ctx.uniform(TURN_PARAMS.pack(
-        numel_q=q.numel, numel_k=k.numel, seq=seq, heads_q=q.shape[2], heads_k=k.shape[2],
-        head_dim=dim, rot=rope.rot if hf else dim, table_rows=rope.rows if hf else seq,
-        start_slot=start_slot), f"{op.name} rope params")
-    binds = [(0, q_id), (1, k_id), (2, rope.cos_id), (3, rope.sin_id), (4, turned[0]),
-             (5, turned[1]), (7, params)] + ([(6, ints)] if hf else [])
-    ctx.dispatch(op, pipeline, binds, ctx.grid(-(-max(q.numel, k.numel) // wg)))
-    # k's actual elements are q's scaled by their head counts
-    follow_actual_size(ctx, out_id, lambda n: -(-max(n, n * k.numel // q.numel) // wg)
-                       if n > row else 0)
+    seq, dim = ctx.tensor(q_id, op).shape[1], ctx.tensor(q_id, op).shape[3]
+    await rotate(ctx, op, "hf" if hf else "interleaved", (q_id, k_id, *turned), rope.cos_id,
+                 rope.sin_id, rope.rot if hf else dim, rope.rows if hf else seq, ints,
+                 start_slot, half, follow=out_id, above=row)
     return turned
 
 

@@ -101,8 +101,11 @@ def _check_x(ctx, op, x_id: int, out_id: int):
     return x
 
 
-async def _rotate(ctx, op, entry, ids, cos_id, sin_id, rot, rows, ints, start_slot):
-    """One dispatch rotating q and k: ``ids`` = (xq, xk, q_out, k_out)."""
+async def rotate(ctx, op, entry, ids, cos_id, sin_id, rot, rows, ints, start_slot,
+                 half: bool, follow: int, above: int = 0) -> None:
+    """One dispatch rotating q and k: ``ids`` = (xq, xk, q_out, k_out), the outputs values
+    or buffers. Its grid follows the actual size of value ``follow`` (q's element count)
+    and it runs only when that is above ``above`` (sdpa_rope's many-row executes)."""
     xq_id, xk_id, q_out, k_out = ids
     xq, xk = ctx.tensor(xq_id, op), ctx.tensor(xk_id, op)
     most = max(xq.numel, xk.numel)
@@ -110,7 +113,7 @@ async def _rotate(ctx, op, entry, ids, cos_id, sin_id, rot, rows, ints, start_sl
         return
     _, seq, _, dim = xq.shape
     wg = min(64, elementwise_workgroup(ctx))
-    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg}, entry, half=ctx.half(q_out))
+    pipeline = await ctx.pipeline(KERNEL, {"wg_size": wg}, entry, half=half)
     params = ctx.uniform(PARAMS.pack(numel_q=xq.numel, numel_k=xk.numel, seq=seq,
                                      heads_q=xq.shape[2], heads_k=xk.shape[2], head_dim=dim,
                                      rot=rot, table_rows=rows, start_slot=start_slot),
@@ -121,7 +124,8 @@ async def _rotate(ctx, op, entry, ids, cos_id, sin_id, rot, rows, ints, start_sl
         binds.append((6, ints))
     ctx.dispatch(op, pipeline, binds, ctx.grid(-(-most // wg)))
     # q and k share B and S: k's actual elements are q's scaled by their head counts
-    follow_actual_size(ctx, q_out, lambda e: -(-max(e, e * xk.numel // xq.numel) // wg))
+    follow_actual_size(ctx, follow, lambda e: -(-max(e, e * xk.numel // xq.numel) // wg)
+                       if e > above else 0)
 
 
 @register("et_vk.apply_rotary_emb.default", half=True, reference=reference, args=5,
@@ -138,8 +142,8 @@ async def build_rotary(ctx, op):
     if cos.numel != seq * dim // 2 or sin.numel != cos.numel:
         raise FormatError(f"{op.name}: tables {list(cos.shape)} / {list(sin.shape)} should hold "
                           f"[{seq}, {dim // 2}]", field=ctx.where(op))
-    await _rotate(ctx, op, "interleaved", (xq_id, xk_id, q_out, k_out), cos_id, sin_id, dim,
-                  seq, None, 0)
+    await rotate(ctx, op, "interleaved", (xq_id, xk_id, q_out, k_out), cos_id, sin_id, dim,
+                 seq, None, 0, ctx.half(q_out), q_out)
 
 
 @register("et_vk.apply_rotary_emb_hf.default", half=True, reference=reference_hf, args=6,
@@ -158,8 +162,8 @@ async def build_rotary_hf(ctx, op):
         raise FormatError(f"{op.name}: table width {rot} must be even and at most the head "
                           f"dim", field=ctx.where(op))
     ints, (start_slot,) = slots(ctx, op, [int_key(ctx, op, start_id, default=0)])
-    await _rotate(ctx, op, "hf", (xq_id, xk_id, q_out, k_out), cos_id, sin_id, rot, rows, ints,
-                  start_slot)
+    await rotate(ctx, op, "hf", (xq_id, xk_id, q_out, k_out), cos_id, sin_id, rot, rows, ints,
+                 start_slot, ctx.half(q_out), q_out)
 
 
 def reference_complex(read, values, args):

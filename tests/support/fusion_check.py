@@ -7,7 +7,8 @@ text, inside the Pyodide page.
 dict: per execute the largest absolute difference of fused and unfused logits and the
 largest logit; per build the dispatches a decode step ran (non-empty grids), its copies
 made by reshapes,
-the bytes of the method's buffers and the fused ops of method.kernels by kind.
+the bytes of the method's buffers (its shared scratch buffers apart: one pair, not per
+layer, for the RoPE fold's prefill) and the fused ops of method.kernels by kind.
 """
 
 import struct
@@ -42,7 +43,9 @@ async def _run(rt, pte, calls):
         steps = gpu_work(method).recording.steps  # as the last (decode) step ran
         ran = sum(1 for s in steps if hasattr(s, "grid") and s.grid[0] * s.grid[1] * s.grid[2])
         copies = sum(1 for s in steps if type(s).__name__ == "Copy" and s.label in VIEWS)
-        nbytes = sum(b.size for b in method._resources.buffers)
+        # a build's shared scratch (one per method, not per layer) counted apart
+        nbytes = sum(b.size for b in method._resources.buffers
+                     if not b.label.startswith("scratch: "))
         fused = {}
         for k in method.kernels:
             if "fused" in k:

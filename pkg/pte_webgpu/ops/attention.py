@@ -393,9 +393,9 @@ async def _turn_first(ctx, op, rope: Rope, q_id: int, k_id: int, out_id: int, ro
     run for executes of more than one query row (``row`` = heads x head_dim elements
     each): (turned q, turned k)."""
     q, k = ctx.tensor(q_id, op), ctx.tensor(k_id, op)
-    where = ctx.where(op)
-    turned = (ctx.resources.buffer(ctx.bind_size(q_id), f"{where} q turned"),
-              ctx.resources.buffer(ctx.bind_size(k_id), f"{where} k turned"))
+    # one pair for every layer: each attention writes and reads them in its own dispatches
+    turned = (ctx.resources.scratch("rope-turned q", ctx.bind_size(q_id)),
+              ctx.resources.scratch("rope-turned k", ctx.bind_size(k_id)))
     hf = rope.kernel is ROPE_HF_KERNEL
     wg = min(64, elementwise_workgroup(ctx))
     pipeline = await ctx.pipeline(TURN_KERNEL, {"wg_size": wg}, "hf" if hf else "interleaved",

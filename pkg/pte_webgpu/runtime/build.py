@@ -35,6 +35,16 @@ class Resources:
         self.device = device
         self.budget = budget  # runtime/budget.py: shared by every Method of a program
         self.buffers: list[Buffer] = []
+        self._scratch: dict[str, Buffer] = {}
+
+    def scratch(self, name: str, size: int) -> Buffer:
+        """A storage buffer of at least ``size`` bytes shared by every op that asks for
+        ``name``: for what one op writes and reads back within its own dispatches (the
+        ops run one after another), so a layer's need does not repeat per layer."""
+        buf = self._scratch.get(name)
+        if buf is None or buf.size < size:
+            buf = self._scratch[name] = self.buffer(size, f"scratch: {name}")
+        return buf
 
     def buffer(self, size: int, label: str, usage=STORAGE) -> Buffer:
         limit = self.device.limit("maxStorageBufferBindingSize", 1 << 27)
@@ -58,6 +68,7 @@ class Resources:
             if self.budget is not None:
                 self.budget.refund(buf.size)
         self.buffers = []
+        self._scratch = {}
 
 
 class BuildContext:

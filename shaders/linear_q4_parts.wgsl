@@ -128,6 +128,19 @@ fn row_in4(j: u32) -> vec4<f32> {
 }
 
 fn norm_prologue(lane: u32, sg_size: u32) {}
+// ==== x_gated  the gemv forms' input as a gated chain of two tensors (pte_webgpu.gated_linear_q4gsw; K % 8 == 0)
+// Each element is the chain's value of input and up (SwiGLU), with the chain's own steps
+// and roundings, computed as it is loaded (every workgroup redoes its row's).
+fn x_in(i: u32) -> f32 {
+  return chain_value(f32(input4[i / 4u][i % 4u]), f32(up4[i / 4u][i % 4u]));
+}
+
+fn x4_in(i4: u32) -> vec4<f32> {
+  let g = vec4<f32>(input4[i4]);
+  let u = vec4<f32>(up4[i4]);
+  return vec4<f32>(chain_value(g.x, u.x), chain_value(g.y, u.y), chain_value(g.z, u.z),
+                   chain_value(g.w, u.w));
+}
 // ==== x_scalar  the input bound as elements (any K)
 fn x_in(i: u32) -> f32 {
   return f32(input[i]);

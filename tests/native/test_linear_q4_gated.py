@@ -1,10 +1,10 @@
 """SwiGLU folded into the 4-bit linear after it (runtime/fusion_gated.py,
 ops/linear_q4_gated.py) natively: the one-row forms (wide, keep: GPUs with subgroups)
-compute silu(gate) * up as they load the row, with the chain kernel's own steps and
-roundings; the others run the chain's own kernel first, inside the op. Hand-built graphs
-(a plain linear, one with Q4_1-style offsets, each with and without the residual add),
-every form forced, against float64 of the f32-rounded chain and against the unfused
-build."""
+and the gemv forms (outside the CPU rule) compute silu(gate) * up as they load the row,
+with the chain kernel's own steps and roundings; the others run the chain's own kernel
+first, inside the op. Hand-built graphs (a plain linear, one with Q4_1-style offsets,
+each with and without the residual add), every form forced, against float64 of the
+f32-rounded chain and against the unfused build; an exported 4-bit llama."""
 
 import numpy as np
 import pytest
@@ -67,12 +67,15 @@ def test_gated_q4_every_form(device, variant, offsets, residual, m, k):
     g, out, want = _graph(variant, m, k, 40, offsets, residual, seed=m + k)
     assert _fused(g, [out]) == [GATED_Q4]  # the chain, the linear (and its offset ops, add)
     _close(g.run(device, out)[0], want)
-    # the one-row forms take the prologue: one dispatch; the others the chain's own too
+    # the one-row and gemv forms take the prologue: one dispatch; the others the chain's
+    # own too, as do the gemv forms where the rule picked them for a CPU adapter
     form = variant or choose(device.info, m, 40, k, group=32).name
-    assert g.steps == (1 if form.startswith(("wide", "keep")) else 2)
+    takes = form.startswith(("wide", "keep")) or variant and form.startswith("gemv") \
+        or form.startswith("gemv") and not device.info.traits.is_cpu
+    assert g.steps == (1 if takes else 2)
 
 
-@pytest.mark.parametrize("variant", ["keep-32-8-8", "wide-8-2", "gemv-64", None])
+@pytest.mark.parametrize("variant", ["keep-32-8-8", "wide-8-2", "gemv-64", "gemvsg-32", None])
 def test_folded_equals_the_chain(device, variant, monkeypatch):
     """With this fold off (the offsets and the residual folded alike) the chain's kernel
     writes its output and the linear reads it: the same numbers (the prologue rounds each
@@ -131,3 +134,32 @@ def test_the_op_reference_agrees(device):
     h, ref = find(op.name).reference(read, fused.values, op.args)
     _close(np.asarray(ref), want.ravel())
     _close(np.asarray(g.run(device, out)[0]).ravel(), np.asarray(ref))
+
+
+@pytest.mark.parametrize("name", ["llama_4w_g32_dynamic", "llama_4w_g32_dynamic_fp16"])
+def test_exported_q4_llama_folds_with_the_gpu_rule(name, monkeypatch):
+    """An exported 4-bit llama (ExecuTorch's `-qmode 4w`) with the GPUs' gemv form forced
+    (lavapipe's rule would take its CPU forms): a 20-row prefill, then decode steps whose
+    down projections compute the chain as they load it. Logits equal the fold switched
+    off bit for bit; each decode step one dispatch a layer fewer."""
+    import json
+
+    import pte_webgpu
+    from pte_webgpu.ops.linear_q4_choice import VARIANTS
+
+    from tests.support.fusion_check import fusion_report
+    from tests.support.gpu_thread import run_sync
+    from tests.support.quant_fixtures import QUANT
+
+    monkeypatch.setenv(VARIANTS.env_var, "gemv-64")
+    entry = json.loads((QUANT / "index.json").read_text())[name]
+    args = entry["model_args"]
+
+    async def make(fuse):
+        monkeypatch.setattr(fusion_gated, "ENABLED", fuse["fuse"])
+        return await pte_webgpu.Runtime.create("native", options={"fuse": True})
+    report = run_sync(fusion_report(make, (QUANT / f"{name}.pte").read_bytes(),
+                                    args["vocab_size"], 20, 3))
+    assert report["exact"], report["diffs"]
+    counts = report["dispatches"]
+    assert counts["unfused"] - counts["fused"] == args["n_layers"], counts

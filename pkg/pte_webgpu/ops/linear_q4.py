@@ -39,6 +39,7 @@ from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill, sections
 from . import sizes
 from .args import int_arg
 from .exec_ints import follow_actual_size
+from . import matmul_choice
 from .fused_elementwise import GATED_MATH, chain_function
 from .fused_linear import MAX_SPLIT, fused_outputs
 from .linear_q4_choice import (VARIANTS, WIDE_LANES, Variant, cols_lanes, cols_share, keep_parts,
@@ -75,6 +76,7 @@ _ENTRIES = {"dot": Entry("main", "dot_item", "params.m * params.n"),
 WIDE_KINDS = ("wide", "keep")  # one row, 16-byte loads, the scales relaid by column
 _WIDE_BINDINGS = (Binding(1, "weight16", type="vec4<u32>"),)  # (the input: _INPUT[True])
 SG_KINDS = ("gemvsg", "cols") + WIDE_KINDS  # forms that name subgroup builtins
+GEMV_KINDS = ("gemv", "gemvsg")  # a workgroup per column, its lanes across K
 
 
 def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
@@ -94,7 +96,13 @@ def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
     return _kernel(kind, epilogue, scales_f32, browser or not sg,
                    rows if kind.startswith("gemv") else 1, whole or kind in WIDE_KINDS, offsets,
                    norm and kind in WIDE_KINDS, (cols, share) if kind == "cols" else (0, 0),
-                   tuple(gate) if kind in WIDE_KINDS else ())
+                   tuple(gate) if takes_gate(kind, whole) else ())
+
+
+def takes_gate(kind: str, whole: bool) -> bool:
+    """Whether a form computes a gated chain as it loads its input: the one-row forms,
+    and the gemv forms where K % 8 == 0 (their input read as vec4s)."""
+    return kind in WIDE_KINDS or kind in GEMV_KINDS and whole
 
 
 _GATES: dict[tuple, int] = {}  # a gated prologue's steps -> its number in kernel names
@@ -109,11 +117,12 @@ def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int
     generated = fill("linear_q4_parts", "consts", rows=rows, whole=str(whole).lower(),
                      offsets=str(offsets).lower())
     generated += sections("linear_q4_parts")["offsets_bound" if offsets else "offsets_none"]
-    generated += sections("linear_q4_parts")["x_vec4" if whole else "x_scalar"]
+    if gate:  # the chain's own step functions, and the f32 math they call
+        generated += "".join(sections("f32_math")[f] for f in GATED_MATH) \
+            + chain_function(2, gate)
+    generated += sections("linear_q4_parts")[
+        "x_gated" if gate and kind in GEMV_KINDS else "x_vec4" if whole else "x_scalar"]
     if kind in WIDE_KINDS:  # their one row, normalised or gated as loaded with a prologue
-        if gate:  # the chain's own step functions, and the f32 math they call
-            generated += "".join(sections("f32_math")[f] for f in GATED_MATH) \
-                + chain_function(2, gate)
         generated += sections("linear_q4_parts")[
             "row_norm" if norm else "row_gated" if gate else "row_plain"]
         if norm:
@@ -556,7 +565,13 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
             forms.append((1, forms[-1][1]))  # decode: one row per workgroup
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
-    takes = [prologue is not None and f.kind in WIDE_KINDS for _, f in forms]
+    # The gemv forms take a gated chain too, but not where the rule is a CPU adapter's:
+    # there every workgroup's redone sigmoids are work on the same cores (as matmul's)
+    gemv_gate = prologue is not None and "gate" in prologue.record \
+        and not (VARIANTS.forced(ctx.options) is None
+                 and matmul_choice.is_cpu(ctx.device.info.traits))
+    takes = [prologue is not None and (f.kind in WIDE_KINDS or gemv_gate and takes_gate(
+        f.kind, shape.group % 8 == 0)) for _, f in forms]
     if prologue is not None:
         await prologue.cover(forms, takes)
     by_column = offsets_by_column = None

@@ -5,9 +5,10 @@ reads (et_vk.linear_q4gsw, with offsets, or with its residual add folded in:
 ops/linear_q4_residual.py), as one op (runtime/fusion_gated.py rewrites a graph to use
 it), the 4-bit twin of ops/gated_linear.py. ``outs``: the chain's output, then the
 linear's. The one-row forms (wide, keep: decode) compute the chain as they load the row
-(shaders/linear_q4_parts.wgsl row_gated): a Llama MLP's element-wise dispatch goes from a
-decode step; the other forms read the chain's output, written by the chain's own
-dispatch first, only where they run.
+(shaders/linear_q4_parts.wgsl row_gated), and so do the gemv forms where K % 8 == 0
+(x_gated) outside the CPU rule: a Llama MLP's element-wise dispatch goes from a decode
+step; the other forms read the chain's output, written by the chain's own dispatch
+first, only where they run.
 """
 
 from __future__ import annotations

@@ -47,6 +47,23 @@ finally:
         assert err <= 1e-5, rows
 
 
+@pytest.mark.parametrize("name", ["llama_dynamic_hfrope", "llama_dynamic_rope_fp16"])
+def test_decoder_with_flash_attention_tiles_in_the_browser(decoder_page, name):
+    """sdpa's ``tiles`` form forced in the page: a prefill's query rows in tiles sharing
+    K/V tiles in workgroup memory (its barriers and workgroup arrays on Chromium's WGSL
+    compiler), decode steps split; the steps still match torch."""
+    report = decoder_page.run_python(f"""
+_rt = await pte_webgpu.Runtime.create(options={{"variants": {{"sdpa": "tiles"}}}})
+try:
+    _r = await decoder_report(_rt, await fetch_bytes('/fixtures/decoders/{name}.pte'),
+                              await fetch_bytes('/fixtures/decoders/{name}.npz'))
+finally:
+    _rt.close()
+_r
+""")
+    check_report(name, report)
+
+
 @pytest.mark.parametrize("name", ["llama_dynamic_rope", "llama_static_rope_fp16"])
 def test_fused_equals_unfused_in_the_browser(decoder_page, name):
     """Load-time fusion (runtime/fusion.py) in the page: the fused build of a decoder (its

@@ -85,7 +85,7 @@ def test_decode_step_dispatches_only_the_actual_rows(runtime, name, monkeypatch)
     assert one * 4 < full, (one, full)
 
 
-@pytest.mark.parametrize("form", ["elements", "split"])
+@pytest.mark.parametrize("form", ["elements", "split", "tiles"])
 @pytest.mark.parametrize("name", [n for n in NAMES if n.startswith("llama_")])
 def test_decoder_with_the_other_attention_kernels(runtime, name, form, monkeypatch):
     """The other sdpa_with_kv_cache kernels give the same steps as the one lavapipe picks

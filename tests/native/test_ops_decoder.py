@@ -84,10 +84,16 @@ SDPA_CASES = {  # name: (query rows, query heads, KV heads, head dim, cache rows
     # one row over 251 visible rows: split cuts them into 10 parts of 26 (the last 17)
     "decode at a long context": (1, 9, 3, 64, 300, 250),
     "decode at position 0": (1, 4, 4, 32, 100, 0),
+    # tiles: 16 query rows a tile at head dim 64, K/V tiles of 32 rows; the last of each
+    # partial, the causal edge inside a tile
+    "long prefill at a start position": (37, 6, 2, 64, 80, 21),
+    "prefill at head dim 128": (10, 2, 1, 128, 40, 7),
+    "prefill at head dim 16": (70, 2, 2, 16, 90, 3),
+    "prefill at head dim 8": (70, 4, 2, 8, 75, 5),  # 64 rows a tile, 8 outputs a lane
 }
 
 
-@pytest.mark.parametrize("form", ["rows", "elements", "split"])
+@pytest.mark.parametrize("form", ["rows", "elements", "split", "tiles"])
 @pytest.mark.parametrize("case", list(SDPA_CASES))
 def test_sdpa_with_kv_cache_after_earlier_rows(device, monkeypatch, form, case):
     """New rows at ``start`` of a cache whose first rows hold earlier keys, causal within

@@ -28,7 +28,7 @@ def _report(name, monkeypatch, form):
     return run_sync(fusion_report(make, pte, args["vocab_size"], prompt, 3))
 
 
-@pytest.mark.parametrize("form", ["rows", "elements", "split"])
+@pytest.mark.parametrize("form", ["rows", "elements", "split", "tiles"])
 @pytest.mark.parametrize("name", ROPE)
 def test_rope_folds_into_every_attention_form(name, form, monkeypatch):
     assert ROPE, "no decoder with the interleaved RoPE op"

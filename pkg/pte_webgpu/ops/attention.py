@@ -14,7 +14,10 @@ which recomputes its row's scores (no workgroup memory or barriers; D times the 
 ``split`` (the default on GPUs), as ``rows`` except that an execute of one query row (a
 decode step) cuts the visible cache rows into ``parts`` spans, a workgroup each, and a
 second dispatch merges their partial softmaxes (flash-decoding): one row's 9 heads would
-otherwise keep 9 workgroups busy over the whole context.
+otherwise keep 9 workgroups busy over the whole context; ``tiles``, as ``split`` except
+that executes of many query rows (a prefill) take a workgroup per tile of query rows and
+head, which loads each K/V row once per tile into workgroup memory (flash attention)
+where ``rows`` loads it once per query row.
 
 ``update_cache.default [value, cache, start_pos: SymInt | Int, out]`` (llama's custom
 update_cache where no custom_sdpa joins it into sdpa_with_kv_cache): value ``[1, S, H, D]``
@@ -140,17 +143,25 @@ def _choose(traits, dim: int) -> str:
 
 def _supported(form: str, traits, dim: int) -> str | None:
     lanes = pow2_lanes(traits, dim)
-    if form in ("rows", "split") and lanes < dim:
+    if form in ("rows", "split", "tiles") and lanes < dim:
         return f"needs {dim} lanes per workgroup (the head dim); this adapter gives {lanes}"
-    if form in ("rows", "split") and dim > Q_HELD:
+    if form in ("rows", "split", "tiles") and dim > Q_HELD:
         return f"holds a query row of at most {Q_HELD} elements (head dim {dim})"
+    if form == "tiles" and dim & (dim - 1):
+        return f"tiles head dims that are powers of two (head dim {dim})"
+    if form == "tiles" and pow2_lanes(traits, TILE_LANES) < TILE_LANES:
+        return f"needs workgroups of {TILE_LANES} lanes"
     return None
 
 
-VARIANTS = declare("sdpa", ("rows", "elements", "split"),
+VARIANTS = declare("sdpa", ("rows", "elements", "split", "tiles"),
                    doc="rows: a workgroup per query row and head; elements: an invocation "
                    "per output element; split: rows, and a decode step's cache rows split "
-                   "across workgroups, then combined", choose=_choose, supported=_supported)
+                   "across workgroups, then combined; tiles: split, with a prefill's query "
+                   "rows in tiles sharing K/V tiles in workgroup memory (flash attention)",
+                   choose=_choose, supported=_supported)
+TILE_LANES = 64  # attend_tiles' workgroup (shaders/sdpa_kv_cache.wgsl)
+TILE_Q = 1024  # query rows x head dim per attend_tiles workgroup
 SPAN_ROWS = 32  # cache rows per split part at full context: parts = cache_rows / SPAN_ROWS
 MAX_PARTS = 32
 
@@ -335,7 +346,7 @@ async def _build(ctx, op, args, rope) -> None:
         ctx, op, keys + ([rope.start] if rope and rope.start else []))
     lanes = pow2_lanes(ctx.device.info.traits, dim)
     form = VARIANTS.pick(ctx, op, dim=dim)
-    parts = min(MAX_PARTS, -(-kc.shape[1] // SPAN_ROWS)) if form == "split" else 1
+    parts = min(MAX_PARTS, -(-kc.shape[1] // SPAN_ROWS)) if form in ("split", "tiles") else 1
     params = ctx.uniform(PARAMS.pack(heads=heads, kv_heads=kv_heads, head_dim=dim,
                                      cache_rows=kc.shape[1], s_bound=s_bound,
                                      start_slot=start_slot, len_slot=len_slot, scale=scale,
@@ -357,7 +368,8 @@ async def _build(ctx, op, args, rope) -> None:
     # a workgroup per (s, h); with split, one-row executes take the flash-decoding pair
     row = heads * dim
     dynamic = ctx.dyn.is_dynamic(ctx.graph_key, out_id)
-    split = form == "split" and (s_bound == 1 or dynamic)
+    split = form in ("split", "tiles") and (s_bound == 1 or dynamic)
+    many = _attend_tiles if form == "tiles" else _attend_rows  # executes of many rows
     # Executes of many query rows (a prefill) turn q and k once, by the rope's own
     # kernel, then attend with the plain one: turned as read, each k row would be turned
     # again for every query row (1024-token prefill on an H100: 2.5x slower). The fold
@@ -367,23 +379,42 @@ async def _build(ctx, op, args, rope) -> None:
         turned = await _turn_first(ctx, op, rope, q_id, k_id, out_id, row, ints,
                                    rope_slot[0] if rope_slot else 0, half)
         plain = [(0, turned[0]), (1, turned[1])] + [b for b in io if 2 <= b[0] <= 7]
-        attend = await ctx.pipeline(KERNEL, {"wg_size": lanes}, "attend_rows", half=half)
-        ctx.dispatch(op, attend, plain + [(5, out_id)], ctx.grid(s_bound * heads))
-        follow_actual_size(ctx, out_id, lambda n: -(-n // dim) if n > row else 0)
+        await many(ctx, op, KERNEL, plain + [(5, out_id)], out_id, s_bound, heads, dim,
+                   lanes, half, lambda grid: lambda n: grid(n) if n > row else 0)
     if turn_first and dynamic and not split:  # the rows form's one-row twin, rope folded
         attend = await ctx.pipeline(kernel, {"wg_size": lanes}, "attend_rows", half=half)
         ctx.dispatch(op, attend, io + [(5, out_id)], ctx.grid(s_bound * heads))
         follow_actual_size(ctx, out_id, lambda n: -(-n // dim) if n <= row else 0,
                            alternative=True)
     if not turn_first and (s_bound > 1 or not split):
-        attend = await ctx.pipeline(kernel, {"wg_size": lanes}, "attend_rows", half=half)
-        ctx.dispatch(op, attend, io + [(5, out_id)], ctx.grid(s_bound * heads))
-        follow_actual_size(ctx, out_id, lambda n: 0 if split and n <= row else -(-n // dim))
+        await many(ctx, op, kernel, io + [(5, out_id)], out_id, s_bound, heads, dim, lanes,
+                   half, lambda grid: lambda n: 0 if split and n <= row else grid(n))
     if split:
         if s_bound > 1:
             ctx.note_kernel(op, twin="split")
         await _record_split(ctx, op, kernel, io, out_id, heads * parts, row, lanes, half,
                             alternative=s_bound > 1)
+
+
+async def _attend_rows(ctx, op, kernel, binds, out_id, s_bound, heads, dim, lanes, half,
+                       when) -> None:
+    """attend_rows: a workgroup per query row and head. ``when(grid)``: the function of
+    the output's actual elements that the dispatch follows, given ``grid`` (this form's
+    workgroups for n elements)."""
+    attend = await ctx.pipeline(kernel, {"wg_size": lanes}, "attend_rows", half=half)
+    ctx.dispatch(op, attend, binds, ctx.grid(s_bound * heads))
+    follow_actual_size(ctx, out_id, when(lambda n: -(-n // dim)))
+
+
+async def _attend_tiles(ctx, op, kernel, binds, out_id, s_bound, heads, dim, lanes, half,
+                        when) -> None:
+    """attend_tiles (flash attention): a workgroup per TILE_Q / dim query rows (64 at most)
+    and head;
+    ``when`` as for _attend_rows."""
+    tile = min(TILE_Q // dim, TILE_LANES)
+    attend = await ctx.pipeline(kernel, {"wg_size": TILE_LANES}, "attend_tiles", half=half)
+    ctx.dispatch(op, attend, binds, ctx.grid(-(-s_bound // tile) * heads))
+    follow_actual_size(ctx, out_id, when(lambda n: -(-n // (heads * dim * tile)) * heads))
 
 
 async def _turn_first(ctx, op, rope: Rope, q_id: int, k_id: int, out_id: int, row: int,

@@ -64,6 +64,33 @@ _r
     check_report(name, report)
 
 
+@pytest.mark.parametrize("name", ["llama_static_rope", "llama_static_hfrope"])
+def test_o_projection_merges_the_attention_in_the_browser(decoder_page, name):
+    """The split attention's merge folded into the o projection's matrix-vector prologue
+    (ops/attention_merge.py) in the page, split and gemv forms forced: a dispatch a layer
+    fewer, the logits those of the merge's own dispatch."""
+    page = decoder_page
+    page.run_python((HERE.parent / "support" / "fusion_check.py").read_text())
+    args = INDEX[name]["model_args"]
+    report = page.run_python(f"""
+from pte_webgpu.runtime import fusion_merge as _merge
+
+async def _make(options):
+    _merge.ENABLED = options["fuse"]
+    return await pte_webgpu.Runtime.create(
+        options={{"variants": {{"sdpa": "split", "matmul": "gemv4-64x4"}}}})
+try:
+    _r = await fusion_report(_make, await fetch_bytes('/fixtures/decoders/{name}.pte'),
+                             {args['vocab_size']}, 1, 3)
+finally:
+    _merge.ENABLED = True
+_r
+""")
+    counts = report["dispatches"]
+    assert counts["unfused"] - counts["fused"] == args["n_layers"], counts
+    assert max(report["diffs"]) <= 1e-5 * report["scale"], report["diffs"]
+
+
 @pytest.mark.parametrize("name", ["llama_dynamic_rope", "llama_static_rope_fp16"])
 def test_fused_equals_unfused_in_the_browser(decoder_page, name):
     """Load-time fusion (runtime/fusion.py) in the page: the fused build of a decoder (its

@@ -37,6 +37,7 @@ from ..shaders.compose import Binding, Kernel, Uniform
 from . import cpu_reference as cpu
 from . import sizes
 from .args import number, ref_int
+from .attention_merge import MergedInput, can_merge
 from .common import elementwise_workgroup, pow2_lanes
 from .exec_ints import follow_actual_size, int_key, int_value, size_key, slots
 from .registry import register
@@ -393,7 +394,8 @@ async def _build(ctx, op, args, rope) -> None:
         if s_bound > 1:
             ctx.note_kernel(op, twin="split")
         await _record_split(ctx, op, kernel, io, out_id, heads * parts, row, lanes, half,
-                            alternative=s_bound > 1)
+                            alternative=s_bound > 1,
+                            merge_into=ctx.graph.meta.get("merged", {}).get(out_id))
 
 
 async def _attend_rows(ctx, op, kernel, binds, out_id, s_bound, heads, dim, lanes, half,
@@ -434,24 +436,37 @@ async def _turn_first(ctx, op, rope: Rope, q_id: int, k_id: int, out_id: int, ro
 
 
 async def _record_split(ctx, op, kernel, io, out_id, groups: int, row: int, lanes: int,
-                        half: bool, alternative: bool) -> None:
+                        half: bool, alternative: bool, merge_into: int | None) -> None:
     """The flash-decoding pair for one query row of ``row`` = heads x head_dim elements:
     ``groups`` = heads x parts workgroups write partial softmaxes into a scratch buffer,
     then one invocation per output element merges them. ``alternative``: the twin of a
-    rows dispatch, run only for executes of one row."""
+    rows dispatch, run only for executes of one row. ``merge_into``: the input of the
+    linear that alone reads the output (runtime/fusion_merge.py), which is left the merge
+    (ops/attention_merge.py) where it can take it."""
     dim = ctx.graph.values[out_id].shape[3]
     parts = ctx.resources.buffer(4 * groups * (dim + 2), f"{ctx.where(op)} attention parts")
     split = await ctx.pipeline(kernel, {"wg_size": lanes}, "attend_split", half=half)
     ctx.dispatch(op, split, io + [(8, parts)], ctx.grid(groups))
     follow_actual_size(ctx, out_id, lambda n: groups if n <= row else 0,
                        alternative=alternative)
-    wg = min(64, elementwise_workgroup(ctx))
-    combine = await ctx.pipeline(KERNEL, {"wg_size": wg}, "combine", half=half)
-    ints_params = [b for b in io if b[0] in (6, 7)]  # what combine reads besides the parts
-    ctx.dispatch(op, combine, [(5, out_id)] + ints_params + [(8, parts)],
-                 ctx.grid(-(-row // wg)))
-    follow_actual_size(ctx, out_id, lambda n: -(-row // wg) if n <= row else 0,
-                       alternative=alternative)
+
+    async def merge(into: int = out_id) -> None:  # into: out, or the linear's input
+        wg = min(64, elementwise_workgroup(ctx))
+        combine = await ctx.pipeline(KERNEL, {"wg_size": wg}, "combine", half=half)
+        ints_params = [b for b in io if b[0] in (6, 7)]  # what combine reads besides parts
+        ctx.dispatch(op, combine, [(5, into)] + ints_params + [(8, parts)],
+                     ctx.grid(-(-row // wg)))
+        follow_actual_size(ctx, out_id, lambda n: -(-row // wg) if n <= row else 0,
+                           alternative=alternative)
+
+    shape = (row // dim, dim, groups * dim // row)
+    if merge_into is not None and can_merge(*shape):
+        # its own dispatch, where the linear's form does not merge, writes the linear's
+        # input (a reshape of out that may be a copy made before)
+        ctx.merges[merge_into] = MergedInput(ctx, op, merge_into, parts, shape,
+                                             lambda: merge(merge_into))
+    else:
+        await merge()
 
 
 def reference_update_cache(read, values, args, write=None):

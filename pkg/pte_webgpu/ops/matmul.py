@@ -68,30 +68,34 @@ EPILOGUES = {
 # or the gated chain's second input, the input (binding 0) its first (ops/gated_linear.py).
 NORM_BINDINGS = (Binding(7, "gamma4", type="elem4"),)
 GATE_BINDINGS = (Binding(7, "up4", type="elem4"),)
+MERGE_BINDINGS = (Binding(7, "parts", type="f32"),)  # the split attention's (attention_merge)
 
 
 def _with_epilogue(name: str, epilogue: str, generated: str = "", norm: bool = False,
-                   gate: tuple = (), **kw) -> Kernel:
+                   gate: tuple = (), merge: tuple = (), **kw) -> Kernel:
     put = sections(_PARTS)["put" + (f"_{epilogue}" if epilogue else "")]
-    if epilogue.startswith("conv") or norm:  # bits: NaN tests and exact powers of two
+    if epilogue.startswith("conv") or norm or merge:  # bits: NaN tests, exact powers of two
         kw["snippets"] = tuple(kw.get("snippets", ())) + ("bits",) + (
-            ("nan_minmax",) if epilogue.startswith("conv") else ())
+            ("nan_minmax",) if epilogue.startswith("conv") or merge else ())
     return Kernel(kw.pop("body", name), _BINDINGS + EPILOGUES[epilogue]
-                  + (NORM_BINDINGS if norm else ()) + (GATE_BINDINGS if gate else ()), PARAMS,
+                  + (NORM_BINDINGS if norm else ()) + (GATE_BINDINGS if gate else ())
+                  + (MERGE_BINDINGS if merge else ()), PARAMS,
                   uniform_binding=3, generated=generated + put,
                   name=name + (f"_{epilogue}" if epilogue else ""), **kw)
 
 
 def kernel(form: str, epilogue: str = "", rows: int = 1, depth: int = 2,
-           col_groups: int = 1, norm: bool = False, gate: tuple = ()) -> Kernel:
+           col_groups: int = 1, norm: bool = False, gate: tuple = (),
+           merge: tuple = ()) -> Kernel:
     """The shader of one form ("basic": tiled and dot; "tile8", "tile8_vec4"; "gemv",
     "gemvsg_browser", "gemvsg_native" with ``rows``, ``depth`` and ``col_groups``) and
     epilogue; with an input prologue (gemv forms, vec4 and packed entries): ``norm``,
     RMSNorm's (ops/norm_linear.py), or ``gate``, the steps of a two-input element-wise
-    chain (ops/gated_linear.py)."""
+    chain (ops/gated_linear.py), or ``merge``, the split attention's (heads, head dim,
+    parts) merged (ops/attention_merge.py)."""
     if not form.startswith("gemv"):
-        rows, depth, col_groups, norm, gate = 1, 2, 1, False, ()
-    return _kernel(form, epilogue, rows, depth, col_groups, norm, tuple(gate))
+        rows, depth, col_groups, norm, gate, merge = 1, 2, 1, False, (), ()
+    return _kernel(form, epilogue, rows, depth, col_groups, norm, tuple(gate), tuple(merge))
 
 
 _GATES: dict[tuple, int] = {}  # a gated prologue's steps -> its number in kernel names
@@ -99,7 +103,7 @@ _GATES: dict[tuple, int] = {}  # a gated prologue's steps -> its number in kerne
 
 @cache
 def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int,
-            norm: bool = False, gate: tuple = ()) -> Kernel:
+            norm: bool = False, gate: tuple = (), merge: tuple = ()) -> Kernel:
     if form == "basic":
         return _with_epilogue("matmul", epilogue,
                               entries=(Entry("dot", "dot_item", "params.m * params.n"),))
@@ -119,9 +123,13 @@ def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int,
         name += "_norm"
     if gate:
         name += f"_gate{_GATES.setdefault(gate, len(_GATES))}"
+    if merge:
+        name += "_merge{}x{}x{}".format(*merge)
     return _with_epilogue(f"{name}_r{rows}{suffix}", epilogue,
-                          _gemv_generated(subgroups, rows, depth, col_groups, norm, gate),
+                          _gemv_generated(subgroups, rows, depth, col_groups, norm, gate,
+                                          merge),
                           body="matmul_gemv", snippets=("flat_index",), norm=norm, gate=gate,
+                          merge=merge,
                           enables=("subgroups",) if form == "gemvsg_browser" else ())
 
 
@@ -131,12 +139,13 @@ _GEMV_FORMS = (("main", "scalar", 1, 1), ("main_vec4", "vec4", 4, 4),
 
 
 def _gemv_generated(subgroups: bool, rows: int, depth: int, col_groups: int,
-                    norm: bool = False, gate: tuple = ()) -> str:
+                    norm: bool = False, gate: tuple = (), merge: tuple = ()) -> str:
     """The gemv sweeps (one per load width), reductions and entry points, appended to
     shaders/matmul_gemv.wgsl's steps (sections of matmul_parts.wgsl); with an input
-    prologue (``norm``, ``gate``) only the vec4 ones, which read the input through x4_at."""
+    prologue (``norm``, ``gate``, ``merge``) only the vec4 ones, which read the input
+    through x4_at."""
     parts = sections(_PARTS)
-    forms = _GEMV_FORMS[1:] if norm or gate else _GEMV_FORMS
+    forms = _GEMV_FORMS[1:] if norm or gate or merge else _GEMV_FORMS
     sweeps = "".join(
         fill(_PARTS, "sweep", form=f, per_step=ps, per_input=pi,
              steps="".join(fill(_PARTS, "step", form=f, i=i) for i in range(depth)))
@@ -148,6 +157,8 @@ def _gemv_generated(subgroups: bool, rows: int, depth: int, col_groups: int,
             "  if (sg_size >= wg_size) { set_norm(nb, subgroupAdd(nss)); } "
             "else { set_norm(nb, norm_tree(nss, lane)); }\n" if subgroups
             else "  set_norm(nb, norm_tree(nss, lane));\n")
+    if merge:
+        prologue = "  set_merge(lane);\n"
     entries = "".join(fill(_PARTS, entry, name=n, form=f, prologue=prologue)
                       for n, f, _, _ in forms)
     x_source = parts["x_plain"]
@@ -156,6 +167,9 @@ def _gemv_generated(subgroups: bool, rows: int, depth: int, col_groups: int,
     if gate:  # the chain's own step functions, and the f32 math they call
         x_source = "".join(sections("f32_math")[f] for f in GATED_MATH) \
             + chain_function(2, gate) + parts["gemv_gated"]
+    if merge:
+        x_source = "const merge_heads = {}u;\nconst merge_dim = {}u;\nconst merge_parts = {}u;\n" \
+            .format(*merge) + parts["gemv_merge"]
     return (fill(_PARTS, "gemv_consts", rows=rows, depth=depth, col_groups=col_groups)
             + sweeps + parts["tree_sum"] + x_source
             + parts["subgroup_sum" if subgroups else "tree_lanes"] + entries)
@@ -182,7 +196,7 @@ def tile_counts(m: int, n: int, tile: int) -> tuple[int, int]:
 
 
 def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = "", norm: bool = False,
-           gate: tuple = ()):
+           gate: tuple = (), merge: tuple = ()):
     """(kernel, constants, tiles_n, tiles, workgroups) of variant ``v``."""
     if v.kind == "dot":
         wg = elementwise_workgroup(ctx)
@@ -201,7 +215,7 @@ def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = "", norm: bool = Fal
     rows = min(GEMV_MAX_ROWS, m)
     tiles_n = -(-n // (v.b * v.groups))
     tiles = tiles_n * -(-m // rows)
-    return (kernel(form, epilogue, rows, v.depth, v.groups, norm, gate),
+    return (kernel(form, epilogue, rows, v.depth, v.groups, norm, gate, merge),
             {"wg_size": v.a, "cols": v.b}, tiles_n, tiles, tiles)
 
 
@@ -217,15 +231,16 @@ def takes_prologue(v: Variant, k: int, rows: int) -> bool:
 
 async def record(ctx, op, v: Variant, bindings, m: int, n: int, k: int, has_bias: bool,
                  half: bool = False, epilogue: str = "", n0: int = 0, n1: int = 0,
-                 eps: float | None = None, gate: tuple = ()) -> None:
+                 eps: float | None = None, gate: tuple = (), merge: tuple = ()) -> None:
     """Record one product of variant ``v``: ``bindings`` maps 0 input [M, K], 1 weight
     [N, K], 2 out [M, N], 4 bias [N] (anything when ``has_bias`` is False), and what the
     epilogue binds (5, 6), to value ids or buffers; with ``eps`` (a ``takes_prologue``
     variant) the input is RMSNorm'ed first, its weight at 7; with ``gate`` (steps of a
-    two-input chain) the input is the chain of input 0 and input 7. Also used by bench/."""
+    two-input chain) the input is the chain of input 0 and input 7; with ``merge`` the
+    split attention's parts at 7 merged (ops/attention_merge.py). Also used by bench/."""
     v = v.for_dtype(half)
     shader, constants, tiles_n, tiles, groups = _shape(ctx, v, m, n, epilogue, eps is not None,
-                                                       gate)
+                                                       gate, merge)
     entry = {"dot": "dot", "tiled": "main", "mm": "main"}.get(v.kind, v.entry)
     pipeline = await ctx.pipeline(shader, constants, entry, half)
     params = PARAMS.pack(m=m, n=n, k=k, has_bias=int(has_bias), tiles_n=tiles_n, tiles=tiles,
@@ -271,7 +286,10 @@ class InputPrologue:
     ops/gated_linear.py's GatedInput): the forms that take the prologue read ``x_id`` at
     binding 0 and ``extra_id`` at their extra binding (``bind``) and compute the folded
     op's output as they load it; ``cover`` records the op's own dispatch (``fallback``)
-    for the other forms. ``record`` holds record()'s keyword for the prologue."""
+    for the other forms. ``record`` holds record()'s keyword for the prologue;
+    ``max_rows``: the most rows a form that takes it may serve."""
+
+    max_rows = DECODE_ROWS
 
     def __init__(self, ctx, op, x_id: int, extra_id: int, record: dict):
         self.ctx, self.op, self.x_id, self.extra_id, self.record = ctx, op, x_id, extra_id, record
@@ -305,6 +323,8 @@ async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out
     than ``rows_above`` rows are actual)."""
     if m * n == 0:
         return
+    if prologue is None:  # a split attention's merge left to this linear (attention_merge)
+        prologue = ctx.merges.pop(dict(bindings).get(0), None)
     traits = ctx.device.info.traits
     half, extra = ctx.half(out_id), (epilogue, n0, n1)
     v = VARIANTS.pick(ctx, op, m=m, n=n, k=k, half=half)
@@ -325,16 +345,19 @@ async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out
     # not); a forced variant still takes it (tests of the prologue on lavapipe).
     prologue_ok = prologue is not None and not (chosen and matmul_choice.is_cpu(traits))
     top, last = forms[-1]
-    if prologue_ok and dynamic and top > DECODE_ROWS \
-            and takes_prologue(last.for_dtype(half), k, DECODE_ROWS):
+    cap = prologue.max_rows if prologue is not None else DECODE_ROWS
+    if prologue_ok and dynamic and top > cap and takes_prologue(last.for_dtype(half), k, cap):
         # the fewest rows' form serves prefill's rows too (GPUs: up to 256): decode's
         # take it with the prologue, more rows after the folded op's own dispatch
-        forms.append((DECODE_ROWS, last))
-    takes = [prologue_ok and takes_prologue(f.for_dtype(half), k, top) for top, f in forms]
+        forms.append((cap, last))
+    takes = [prologue_ok and top <= cap and takes_prologue(f.for_dtype(half), k, top)
+             for top, f in forms]
     if takes != sorted(takes):  # not the fewest rows' forms alone: none takes it
         takes = [False] * len(forms)
     if prologue is not None:  # forms taking the prologue serve the fewest rows (matrix-vector)
         await prologue.cover(forms, takes)
+        if takes[-1]:  # shown by profiles and inspect: which op's work the linear does
+            ctx.note_kernel(op, prologue=next(iter(prologue.record)))
 
     def rows(elements: int) -> int:
         return -(-elements // out_n)

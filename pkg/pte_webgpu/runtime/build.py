@@ -86,6 +86,9 @@ class BuildContext:
         self.op_index = -1
         self.kernels: list[dict] = []  # one entry per op: where it runs, dispatch count, ...
         self.id_checks: list[IdCheck] = []  # flags of ops that index by ids (id_checks.py)
+        # linear input vid -> the split attention's merge left to that linear's prologue
+        # (ops/attention_merge.py): put by the attention, taken by the linear after it
+        self.merges: dict = {}
         # Set by the Method (runtime/dynamic.py, runtime/state.py): execute-time integers,
         # this graph's key among them, graph id -> plan id of delegate I/O, persistent state.
         self.dyn = None
@@ -297,6 +300,10 @@ async def build_delegate(device, vk: formats.VulkanDelegate, named: formats.Name
         if getattr(ctx, "before_op", None) is not None:
             ctx.before_op(ctx, op)
         await call_handler(handler, ctx, op)
+        if any(v in ctx.merges for v in op.args[:-1] if isinstance(v, int)):
+            # fusion_merge marks only linears whose product takes the merge: a guard
+            raise UnsupportedError(f"{ctx.where(op)} left the split attention's merge "
+                                   "of its input unrecorded")
     return ctx
 
 

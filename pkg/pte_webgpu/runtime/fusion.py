@@ -23,7 +23,10 @@ bound by the number of dispatches, not by arithmetic (docs/performance.md), so:
 7. the llama example's RoPE (``et_vk.apply_rotary_emb``) whose outputs only
    ``sdpa_with_kv_cache`` reads becomes one ``pte_webgpu.sdpa_rope`` (fusion_rope.py):
    the attention turns q and k as it reads them;
-8. a reshape (``VIEWS``) shares its input's memory object, so build.py binds the input's
+8. an attention whose output only a linear reads (the o projection) leaves its split
+   form's merge to that linear's matrix-vector prologue (fusion_merge.py; a mark in
+   graph.meta["merged"], not a rewrite);
+9. a reshape (``VIEWS``) shares its input's memory object, so build.py binds the input's
    buffer instead of recording a copy (a copy ends the compute pass, and it copies the
    tensor's whole bound, e.g. 1024 rows for a decode step's one).
 
@@ -49,7 +52,7 @@ from ..ops.fused_elementwise import FUSED as FUSED_CHAIN
 from ..ops.fused_elementwise import MAX_INPUTS
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
 from ..ops.fused_linear import MAX_SPLIT
-from . import fusion_conv, fusion_gated, fusion_norm, fusion_q4, fusion_rope
+from . import fusion_conv, fusion_gated, fusion_merge, fusion_norm, fusion_q4, fusion_rope
 from .views import VIEWS, is_one, residual_add
 
 LINEAR = "aten.linear.default"
@@ -72,6 +75,7 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     fusion_gated.fold_gates(f)
     fusion_rope.fold_ropes(f)
     f.drop_dead_views()
+    fusion_merge.mark_merges(f)  # last: it marks the attention and linear as they stand
     views = [(op.args[0], op.args[-1]) for op in f.placed.values() if op.name in VIEWS]
     if not f.fused and not views:
         return graph
@@ -81,7 +85,7 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
                  and values[a].mem_obj_id == values[b].mem_obj_id >= 0 for a, b in views)
     if shared:
         f.fused["reshapes sharing memory"] = shared
-    meta = dict(graph.meta, concat=f.concat, fused=f.fused)
+    meta = dict(graph.meta, concat=f.concat, fused=f.fused, merged=f.merged)
     return Graph(values, ops, graph.input_ids, graph.output_ids, graph.constants,
                  graph.version, meta)
 
@@ -93,6 +97,7 @@ class _Fusion:
         self.keep = set(graph.input_ids) | set(graph.output_ids)
         self.concat: dict[int, tuple] = {}  # new weight/bias vid -> the constants stacked
         self.fused: dict[str, int] = {}  # what fired (graph.meta["fused"])
+        self.merged: dict[int, int] = {}  # fusion_merge.py's marks (graph.meta["merged"])
         self._index()
 
     # --- the graph as it stands -------------------------------------------------------

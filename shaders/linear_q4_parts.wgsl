@@ -128,6 +128,18 @@ fn row_in4(j: u32) -> vec4<f32> {
 }
 
 fn norm_prologue(lane: u32, sg_size: u32) {}
+// ==== row_merge  the wide and keep forms with the split attention's merge as their prologue (ops/attention_merge.py)
+// The row is a decode step's attention output left as parts: each workgroup first puts
+// the parts' factors and the heads' sums in workgroup memory (snippets.wgsl
+// attention_merge), then merges each vec4 as it is loaded, with the steps and roundings
+// of the merge's own kernel: its dispatch and its output's round trip are gone.
+fn row_in4(j: u32) -> vec4<f32> {
+  return merged4(j);
+}
+
+fn norm_prologue(lane: u32, sg_size: u32) {
+  set_merge(lane);
+}
 // ==== x_gated  the gemv forms' input as a gated chain of two tensors (pte_webgpu.gated_linear_q4gsw; K % 8 == 0)
 // Each element is the chain's value of input and up (SwiGLU), with the chain's own steps
 // and roundings, computed as it is loaded (every workgroup redoes its row's).

@@ -259,52 +259,12 @@ fn x4_at(base: u32, slot: u32, j: u32) -> vec4<f32> {
                    chain_value(g.w, u.w));
 }
 // ==== gemv_merge  gemv with the split attention's merge as its prologue (ops/attention_merge.py): the sweeps read the merged heads
-// The input row is a decode step's attention output left as parts (shaders/
-// sdpa_kv_cache.wgsl attend_split: per (head, part) its max, sum and head-dim weighted
-// sums; merge_heads, merge_dim, merge_parts: consts of this kernel). Each workgroup first
-// puts every (head, part)'s factor exp(max - the head's max) and each head's sum in
-// workgroup memory, then merges each input element as it loads it, with the steps and
-// roundings of the attention's own `combine`: its dispatch and its output's round trip
-// are gone. One row (decode): every row of a block reads row 0's elements.
-var<workgroup> merge_fix: array<f32, merge_heads * merge_parts>;
-var<workgroup> merge_sum: array<f32, merge_heads>;
-
-fn merge_at(h: u32, p: u32) -> u32 {  // where (head h, part p) starts in parts
-  return (h * merge_parts + p) * (merge_dim + 2u);
-}
-
-fn set_merge(lane: u32) {
-  for (var i = lane; i < merge_heads * merge_parts; i += wg_size) {
-    let h = i / merge_parts;
-    var top = -3.0e38;
-    for (var p = 0u; p < merge_parts; p++) {
-      top = max_nan(top, parts[merge_at(h, p)]);
-    }
-    merge_fix[i] = exp(parts[merge_at(h, i % merge_parts)] - top);
-  }
-  workgroupBarrier();
-  for (var h = lane; h < merge_heads; h += wg_size) {
-    var sum = 0.0;
-    for (var p = 0u; p < merge_parts; p++) {
-      sum += merge_fix[h * merge_parts + p] * parts[merge_at(h, p) + 1u];
-    }
-    merge_sum[h] = sum;
-  }
-  workgroupBarrier();
-}
-
-fn merged(e: u32) -> f32 {  // element e of the merged row [heads x dim]
-  let h = e / merge_dim;
-  var acc = 0.0;
-  for (var p = 0u; p < merge_parts; p++) {
-    acc += merge_fix[h * merge_parts + p] * parts[merge_at(h, p) + 2u + e % merge_dim];
-  }
-  return f32(elem(acc / merge_sum[h]));
-}
-
+// The input row is a decode step's attention output left as parts, merged as each element
+// is loaded (snippets.wgsl attention_merge; set_merge first, in the entry's prologue):
+// the merge's dispatch and its output's round trip are gone. One row (decode): every
+// row of a block reads row 0's elements.
 fn x4_at(base: u32, slot: u32, j: u32) -> vec4<f32> {
-  let e = 4u * j;
-  return vec4<f32>(merged(e), merged(e + 1u), merged(e + 2u), merged(e + 3u));
+  return merged4(j);
 }
 // ==== gemv_entry  gemv: an entry point (main, main_vec4, main_packed)
 

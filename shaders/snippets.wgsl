@@ -309,3 +309,57 @@ fn rare_row4_scale(base: u32, n4: u32, total: f32, width: f32, eps: f32) -> vec2
   }
   return rare_row_scale(smax, k, ss, total, width, eps);
 }
+// ==== attention_merge
+// The split attention's merge (shaders/sdpa_kv_cache.wgsl `combine`, with its steps and
+// roundings) as a linear's input prologue (ops/attention_merge.py). `parts` holds per
+// (head, part) its max, sum and head-dim weighted sums (attend_split); merge_heads,
+// merge_dim and merge_parts are consts of the kernel. set_merge (every lane, barriers)
+// puts each (head, part)'s factor exp(max - the head's max) and each head's sum, then the
+// merged row [heads x dim], in workgroup memory (each element merged once a workgroup, and
+// a small kernel: merging inside the forms' unrolled loads made lavapipe's compile take
+// minutes); merged4(j): the row's elements 4j .. 4j + 3.
+var<workgroup> merge_fix: array<f32, merge_heads * merge_parts>;
+var<workgroup> merge_sum: array<f32, merge_heads>;
+var<workgroup> merge_row: array<f32, merge_heads * merge_dim>;
+
+fn merge_at(h: u32, p: u32) -> u32 {  // where (head h, part p) starts in parts
+  return (h * merge_parts + p) * (merge_dim + 2u);
+}
+
+fn set_merge(lane: u32) {
+  for (var i = lane; i < merge_heads * merge_parts; i += wg_size) {
+    let h = i / merge_parts;
+    var top = -3.0e38;
+    for (var p = 0u; p < merge_parts; p++) {
+      top = max_nan(top, parts[merge_at(h, p)]);
+    }
+    merge_fix[i] = exp(parts[merge_at(h, i % merge_parts)] - top);
+  }
+  workgroupBarrier();
+  for (var h = lane; h < merge_heads; h += wg_size) {
+    var sum = 0.0;
+    for (var p = 0u; p < merge_parts; p++) {
+      sum += merge_fix[h * merge_parts + p] * parts[merge_at(h, p) + 1u];
+    }
+    merge_sum[h] = sum;
+  }
+  workgroupBarrier();
+  for (var e = lane; e < merge_heads * merge_dim; e += wg_size) {
+    merge_row[e] = merged(e);
+  }
+  workgroupBarrier();
+}
+
+fn merged(e: u32) -> f32 {  // element e of the merged row [heads x dim]
+  let h = e / merge_dim;
+  var acc = 0.0;
+  for (var p = 0u; p < merge_parts; p++) {
+    acc += merge_fix[h * merge_parts + p] * parts[merge_at(h, p) + 2u + e % merge_dim];
+  }
+  return f32(elem(acc / merge_sum[h]));
+}
+
+fn merged4(j: u32) -> vec4<f32> {
+  let e = 4u * j;
+  return vec4<f32>(merge_row[e], merge_row[e + 1u], merge_row[e + 2u], merge_row[e + 3u]);
+}

@@ -64,8 +64,9 @@ _r
     check_report(name, report)
 
 
-@pytest.mark.parametrize("name", ["llama_static_rope", "llama_static_hfrope"])
-def test_o_projection_merges_the_attention_in_the_browser(decoder_page, name):
+@pytest.mark.parametrize("name,matmul", [("llama_static_rope", "gemv4-64x4"),
+                                         ("llama_static_hfrope", "gemvsg4-32x4")])
+def test_o_projection_merges_the_attention_in_the_browser(decoder_page, name, matmul):
     """The split attention's merge folded into the o projection's matrix-vector prologue
     (ops/attention_merge.py) in the page, split and gemv forms forced: a dispatch a layer
     fewer, the logits those of the merge's own dispatch."""
@@ -78,7 +79,7 @@ from pte_webgpu.runtime import fusion_merge as _merge
 async def _make(options):
     _merge.ENABLED = options["fuse"]
     return await pte_webgpu.Runtime.create(
-        options={{"variants": {{"sdpa": "split", "matmul": "gemv4-64x4"}}}})
+        options={{"variants": {{"sdpa": "split", "matmul": "{matmul}"}}}})
 try:
     _r = await fusion_report(_make, await fetch_bytes('/fixtures/decoders/{name}.pte'),
                              {args['vocab_size']}, 1, 3)

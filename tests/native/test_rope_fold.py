@@ -8,24 +8,13 @@ tests/native/test_decoders.py (the fold is on by default)."""
 import pytest
 from pte_webgpu.runtime import fusion_rope
 
-from tests.support.decoders import DECODERS, INDEX
-from tests.support.fusion_check import fusion_report
-from tests.support.gpu_thread import run_sync
+from tests.support.decoders import INDEX, fold_report
 
 ROPE = sorted(n for n in INDEX if n.startswith("llama_"))  # interleaved and HF RoPE
 
 
 def _report(name, monkeypatch, form):
-    import pte_webgpu
-
-    args = INDEX[name]["model_args"]
-    pte = (DECODERS / f"{name}.pte").read_bytes()
-    prompt = 20 if INDEX[name].get("dynamic") else 1
-
-    async def make(fuse):  # fuse: this fold on or off, the others on
-        monkeypatch.setattr(fusion_rope, "ENABLED", fuse["fuse"])
-        return await pte_webgpu.Runtime.create("native", options={"variants": {"sdpa": form}})
-    return run_sync(fusion_report(make, pte, args["vocab_size"], prompt, 3))
+    return fold_report(name, fusion_rope, monkeypatch, {"variants": {"sdpa": form}})
 
 
 @pytest.mark.parametrize("form", ["rows", "elements", "split", "tiles"])

@@ -54,3 +54,22 @@ def check_steps(entry: dict, report: dict) -> None:
     if report["state"]:
         # without step 0 the cache lacks its row: far off, where the real run is close
         assert report["skip_step0_error"] > 10 * max(report["errors"]) + 1e-3, report
+
+
+def fold_report(name: str, fold, monkeypatch, options: dict | None = None) -> dict:
+    """fusion_check's report of test decoder ``name`` natively with one fold (a fusion
+    module with ENABLED: fusion_rope, fusion_merge) on and off, every other fold on; a
+    prefill of 20 rows where the program is dynamic, else 1, then 3 decode steps."""
+    import pte_webgpu
+
+    from tests.support.fusion_check import fusion_report
+    from tests.support.gpu_thread import run_sync
+
+    args = INDEX[name]["model_args"]
+    pte = (DECODERS / f"{name}.pte").read_bytes()
+    prompt = 20 if INDEX[name].get("dynamic") else 1
+
+    async def make(fuse):
+        monkeypatch.setattr(fold, "ENABLED", fuse["fuse"])
+        return await pte_webgpu.Runtime.create("native", options=options)
+    return run_sync(fusion_report(make, pte, args["vocab_size"], prompt, 3))

@@ -13,14 +13,20 @@ from __future__ import annotations
 
 from .matmul import InputPrologue
 
-# Each workgroup of a merging linear holds a factor per (head, part) and a sum per head in
-# workgroup memory: at most this many factors (4 KB).
-MAX_FACTORS = 1024
+# Each workgroup of a merging linear holds a factor per (head, part), a sum per head and
+# the merged row in workgroup memory (snippets.wgsl attention_merge): at most 6 KB of it,
+# beside the forms' own (16 KB is WebGPU's least limit).
+MAX_FACTORS = 512
+MAX_ROW = 1024
+
+
+def workgroup_bytes(heads: int, dim: int, parts: int) -> int:
+    return 4 * (heads * parts + heads + heads * dim)
 
 
 def can_merge(heads: int, dim: int, parts: int) -> bool:
     """Whether a linear's prologue can merge these parts (else the merge's own dispatch)."""
-    return heads * parts <= MAX_FACTORS and (heads * dim) % 8 == 0
+    return heads * parts <= MAX_FACTORS and heads * dim <= MAX_ROW and (heads * dim) % 8 == 0
 
 
 class MergedInput(InputPrologue):
@@ -33,6 +39,7 @@ class MergedInput(InputPrologue):
     def __init__(self, ctx, op, x_id: int, parts, shape: tuple, own_dispatch):
         super().__init__(ctx, op, x_id, parts, {"merge": tuple(shape)})
         self.own_dispatch = own_dispatch
+        self.workgroup_bytes = workgroup_bytes(*shape)
 
     def bind(self, bindings, extra: int) -> list:
         """A merging form reads the parts alone: no input at 0 (its layout has none)."""

@@ -85,3 +85,10 @@ def same_numel(ctx, op, a_id: int, out_id: int) -> None:
     if a.numel != out.numel:
         raise FormatError(f"{op.name}: output has {out.numel} elements, input {a.numel}",
                           field=ctx.where(op))
+
+
+def merge_consts(merge: tuple) -> str:
+    """The WGSL consts of snippets.wgsl attention_merge for a split attention's (heads,
+    head dim, parts) (ops/attention_merge.py)."""
+    heads, dim, parts = merge
+    return f"const merge_heads = {heads}u;\nconst merge_dim = {dim}u;\nconst merge_parts = {parts}u;\n"

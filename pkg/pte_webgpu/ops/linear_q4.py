@@ -38,6 +38,7 @@ from ..model.graph import Null, TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill, sections
 from . import sizes
 from .args import int_arg
+from .common import merge_consts
 from .exec_ints import follow_actual_size
 from . import matmul_choice
 from .fused_elementwise import GATED_MATH, chain_function
@@ -82,7 +83,7 @@ GEMV_KINDS = ("gemv", "gemvsg")  # a workgroup per column, its lanes across K
 def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
            browser: bool = True, rows: int = 1, whole: bool = True,
            offsets: bool = False, norm: bool = False, cols: int = 8, share: int = 4,
-           gate: tuple = ()) -> Kernel:
+           gate: tuple = (), merge: tuple = ()) -> Kernel:
     """The shader of one form (``kind``: dot, gemv, gemvsg, wide, keep, cols, tiled) and epilogue;
     ``scales_f32``: float32 scales beside f16 activations; ``browser``: gemvsg's
     ``enable subgroups;`` (Chromium needs it, wgpu-native's naga rejects it); ``rows``:
@@ -91,12 +92,15 @@ def kernel(kind: str, epilogue: str = "", scales_f32: bool = False,
     (wide and keep forms): the RMSNorm prologue, its weight at binding 9; ``cols``, ``share``
     (the cols form): columns per invocation, lanes sharing their input loads; ``gate``
     (wide and keep forms): the steps of a two-input chain computed as the row is loaded,
-    its second input at binding 9 (ops/linear_q4_gated.py)."""
+    its second input at binding 9 (ops/linear_q4_gated.py); ``merge`` (wide and keep
+    forms): the split attention's (heads, head dim, parts), its parts at binding 9 merged
+    as the row is loaded (ops/attention_merge.py)."""
     sg = kind in SG_KINDS
     return _kernel(kind, epilogue, scales_f32, browser or not sg,
                    rows if kind.startswith("gemv") else 1, whole or kind in WIDE_KINDS, offsets,
                    norm and kind in WIDE_KINDS, (cols, share) if kind == "cols" else (0, 0),
-                   tuple(gate) if takes_gate(kind, whole) else ())
+                   tuple(gate) if takes_gate(kind, whole) else (),
+                   tuple(merge) if kind in WIDE_KINDS else ())
 
 
 def takes_gate(kind: str, whole: bool) -> bool:
@@ -111,7 +115,7 @@ _GATES: dict[tuple, int] = {}  # a gated prologue's steps -> its number in kerne
 @cache
 def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int,
             whole: bool, offsets: bool, norm: bool, cols: tuple[int, int],
-            gate: tuple = ()) -> Kernel:
+            gate: tuple = (), merge: tuple = ()) -> Kernel:
     sums = {"gemv": ("sum_tree",), "gemvsg": ("sum_subgroups",), "wide": ("wide",),
             "keep": ("wide", "mantissa", "keep"), "cols": ("mantissa", "cols")}.get(kind, ())
     generated = fill("linear_q4_parts", "consts", rows=rows, whole=str(whole).lower(),
@@ -124,7 +128,10 @@ def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int
         "x_gated" if gate and kind in GEMV_KINDS else "x_vec4" if whole else "x_scalar"]
     if kind in WIDE_KINDS:  # their one row, normalised or gated as loaded with a prologue
         generated += sections("linear_q4_parts")[
-            "row_norm" if norm else "row_gated" if gate else "row_plain"]
+            "row_norm" if norm else "row_gated" if gate else "row_merge" if merge
+            else "row_plain"]
+        if merge:
+            generated += merge_consts(merge)
         if norm:
             generated += fill("snippets", "rare_row4", rows="input4")
     generated += sections("matmul_parts")["put" + (f"_{epilogue}" if epilogue else "")]
@@ -140,14 +147,17 @@ def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int
                                   "" if whole else "any", "off" if offsets else "",
                                   "norm" if norm else "",
                                   f"gate{_GATES.setdefault(gate, len(_GATES))}" if gate else "",
+                                  "merge{}x{}x{}".format(*merge) if merge else "",
                                   f"c{cols[0]}s{cols[1]}" if kind == "cols" else "")))
     bindings = (_INPUT[whole],) + _BINDINGS + extra + (scales,) + EPILOGUES[epilogue] \
         + ((Binding(8, "offsets", type="f32"),) if offsets else ()) \
         + ((Binding(9, "gamma4", type="elem4"),) if norm else ()) \
-        + ((Binding(9, "up4", type="elem4"),) if gate else ())
+        + ((Binding(9, "up4", type="elem4"),) if gate else ()) \
+        + ((Binding(9, "parts", type="f32"),) if merge else ())
     return Kernel("linear_q4", bindings, PARAMS, uniform_binding=3, generated=generated,
                   entries=(_ENTRIES[kind],), enables=("subgroups",) if sg and browser else (),
-                  name=name, snippets=("bits",) if norm else ())
+                  name=name, snippets=("bits",) if norm else
+                  ("bits", "nan_minmax", "attention_merge") if merge else ())
 
 
 # --- shapes ----------------------------------------------------------------------------
@@ -474,19 +484,20 @@ def _grid(v: Variant, m: int, n: int, rows: int = 4, lanes: int = 0) -> tuple[in
 
 async def record(ctx, op, v: Variant, bindings, shape: Q4Shape, has_bias: bool, half: bool,
                  scales_f32: bool, epilogue: str = "", split: dict | None = None,
-                 rows: int = 4, eps: float | None = None, gate: tuple = ()) -> None:
+                 rows: int = 4, eps: float | None = None, gate: tuple = (),
+                 merge: tuple = ()) -> None:
     """One product of variant ``v`` (bindings: 0 input, 1 packed weight, 2 out, 4 bias,
     5 scales, 6-7 the split outputs, 8 the offsets if any, 9 the norm weight with ``eps``
     (wide and keep forms: the input RMSNorm'ed first) or the gated chain's second input
-    with its ``gate`` steps; ``rows``: up to this many input rows per gemv workgroup, M at
-    most). Also used by bench/."""
+    with its ``gate`` steps, or the split attention's parts with ``merge``; ``rows``: up to
+    this many input rows per gemv workgroup, M at most). Also used by bench/."""
     m, n = shape.m, shape.n
     rows = max(1, min(rows, m, 4))
     browser = ctx.device.info.traits.subgroups
     offsets = any(b == 8 for b, _ in bindings)
     share = cols_share(ctx.device.info.traits)
     shader = kernel(v.kind, epilogue, scales_f32, browser, rows, shape.group % 8 == 0,
-                    offsets, eps is not None, v.cols, share, gate)
+                    offsets, eps is not None, v.cols, share, gate, merge)
     lanes = {"dot": 64, "tiled": 64, "wide": WIDE_LANES, "cols": cols_lanes(v, n, share),
              "keep": max(WIDE_LANES, v.lanes)}.get(v.kind, v.lanes)
     constants = {"wg_size": lanes}
@@ -552,6 +563,8 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
     m, n, k = shape.m, shape.n, shape.k
     if m * n == 0:
         return
+    if prologue is None:  # a split attention's merge left to this linear (attention_merge)
+        prologue = ctx.merges.pop(dict(bindings).get(0), None)
     half = ctx.half(out_id)
     scales_f32 = half and not ctx.half(s_id)
     constant = ctx.constant_bytes(s_id) is not None
@@ -571,9 +584,13 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
         and not (VARIANTS.forced(ctx.options) is None
                  and matmul_choice.is_cpu(ctx.device.info.traits))
     takes = [prologue is not None and (f.kind in WIDE_KINDS or gemv_gate and takes_gate(
-        f.kind, shape.group % 8 == 0)) for _, f in forms]
+        f.kind, shape.group % 8 == 0))
+        and _workgroup_bytes(f) + prologue.workgroup_bytes
+        <= ctx.device.info.traits.workgroup_storage for _, f in forms]
     if prologue is not None:
         await prologue.cover(forms, takes)
+        if takes[-1]:  # shown by profiles and inspect: which op's work the linear does
+            ctx.note_kernel(op, prologue=next(iter(prologue.record)))
     by_column = offsets_by_column = None
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0
@@ -597,6 +614,16 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
             ctx, out_id, lambda e, f=form, low=low, top=top, rows=rows, lanes=lanes:
             _grid(f, -(-e // out_n), n, rows, lanes)[1] if low < -(-e // out_n) <= top else 0,
             alternative=i > 0)
+
+
+def _workgroup_bytes(v: Variant) -> int:
+    """Workgroup memory of a one-row form (shaders/linear_q4_parts.wgsl wide, keep), or
+    the most a gemv form's sums take (its lanes' vec4s)."""
+    if v.kind == "wide":
+        return 16 * 32
+    if v.kind == "keep":
+        return 16 * max(WIDE_LANES, v.lanes) + 4 * keep_parts(v)
+    return 16 * max(v.lanes, 1)
 
 
 def choices(graph, op) -> dict[str, str]:

@@ -27,9 +27,10 @@ from ..errors import FormatError
 from ..model.graph import Null, TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill, sections
 from . import matmul_choice, sizes
-from .common import elementwise_workgroup
+from .common import elementwise_workgroup, merge_consts
 from .exec_ints import follow_actual_size
 from .fused_elementwise import GATED_MATH, chain_function
+
 from .matmul_choice import DECODE_ROWS, GEMV_MAX_ROWS, VARIANTS, Variant, row_forms
 from .registry import define
 
@@ -76,7 +77,8 @@ def _with_epilogue(name: str, epilogue: str, generated: str = "", norm: bool = F
     put = sections(_PARTS)["put" + (f"_{epilogue}" if epilogue else "")]
     if epilogue.startswith("conv") or norm or merge:  # bits: NaN tests, exact powers of two
         kw["snippets"] = tuple(kw.get("snippets", ())) + ("bits",) + (
-            ("nan_minmax",) if epilogue.startswith("conv") or merge else ())
+            ("nan_minmax",) if epilogue.startswith("conv") or merge else ()) + (
+            ("attention_merge",) if merge else ())
     return Kernel(kw.pop("body", name), _BINDINGS + EPILOGUES[epilogue]
                   + (NORM_BINDINGS if norm else ()) + (GATE_BINDINGS if gate else ())
                   + (MERGE_BINDINGS if merge else ()), PARAMS,
@@ -168,8 +170,7 @@ def _gemv_generated(subgroups: bool, rows: int, depth: int, col_groups: int,
         x_source = "".join(sections("f32_math")[f] for f in GATED_MATH) \
             + chain_function(2, gate) + parts["gemv_gated"]
     if merge:
-        x_source = "const merge_heads = {}u;\nconst merge_dim = {}u;\nconst merge_parts = {}u;\n" \
-            .format(*merge) + parts["gemv_merge"]
+        x_source = merge_consts(merge) + parts["gemv_merge"]
     return (fill(_PARTS, "gemv_consts", rows=rows, depth=depth, col_groups=col_groups)
             + sweeps + parts["tree_sum"] + x_source
             + parts["subgroup_sum" if subgroups else "tree_lanes"] + entries)
@@ -290,6 +291,7 @@ class InputPrologue:
     ``max_rows``: the most rows a form that takes it may serve."""
 
     max_rows = DECODE_ROWS
+    workgroup_bytes = 0  # workgroup memory its forms hold beside their own
 
     def __init__(self, ctx, op, x_id: int, extra_id: int, record: dict):
         self.ctx, self.op, self.x_id, self.extra_id, self.record = ctx, op, x_id, extra_id, record
@@ -351,6 +353,7 @@ async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out
         # take it with the prologue, more rows after the folded op's own dispatch
         forms.append((cap, last))
     takes = [prologue_ok and top <= cap and takes_prologue(f.for_dtype(half), k, top)
+             and 16 * f.a * f.b + prologue.workgroup_bytes <= traits.workgroup_storage
              for top, f in forms]
     if takes != sorted(takes):  # not the fewest rows' forms alone: none takes it
         takes = [False] * len(forms)

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from ..ops.attention import SDPA_ROPE, SDPA_ROPE_HF
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
+from ..ops.linear_q4 import OFFSETS, Q4GSW
+from ..ops.linear_q4_residual import RESIDUAL as Q4_RESIDUAL
 from .views import forward_views, placed_ops
 
 ATTENTION = {"sdpa_with_kv_cache.default": 12, SDPA_ROPE: 14, SDPA_ROPE_HF: 15}
-# the linears whose product (ops/matmul.py) takes the merge: their input is args[0]
-LINEARS = {"aten.linear.default": 4, FUSED_LINEAR: 5}
+# the linears whose product (ops/matmul.py, ops/linear_q4.py) takes the merge: their
+# input is args[0], bound at 0
+LINEARS = {"aten.linear.default": 4, FUSED_LINEAR: 5, Q4GSW: 6, OFFSETS: 7, Q4_RESIDUAL: 8}
 ENABLED = True  # tests turn this alone off, to compare with the merge's own dispatch
 
 

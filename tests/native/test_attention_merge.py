@@ -39,6 +39,20 @@ def test_the_o_projection_merges_the_attention_parts(name, monkeypatch):
     assert max(report["diffs"]) <= tol, report["diffs"]
 
 
+def test_the_environment_leaves_the_merge_out(monkeypatch):
+    """PTE_WEBGPU_FOLDS_OFF=merge (benchmarks: the fold on and off in one run) keeps the
+    merge's own dispatch; an unknown fold name is an InputError naming the valid ones."""
+    from pte_webgpu.errors import InputError
+    from pte_webgpu.runtime import fusion
+
+    monkeypatch.setenv(fusion.FOLDS_OFF, "merge")
+    report = _report("llama_static_rope", monkeypatch, {"sdpa": "split", "matmul": "gemv4-64x4"})
+    assert report["dispatches"]["unfused"] == report["dispatches"]["fused"], report
+    monkeypatch.setenv(fusion.FOLDS_OFF, "merge,swiglu")
+    with pytest.raises(InputError, match="unknown fold 'swiglu'; use some of gated, merge"):
+        fusion.folds_off()
+
+
 @pytest.mark.parametrize("sdpa", ["split", "tiles"])
 @pytest.mark.parametrize("name", LLAMAS)
 def test_forms_that_do_not_merge_run_the_merge_first(name, sdpa, monkeypatch):

@@ -43,8 +43,10 @@ op.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
+from ..errors import InputError
 from ..model.dtypes import without_leading_ones
 from ..model.graph import Graph, ListValue, Null, OpCall, TensorValue
 from ..ops import registry
@@ -56,11 +58,25 @@ from . import fusion_conv, fusion_gated, fusion_merge, fusion_norm, fusion_q4, f
 from .views import VIEWS, is_one, residual_add
 
 LINEAR = "aten.linear.default"
+# A benchmark compares a fold on and off in one run (on one warm GPU): the environment
+# variable names folds to leave out, comma-separated (the tests use each ENABLED flag)
+FOLDS_OFF = "PTE_WEBGPU_FOLDS_OFF"
+OPTIONAL_FOLDS = ("gated", "merge", "norm", "rope")
+
+
+def folds_off() -> set[str]:
+    names = {s.strip() for s in os.environ.get(FOLDS_OFF, "").split(",") if s.strip()}
+    unknown = sorted(names - set(OPTIONAL_FOLDS))
+    if unknown:
+        raise InputError(f"{FOLDS_OFF}: unknown fold {unknown[0]!r}; use some of "
+                         f"{', '.join(OPTIONAL_FOLDS)}")
+    return names
 
 
 def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     """The rewritten graph (``graph`` itself when nothing fuses). ``nbytes(tensor)``: its
     bytes as stored; ``max_binding``: the largest buffer the adapter binds."""
+    off = folds_off()
     f = _Fusion(graph)
     fusion_q4.fold_offsets(f)  # first: its float linear must not be grouped with others
     f.group_linears(nbytes, max_binding)
@@ -71,11 +87,15 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     fusion_conv.fold_clamps(f)
     f.chain_pointwise()
     f.drop_dead_views()  # the stacked linears' input reshapes: the norm's other readers
-    fusion_norm.fold_norms(f)
-    fusion_gated.fold_gates(f)
-    fusion_rope.fold_ropes(f)
+    if "norm" not in off:
+        fusion_norm.fold_norms(f)
+    if "gated" not in off:
+        fusion_gated.fold_gates(f)
+    if "rope" not in off:
+        fusion_rope.fold_ropes(f)
     f.drop_dead_views()
-    fusion_merge.mark_merges(f)  # last: it marks the attention and linear as they stand
+    if "merge" not in off:  # last: it marks the attention and linear as they stand
+        fusion_merge.mark_merges(f)
     views = [(op.args[0], op.args[-1]) for op in f.placed.values() if op.name in VIEWS]
     if not f.fused and not views:
         return graph

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# LLM decode and prefill under several settings in one run on one warm machine (a fold on
+# and off, a forced kernel form), alternating, so their ratios come from the same clocks:
+#   tools/llm_ab.sh MODELS_DIR [bench args...]
+# Every MODELS_DIR/NAME.pte.gz with its NAME.export.json (bench/llm_bench.py zero) runs
+# once per setting per round (ROUNDS, default 2). SETTINGS: space-separated LABEL:ENV,
+# default "base: nomerge:PTE_WEBGPU_FOLDS_OFF=merge tiles:PTE_WEBGPU_SDPA=tiles".
+# Results: $OUT (or /tmp/llm-ab)/NAME-LABEL-ROUND.json, then a table of tok/s by context.
+# The package comes from this tree as Python finds it (tools/h200_env.sh stages it there).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+MODELS=${1:?usage: tools/llm_ab.sh MODELS_DIR [bench args...]}
+shift
+ARGS=("$@")
+[ ${#ARGS[@]} -gt 0 ] || ARGS=(--contexts 16,256,1024 --steps 32)
+SETTINGS=${SETTINGS:-"base: nomerge:PTE_WEBGPU_FOLDS_OFF=merge tiles:PTE_WEBGPU_SDPA=tiles"}
+DEST=${OUT:-/tmp/llm-ab}
+mkdir -p "$DEST"
+for round in $(seq 1 "${ROUNDS:-2}"); do
+  for gz in "$MODELS"/*.pte.gz; do
+    name=$(basename "$gz" .pte.gz)
+    for setting in $SETTINGS; do
+      label=${setting%%:*}
+      assign=${setting#*:}
+      echo "=== round $round: $name, $label ${assign:+($assign)}"
+      env ${assign:+"$assign"} "$PY" -m pte_webgpu bench -q --llm "$gz" --backend native \
+        --no-torch --export-json "$MODELS/$name.export.json" "${ARGS[@]}" \
+        --output "$DEST/$name-$label-$round.json"
+    done
+  done
+done
+"$PY" - "$DEST" <<'EOF'
+import json, sys
+from collections import defaultdict
+from pathlib import Path
+
+rows = defaultdict(list)  # (program, setting, phase, context) -> tok/s of each round
+for f in sorted(Path(sys.argv[1]).glob("*.json")):
+    program, setting, _ = f.stem.rsplit("-", 2)
+    for r in json.loads(f.read_text()):
+        if r.get("impl") == "ours":
+            rows[program, setting, r["phase"], r["context"]].append(r["tok_s"])
+print("| program | setting | phase | context | tok/s (each round) |")
+print("|---|---|---|---|---|")
+for (program, setting, phase, context), got in sorted(rows.items()):
+    print(f"| {program} | {setting} | {phase} | {context} | "
+          + " / ".join(f"{t:.0f}" for t in got) + " |")
+EOF

@@ -411,8 +411,7 @@ async def _attend_rows(ctx, op, kernel, binds, out_id, s_bound, heads, dim, lane
 async def _attend_tiles(ctx, op, kernel, binds, out_id, s_bound, heads, dim, lanes, half,
                         when) -> None:
     """attend_tiles (flash attention): a workgroup per TILE_Q / dim query rows (64 at most)
-    and head;
-    ``when`` as for _attend_rows."""
+    and head; ``when`` as for _attend_rows."""
     tile = min(TILE_Q // dim, TILE_LANES)
     attend = await ctx.pipeline(kernel, {"wg_size": TILE_LANES}, "attend_tiles", half=half)
     ctx.dispatch(op, attend, binds, ctx.grid(-(-s_bound // tile) * heads))

@@ -20,7 +20,8 @@ def test_dispatch_cost_runs_in_the_page(browser_session):
         "await run((await runtime()).device, counts=(4, 12), repeats=2)")
     assert [r["layout"] for r in records] == ["chain", "apart", "bound8"]
     for r in records:
-        assert len(r["wall_us"]) == 2 and all(t > 0 for t in r["wall_us"]), r
+        # the page's clock is coarse (performance.now): a short run can read 0 (CI did)
+        assert len(r["wall_us"]) == 2 and all(t >= 0 for t in r["wall_us"]), r
         assert r["wall_per_dispatch_us"] == (r["wall_us"][1] - r["wall_us"][0]) / 8
 
 
@@ -42,4 +43,4 @@ def test_the_lent_gpus_runner_works_here(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     result = json.loads(out.read_text())
     assert [r["layout"] for r in result["records"]] == ["chain", "apart", "bound8"]
-    assert all(r["wall_us"][1] > 0 for r in result["records"])
+    assert all(r["wall_us"][1] >= 0 for r in result["records"])  # a coarse clock: 0 can be

@@ -393,7 +393,7 @@ async def _build(ctx, op, args, rope) -> None:
     if split:
         if s_bound > 1:
             ctx.note_kernel(op, twin="split")
-        await _record_split(ctx, op, kernel, io, out_id, heads * parts, row, lanes, half,
+        await _record_split(ctx, op, kernel, io, out_id, heads, parts, lanes, half,
                             alternative=s_bound > 1,
                             merge_into=ctx.graph.meta.get("merged", {}).get(out_id))
 
@@ -427,25 +427,26 @@ async def _turn_first(ctx, op, rope: Rope, q_id: int, k_id: int, out_id: int, ro
     turned = (ctx.resources.scratch("rope-turned q", ctx.bind_size(q_id)),
               ctx.resources.scratch("rope-turned k", ctx.bind_size(k_id)))
     hf = rope.kernel is ROPE_HF_KERNEL
-    seq, dim = ctx.tensor(q_id, op).shape[1], ctx.tensor(q_id, op).shape[3]
+    _, seq, _, dim = ctx.tensor(q_id, op).shape
     await rotate(ctx, op, "hf" if hf else "interleaved", (q_id, k_id, *turned), rope.cos_id,
                  rope.sin_id, rope.rot if hf else dim, rope.rows if hf else seq, ints,
                  start_slot, half, follow=out_id, above=row)
     return turned
 
 
-async def _record_split(ctx, op, kernel, io, out_id, groups: int, row: int, lanes: int,
+async def _record_split(ctx, op, kernel, io, out_id, heads: int, parts: int, lanes: int,
                         half: bool, alternative: bool, merge_into: int | None) -> None:
-    """The flash-decoding pair for one query row of ``row`` = heads x head_dim elements:
-    ``groups`` = heads x parts workgroups write partial softmaxes into a scratch buffer,
-    then one invocation per output element merges them. ``alternative``: the twin of a
+    """The flash-decoding pair for one query row: heads x ``parts`` workgroups write
+    partial softmaxes into a scratch buffer, then one invocation per output element
+    merges them. ``alternative``: the twin of a
     rows dispatch, run only for executes of one row. ``merge_into``: the input of the
     linear that alone reads the output (runtime/fusion_merge.py), which is left the merge
     (ops/attention_merge.py) where it can take it."""
     dim = ctx.graph.values[out_id].shape[3]
-    parts = ctx.resources.buffer(4 * groups * (dim + 2), f"{ctx.where(op)} attention parts")
+    row, groups = heads * dim, heads * parts  # one query row's elements; workgroups
+    partials = ctx.resources.buffer(4 * groups * (dim + 2), f"{ctx.where(op)} attention parts")
     split = await ctx.pipeline(kernel, {"wg_size": lanes}, "attend_split", half=half)
-    ctx.dispatch(op, split, io + [(8, parts)], ctx.grid(groups))
+    ctx.dispatch(op, split, io + [(8, partials)], ctx.grid(groups))
     follow_actual_size(ctx, out_id, lambda n: groups if n <= row else 0,
                        alternative=alternative)
 
@@ -453,16 +454,16 @@ async def _record_split(ctx, op, kernel, io, out_id, groups: int, row: int, lane
         wg = min(64, elementwise_workgroup(ctx))
         combine = await ctx.pipeline(KERNEL, {"wg_size": wg}, "combine", half=half)
         ints_params = [b for b in io if b[0] in (6, 7)]  # what combine reads besides parts
-        ctx.dispatch(op, combine, [(5, into)] + ints_params + [(8, parts)],
+        ctx.dispatch(op, combine, [(5, into)] + ints_params + [(8, partials)],
                      ctx.grid(-(-row // wg)))
         follow_actual_size(ctx, out_id, lambda n: -(-row // wg) if n <= row else 0,
                            alternative=alternative)
 
-    shape = (row // dim, dim, groups * dim // row)
+    shape = (heads, dim, parts)
     if merge_into is not None and can_merge(*shape):
         # its own dispatch, where the linear's form does not merge, writes the linear's
         # input (a reshape of out that may be a copy made before)
-        ctx.merges[merge_into] = MergedInput(ctx, op, merge_into, parts, shape,
+        ctx.merges[merge_into] = MergedInput(ctx, op, merge_into, partials, shape,
                                              lambda: merge(merge_into))
     else:
         await merge()

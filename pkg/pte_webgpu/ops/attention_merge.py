@@ -4,10 +4,11 @@ attention that takes the flash-decoding pair for one-row executes (ops/attention
 ``split``, ``tiles``) records its parts but not their merge, and leaves a ``MergedInput``
 in ``ctx.merges`` under the linear's input. The linear's product (ops/matmul.py,
 ops/linear_q4.py) takes it as its input prologue: matrix-vector forms that take it merge
-each input element as they load it (shaders/matmul_parts.wgsl gemv_merge,
-shaders/linear_q4_parts.wgsl row_merge / x_merge: the steps and roundings of the merge's
-own kernel), so a decode step loses a dispatch a layer; where the form chosen for one row
-does not, the merge's own dispatch is recorded first, as before."""
+each input element as they load it (float gemv: shaders/matmul_parts.wgsl gemv_merge;
+4-bit wide and keep: shaders/linear_q4_parts.wgsl row_merge; both through snippets.wgsl
+attention_merge, the steps and roundings of the merge's own kernel), so a decode step
+loses a dispatch a layer; where the form chosen for one row does not, the merge's own
+dispatch is recorded first, as before."""
 
 from __future__ import annotations
 

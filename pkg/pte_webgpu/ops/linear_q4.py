@@ -588,9 +588,7 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
         and _workgroup_bytes(f) + prologue.workgroup_bytes
         <= ctx.device.info.traits.workgroup_storage for _, f in forms]
     if prologue is not None:
-        await prologue.cover(forms, takes)
-        if takes[-1]:  # shown by profiles and inspect: which op's work the linear does
-            ctx.note_kernel(op, prologue=next(iter(prologue.record)))
+        await prologue.settle(op, forms, takes)
     by_column = offsets_by_column = None
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0

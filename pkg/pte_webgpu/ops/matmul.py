@@ -306,6 +306,13 @@ class InputPrologue:
         if not all(prologue):
             await self.fallback(next((top for (top, _), p in zip(forms, prologue) if p), 0))
 
+    async def settle(self, op, forms, takes) -> None:
+        """``cover`` for a product's ``forms`` (``takes``: which take the prologue), and
+        the decode form's taking it noted for profiles and inspect."""
+        await self.cover(forms, takes)
+        if takes[-1]:
+            self.ctx.note_kernel(op, prologue=next(iter(self.record)))
+
     def bind(self, bindings, extra: int) -> list:
         """``bindings`` of a form with the prologue: ``x_id`` at 0, ``extra_id`` at
         ``extra``."""
@@ -358,9 +365,7 @@ async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out
     if takes != sorted(takes):  # not the fewest rows' forms alone: none takes it
         takes = [False] * len(forms)
     if prologue is not None:  # forms taking the prologue serve the fewest rows (matrix-vector)
-        await prologue.cover(forms, takes)
-        if takes[-1]:  # shown by profiles and inspect: which op's work the linear does
-            ctx.note_kernel(op, prologue=next(iter(prologue.record)))
+        await prologue.settle(op, forms, takes)
 
     def rows(elements: int) -> int:
         return -(-elements // out_n)

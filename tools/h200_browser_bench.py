@@ -93,6 +93,33 @@ def _unzip(folder: Path) -> None:
                 shutil.copyfileobj(src, dst, 1 << 24)
 
 
+_SETTING = """
+import os as _os
+for _k in {names!r}:
+    _os.environ.pop(_k, None)
+_os.environ.update({assign!r})
+"""
+
+
+def _settings(text: str) -> list[tuple[str, dict]]:
+    """``"base: nomerge:PTE_WEBGPU_FOLDS_OFF=merge"`` -> [(label, {VAR: value}), ...]."""
+    out = []
+    for item in text.split():
+        label, _, assign = item.partition(":")
+        pairs = dict(a.split("=", 1) for a in assign.split(";") if a)
+        out.append((label, pairs))
+    return out
+
+
+def _ours_jobs(args):
+    """(round, program, setting) in the order they run: rounds outermost, so that a clock
+    ramp or a warm cache favours no setting."""
+    for r in range(1, args.rounds + 1):
+        for name in args.programs.split(","):
+            for setting in args.settings:
+                yield r, name, setting
+
+
 def run(args) -> int:
     from pte_webgpu.llm.bench_job import summarize
 
@@ -167,18 +194,23 @@ def run(args) -> int:
         time.sleep(1.0)
         chrome.wait_for_pyodide("window.pteBenchProgress = (t) => console.log('ours: ' + t);"
                                 " return true;")
-        for name in args.programs.split(","):
-            code = llm_browser._OURS.format(
+        for _round, name, (label, assign) in _ours_jobs(args):
+            # a setting is the page's os.environ while the program builds (fusion.folds_off,
+            # variants' PTE_WEBGPU_<FAMILY>): each one alone, the others cleared
+            code = _SETTING.format(names=sorted({k for _, a in args.settings for k in a}),
+                                   assign=assign)
+            code += llm_browser._OURS.format(
                 url=f"/job0/{name}", contexts=[p["context"] for p in plan],
                 steps=spec["steps"], warmup=True, profile=False)
             code += "\nimport json as _json\n_json.dumps(_result, default=repr)"
+            impl = f"ours {name}" + ("" if label == "base" else f" [{label}]")
             t0 = time.time()
             result = json.loads(chrome.python(code, args.timeout))
             if "error" in result:
-                print(f"ours {name} failed: {result['error']}")
+                print(f"{impl} failed: {result['error']}")
                 continue
-            print(f"ours {name}: {time.time() - t0:.0f} s")
-            records += [dict(r, impl="ours " + name) for r in result["records"]]
+            print(f"{impl}: {time.time() - t0:.0f} s")
+            records += [dict(r, impl=impl, round=_round) for r in result["records"]]
     finally:
         chrome.finish(summary, httpd, 100)
     adapter = summary.get("adapter_js") or {}
@@ -188,7 +220,7 @@ def run(args) -> int:
     summary["records"] = records
     Path(args.out).write_text(json.dumps(summary, indent=1, default=repr))
     for r in records:
-        print(f"{r['impl'][:40]:40s} {r['phase']:8s} ctx {r['context']:5d} "
+        print(f"{r['impl'][:60]:60s} {r['phase']:8s} ctx {r['context']:5d} "
               f"{r['ms_per_token']:8.3f} ms/token {r['tok_s']:9.1f} tok/s")
     return 0 if records else 1
 
@@ -212,6 +244,10 @@ def main(argv=None) -> int:
     r.add_argument("--out", default="h200-browser-bench.json")
     r.add_argument("--log", default="/tmp/h200-bench-chromium.log")
     r.add_argument("--timeout", type=float, default=540.0)
+    r.add_argument("--settings", type=_settings, default=_settings("base:"),
+                   help="ours under each LABEL:VAR=VALUE[;VAR=VALUE] in turn (space-separated;"
+                        " default \"base:\"), records' impl gains [LABEL] past base")
+    r.add_argument("--rounds", type=int, default=1)
     r.add_argument("--ours-only", action="store_true",
                    help="skip the peers (e.g. to time ours under other Chromium flags)")
     r.add_argument("flags", nargs="*")

@@ -87,6 +87,21 @@ def cost_table(records: list[dict]) -> list[str]:
         lines.append(f"| {r['context']} | {r['ms_per_token'] * 1e3:.0f} | {us(c['gpu_us'])} | "
                      f"{us(c['encode_us'])} | {us(c.get('host_us'))} | {c['dispatches']} | "
                      f"{c['passes']} | {per} |")
+    lines.append("")
+    for r in rows:
+        if r["cost"].get("by_op"):
+            lines += by_op_table(r["context"], r["cost"])
+    return lines
+
+
+def by_op_table(context: int, cost: dict) -> list[str]:
+    """A chained step's GPU time by op: a timestamp after each dispatch (step_cost's by_op)."""
+    total = cost["in_pass_us"] or 1.0
+    lines = [f"Context {context}, each dispatch timed inside its pass (its barrier with it; "
+             f"total {cost['in_pass_us']:.0f} µs):", "",
+             "| op | µs | share | dispatches | µs each |", "|---|---|---|---|---|"]
+    for op, (us, n) in sorted(cost["by_op"].items(), key=lambda kv: -kv[1][0]):
+        lines.append(f"| {op} | {us:.0f} | {us / total:.0%} | {n} | {us / max(1, n):.1f} |")
     return lines + [""]
 
 

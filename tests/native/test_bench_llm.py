@@ -48,6 +48,10 @@ def check_records(records, contexts, steps, file):
             # both in µs: a step's host work is more than its encode and far below a
             # second (no bound against ms_per_token: three chained steps time too little)
             assert cost["encode_us"] < cost["host_us"] < 1e6
+            if "by_op" in cost:  # timestamps inside passes: every dispatch in one op's row
+                assert sum(n for _, n in cost["by_op"].values()) == cost["dispatches"]
+                assert cost["in_pass_us"] == pytest.approx(
+                    sum(us for us, _ in cost["by_op"].values()), rel=1e-3, abs=0.1)
         assert r["file"] == file and r["dtype"] == "float32"
     torch = [r for r in records if r["impl"] == "torch-cuda"]  # where torch + CUDA exist
     assert not torch or sorted({r["context"] for r in torch}) == sorted(contexts)
@@ -64,6 +68,8 @@ def test_bench_llm_writes_records_table_and_profile(tmp_path):
     assert "| ours | prefill |" in table and "| ours | decode |" in table
     assert "ctx 28: prefill 26 tokens, decode 2 steps at positions 26..27" in table
     assert "Where a decode step of ours goes" in table and "| 28 | " in table
+    if all("by_op" in r["cost"] for r in records if r["phase"] == "decode"):
+        assert "Context 28, each dispatch timed inside its pass" in table
     profiles = json.loads((tmp_path / "llm.profile.json").read_text())["ours"]
     assert sorted(profiles) == ["16", "28", "4"]
     ops = {row["op"] for row in profiles["4"] if row["dispatches"]}

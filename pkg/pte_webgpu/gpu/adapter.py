@@ -21,7 +21,10 @@ LIMIT_NAMES = (
 )
 # Features used when the adapter has them.
 # "subgroups" is the browser's name, "subgroup" wgpu-native's.
-WANTED_FEATURES = ("timestamp-query", "shader-f16", "subgroups", "subgroup")
+# wgpu-native's "timestamp-query-inside-passes": a timestamp between two dispatches of a pass
+# (llm/step_cost.py's per-dispatch timeline of a chained step)
+IN_PASS_TIMESTAMPS = "timestamp-query-inside-passes"
+WANTED_FEATURES = ("timestamp-query", "shader-f16", "subgroups", "subgroup", IN_PASS_TIMESTAMPS)
 
 # The WGSL language feature of dot4I8Packed, pack4xI8 & co.
 PACKED_DOT = "packed_4x8_integer_dot_product"
@@ -46,6 +49,7 @@ class AdapterTraits:
     workgroup_storage: int  # bytes of var<workgroup> per workgroup
     shader_f16: bool  # f16 storage and arithmetic in WGSL
     timestamps: bool  # timestamp queries (per-dispatch GPU times)
+    timestamps_in_pass: bool = False  # between the dispatches of one pass too
     packed_dot: bool = False  # WGSL dot4I8Packed / pack4xI8 (packed_4x8_integer_dot_product)
 
 
@@ -87,6 +91,7 @@ def traits_of(info: AdapterInfo) -> AdapterTraits:
                               or _DEFAULT_WORKGROUP_STORAGE),
         shader_f16="shader-f16" in info.features,
         timestamps="timestamp-query" in info.features,
+        timestamps_in_pass={"timestamp-query", IN_PASS_TIMESTAMPS} <= info.features,
         packed_dot=PACKED_DOT in info.wgsl_features,
     )
 

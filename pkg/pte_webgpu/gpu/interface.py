@@ -324,6 +324,26 @@ class GpuDevice:
             self._release_query(query)
         return float(max(0, end - start))
 
+    async def time_each_in_pass(self, steps) -> list[float]:
+        """GPU nanoseconds of each dispatch of ``steps`` back to back in ONE compute pass, as
+        a chained step runs them (the barrier before a dispatch counted with it): a
+        timestamp at the pass's start and after every dispatch (needs
+        ``info.traits.timestamps_in_pass``)."""
+        query = self._query_set(len(steps) + 1)
+        try:
+            encoder = self._encoder()
+            compute = self._begin_pass_stamped(encoder, query)
+            for index, step in enumerate(steps):
+                self._dispatch(compute, step)
+                self._stamp_in_pass(compute, query, index + 1)
+            self._end_pass(compute)
+            self._resolve(encoder, query)
+            self._submit(encoder)
+            stamps = struct.unpack(f"<{query[3]}Q", await self._read(query[1], 8 * query[3]))
+        finally:
+            self._release_query(query)
+        return [float(max(0, b - a)) for a, b in zip(stamps, stamps[1:])]
+
     def encode_only(self, recording: Recording) -> None:
         """Encode ``recording`` as ``run`` does and finish the command buffer, submitting
         nothing: the host cost of encoding (bench/encode_browser.py)."""
@@ -342,6 +362,13 @@ class GpuDevice:
         raise NotImplementedError
 
     def _dispatch(self, compute, step: Dispatch) -> None:
+        raise NotImplementedError
+
+    def _begin_pass_stamped(self, encoder, query):
+        """A compute pass that writes timestamp 0 of ``query`` as it begins."""
+        raise NotImplementedError
+
+    def _stamp_in_pass(self, compute, query, index: int) -> None:
         raise NotImplementedError
 
     def _end_pass(self, compute) -> None:

@@ -148,6 +148,19 @@ def run(args) -> int:
         chrome.evaluate("new Promise(r => { const t = () => window.llmWebReady ? r(1)"
                         " : setTimeout(t, 50); t(); })", 60)
 
+    def peer(impl, call, version) -> list[dict]:
+        """One peer's records (none when it fails: one impl must not lose the others)."""
+        t0 = time.time()
+        try:
+            got = chrome.evaluate(call, args.timeout)
+        except Exception as e:  # noqa: BLE001 - reported with the run, the next impl goes on
+            print(f"{impl} failed: {str(e)[:500]}")
+            summary["errors"][impl] = str(e)[:2000]
+            return []
+        print(f"{impl}: {time.time() - t0:.0f} s")
+        return [dict(summarize(r), impl=impl, version=version, load_s=got["load_ms"] / 1e3)
+                for r in got["records"]]
+
     try:
         chrome.open(root + "bench/llm_web.html")
         bench_page()
@@ -158,16 +171,7 @@ def run(args) -> int:
                    "keepLogits": False, "genai": gspec,
                    **{k: gspec[k] for k in ("nLayers", "kvHeads", "headDim", "vocab")}}
             version = f"onnxruntime-web {spec['ort_version']} (webgpu-ep, {gspec['mode']})"
-            t0 = time.time()
-            try:
-                got = chrome.evaluate(f"window.benchGenaiLlm({json.dumps(job)})", args.timeout)
-            except Exception as e:  # one impl failing must not lose the others
-                print(f"{impl} failed: {str(e)[:500]}")
-                summary["errors"][impl] = str(e)[:2000]
-                continue
-            print(f"{impl}: {time.time() - t0:.0f} s")
-            records += [dict(summarize(r), impl=impl, version=version,
-                             load_s=got["load_ms"] / 1e3) for r in got["records"]]
+            records += peer(impl, f"window.benchGenaiLlm({json.dumps(job)})", version)
         for impl, g in ({} if args.ours_only else tjs).items():  # each in a fresh page
             if g.get("error"):
                 print(f"{impl} failed: {g['error']}")
@@ -180,16 +184,7 @@ def run(args) -> int:
             chrome.call("Page.navigate", {"url": root + "bench/llm_web.html"})
             time.sleep(1.0)
             bench_page()
-            t0 = time.time()
-            try:
-                got = chrome.evaluate(f"window.benchTjsLlm({json.dumps(job)})", args.timeout)
-            except Exception as e:
-                print(f"{impl} failed: {str(e)[:500]}")
-                summary["errors"][impl] = str(e)[:2000]
-                continue
-            print(f"{impl}: {time.time() - t0:.0f} s")
-            records += [dict(summarize(r), impl=impl, version=version,
-                             load_s=got["load_ms"] / 1e3) for r in got["records"]]
+            records += peer(impl, f"window.benchTjsLlm({json.dumps(job)})", version)
         chrome.call("Page.navigate", {"url": root + "harness.html?indexURL=/pyodide/"})
         time.sleep(1.0)
         chrome.wait_for_pyodide("window.pteBenchProgress = (t) => console.log('ours: ' + t);"

@@ -40,7 +40,6 @@ from . import sizes
 from .args import int_arg
 from .common import merge_consts
 from .exec_ints import follow_actual_size
-from . import matmul_choice
 from .fused_elementwise import GATED_MATH, chain_function
 from .fused_linear import MAX_SPLIT, fused_outputs
 from .linear_q4_choice import (VARIANTS, WIDE_LANES, Variant, cols_lanes, cols_share, keep_parts,
@@ -578,11 +577,9 @@ async def product(ctx, op, bindings, shape: Q4Shape, has_bias: bool, out_id: int
             forms.append((1, forms[-1][1]))  # decode: one row per workgroup
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
-    # The gemv forms take a gated chain too, but not where the rule is a CPU adapter's:
-    # there every workgroup's redone sigmoids are work on the same cores (as matmul's)
+    # The gemv forms take a gated chain too (InputPrologue.allowed: not by the CPU rule)
     gemv_gate = prologue is not None and "gate" in prologue.record \
-        and not (VARIANTS.forced(ctx.options) is None
-                 and matmul_choice.is_cpu(ctx.device.info.traits))
+        and prologue.allowed(forced=VARIANTS.forced(ctx.options) is not None)
     takes = [prologue is not None and (f.kind in WIDE_KINDS or gemv_gate and takes_gate(
         f.kind, shape.group % 8 == 0))
         and _workgroup_bytes(f) + prologue.workgroup_bytes

@@ -306,6 +306,13 @@ class InputPrologue:
         if not all(prologue):
             await self.fallback(next((top for (top, _), p in zip(forms, prologue) if p), 0))
 
+    def allowed(self, forced: bool) -> bool:
+        """Not where the rule chose a CPU adapter's form: there every workgroup's redone
+        sums and per-load work are work on the same two cores, not latency hidden behind a
+        dispatch (SmolLM2 decode on SwiftShader: 2.1 s per token folded, 0.5 s not); a
+        ``forced`` variant still takes it (tests of the prologue on lavapipe)."""
+        return forced or not matmul_choice.is_cpu(self.ctx.device.info.traits)
+
     async def settle(self, op, forms, takes) -> None:
         """``cover`` for a product's ``forms`` (``takes``: which take the prologue), and
         the decode form's taking it noted for profiles and inspect."""
@@ -348,11 +355,7 @@ async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out
         forms = row_forms(traits, m, n, k, v, half)
     if len(forms) > 1:
         ctx.note_kernel(op, twin=", ".join(f.name for _, f in forms[1:]))
-    # No prologue where the rule chose a CPU adapter's form: there every workgroup's redone
-    # sums and per-load normalising are work on the same two cores, not latency hidden
-    # behind a dispatch (SmolLM2 decode on SwiftShader: 2.1 s per token folded, 0.5 s
-    # not); a forced variant still takes it (tests of the prologue on lavapipe).
-    prologue_ok = prologue is not None and not (chosen and matmul_choice.is_cpu(traits))
+    prologue_ok = prologue is not None and prologue.allowed(forced=not chosen)
     top, last = forms[-1]
     cap = prologue.max_rows if prologue is not None else DECODE_ROWS
     if prologue_ok and dynamic and top > cap and takes_prologue(last.for_dtype(half), k, cap):

@@ -21,10 +21,12 @@ LIMIT_NAMES = (
 )
 # Features used when the adapter has them.
 # "subgroups" is the browser's name, "subgroup" wgpu-native's.
-# wgpu-native's "timestamp-query-inside-passes": a timestamp between two dispatches of a pass
-# (llm/step_cost.py's per-dispatch timeline of a chained step)
-IN_PASS_TIMESTAMPS = "timestamp-query-inside-passes"
-WANTED_FEATURES = ("timestamp-query", "shader-f16", "subgroups", "subgroup", IN_PASS_TIMESTAMPS)
+# A timestamp between two dispatches of a pass (profiles of a step as it runs, with its
+# barriers; llm/step_cost.py's timeline): wgpu-native's feature, Chromium's (developer
+# features on)
+IN_PASS_TIMESTAMPS = ("timestamp-query-inside-passes",
+                      "chromium-experimental-timestamp-query-inside-passes")
+WANTED_FEATURES = ("timestamp-query", "shader-f16", "subgroups", "subgroup", *IN_PASS_TIMESTAMPS)
 
 # The WGSL language feature of dot4I8Packed, pack4xI8 & co.
 PACKED_DOT = "packed_4x8_integer_dot_product"
@@ -91,7 +93,8 @@ def traits_of(info: AdapterInfo) -> AdapterTraits:
                               or _DEFAULT_WORKGROUP_STORAGE),
         shader_f16="shader-f16" in info.features,
         timestamps="timestamp-query" in info.features,
-        timestamps_in_pass={"timestamp-query", IN_PASS_TIMESTAMPS} <= info.features,
+        timestamps_in_pass="timestamp-query" in info.features
+        and any(f in info.features for f in IN_PASS_TIMESTAMPS),
         packed_dot=PACKED_DOT in info.wgsl_features,
     )
 

@@ -236,6 +236,13 @@ class BrowserDevice(GpuDevice):
             "querySet": query[0], "beginningOfPassWriteIndex": 2 * index,
             "endOfPassWriteIndex": 2 * index + 1}}))
 
+    def _begin_pass_stamped(self, encoder, query, index):
+        return encoder.beginComputePass(self._obj({"timestampWrites": {
+            "querySet": query[0], "beginningOfPassWriteIndex": index}}))
+
+    def _stamp_in_pass(self, compute, query, index):
+        compute.writeTimestamp(query[0], index)
+
     def _dispatch(self, compute, step):
         compute.setPipeline(step.pipeline)
         compute.setBindGroup(0, step.bind_group)

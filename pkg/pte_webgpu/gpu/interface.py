@@ -38,6 +38,11 @@ def _wrapped(what: str):
         raise GpuValidationError(f"{what}: {type(e).__name__}: {str(e)[:2000]}") from e
 
 
+def _stamp_count(steps) -> int:
+    """Timestamps ``_encode_stamped`` writes: one as each pass begins, one per dispatch."""
+    return sum(1 for op, _ in pass_plan(steps) if op in (BEGIN, DISPATCH))
+
+
 class GpuDevice:
     """Base class: bookkeeping shared by backends. Subclasses implement the _hooks."""
 
@@ -159,7 +164,7 @@ class GpuDevice:
         while the host prepares the next run)."""
         with self.in_use(), _wrapped("submitting the recorded work"):
             self.check_alive()
-            return self._submit_run(recording, outputs, staging)
+            return self._submit_run(recording, outputs, staging)[0]
 
     async def read_outputs(self, staging: Buffer, offsets: list[int],
                            outputs: list[tuple[Buffer, int]]) -> list[memoryview]:
@@ -191,25 +196,34 @@ class GpuDevice:
     async def _run(self, recording, outputs, staging, profile):
         if profile and "timestamp-query" not in self.info.features:
             return await self._run_timed_by_wall(recording, outputs, staging)
-        dispatches = sum(isinstance(s, Dispatch) for s in recording.steps) if profile else 0
-        query = self._query_set(2 * dispatches) if dispatches else None
+        steps = recording.steps
+        dispatches = sum(isinstance(s, Dispatch) for s in steps) if profile else 0
+        # timestamps inside passes: the step's own passes and barriers, timed (not the
+        # per-pass floor of a timed pass for each dispatch)
+        stamped = dispatches and self.info.traits.timestamps_in_pass
+        count = _stamp_count(steps) if stamped else 2 * dispatches
+        query = self._query_set(count) if dispatches else None
         try:
-            offsets = self._submit_run(recording, outputs, staging, query, lead=True)
+            offsets, pairs = self._submit_run(recording, outputs, staging, query, lead=True,
+                                              stamped=stamped)
             data = await self._read(staging, offsets[-1] if offsets else 0)
             times = None
             if query is not None:
-                stamps = await self._read(query[1], 16 * dispatches)
-                ns = struct.unpack(f"<{2 * dispatches}Q", stamps)
-                times = [max(0, ns[2 * i + 1] - ns[2 * i]) / 1e3 for i in range(dispatches)]
+                ns = struct.unpack(f"<{count}Q", await self._read(query[1], 8 * count))
+                times = [max(0, ns[b] - ns[a]) / 1e3 if a is not None else 0.0
+                         for a, b in pairs]
         finally:
             if query is not None:
                 self._release_query(query)
         self.check_alive()
         return _split(data, offsets, outputs), times
 
-    def _submit_run(self, recording, outputs, staging, query=None, lead=False) -> list[int]:
-        """Encode ``recording`` (timed passes with ``query``), copy the outputs into
-        ``staging``, submit; the outputs' offsets there. ``lead``: a run the caller waits
+    def _submit_run(self, recording, outputs, staging, query=None, lead=False,
+                    stamped=False) -> tuple[list[int], list | None]:
+        """Encode ``recording`` (timed with ``query``: a timed pass per dispatch, or with
+        ``stamped`` timestamps inside the passes), copy the outputs into ``staging``,
+        submit; the outputs' offsets there and, timed, each dispatch's pair of timestamp
+        indices (``_encode_timed``). ``lead``: a run the caller waits
         for, cut into ``first_submits``; a run submitted without waiting (chained decode
         steps) overlaps the host's next encoding already, and more submits would only
         cost the host time."""
@@ -222,17 +236,19 @@ class GpuDevice:
             self._encode(encoder, steps[start:stop])
             self._submit(encoder)
         encoder = self._encoder()
+        pairs = None
         if cuts:
             self._encode(encoder, steps[cuts[-1]:])
         elif query is None:
             self._encode_recording(encoder, recording)
         else:
-            self._encode_timed(encoder, recording.steps, query)
+            pairs = (self._encode_stamped if stamped else self._encode_timed)(
+                encoder, recording.steps, query)
         offsets = self._copy_outputs(encoder, outputs, staging)
         if query is not None:
             self._resolve(encoder, query)
         self._submit(encoder)
-        return offsets
+        return offsets, pairs
 
     def _encode_recording(self, encoder, recording: Recording) -> None:
         """Encode a whole recording (untimed); a backend may replace the op-by-op
@@ -253,9 +269,9 @@ class GpuDevice:
                 step = steps[index]
                 self._copy(encoder, step.src, 0, step.dst, 0, step.size)
 
-    def _encode_timed(self, encoder, steps, query) -> None:
-        """Profiling: each dispatch its own timed pass, an empty one too (the times keep
-        their places)."""
+    def _encode_timed(self, encoder, steps, query) -> list:
+        """Profiling: each dispatch its own timed pass, an empty one too (every timestamp
+        is written); for each dispatch its (start, end) timestamp indices."""
         index = 0
         for step in steps:
             if type(step) is Copy:
@@ -266,6 +282,29 @@ class GpuDevice:
                 self._dispatch(compute, step)
             self._end_pass(compute)
             index += 1
+        return [(2 * i, 2 * i + 1) for i in range(index)]
+
+    def _encode_stamped(self, encoder, steps, query) -> list:
+        """Profiling with timestamps inside passes: ``steps`` encoded as ``pass_plan`` says,
+        a timestamp as each pass begins and after each dispatch (``_stamp_count`` of them);
+        for each dispatch its (start, end) indices, (None, None) for one left out."""
+        pairs = {}
+        compute, at = None, 0
+        for op, index in pass_plan(steps):
+            if op == BEGIN:
+                compute = self._begin_pass_stamped(encoder, query, at)
+            elif op == DISPATCH:
+                self._dispatch(compute, steps[index])
+                self._stamp_in_pass(compute, query, at + 1)
+                pairs[index] = (at, at + 1)
+                at += 1
+            elif op == END:
+                self._end_pass(compute)
+                at += 1
+            else:
+                step = steps[index]
+                self._copy(encoder, step.src, 0, step.dst, 0, step.size)
+        return [pairs.get(i, (None, None)) for i, s in enumerate(steps) if type(s) is not Copy]
 
     def _copy_outputs(self, encoder, outputs, staging) -> list[int]:
         offsets, at = [], 0
@@ -332,7 +371,7 @@ class GpuDevice:
         query = self._query_set(len(steps) + 1)
         try:
             encoder = self._encoder()
-            compute = self._begin_pass_stamped(encoder, query)
+            compute = self._begin_pass_stamped(encoder, query, 0)
             for index, step in enumerate(steps):
                 self._dispatch(compute, step)
                 self._stamp_in_pass(compute, query, index + 1)
@@ -364,8 +403,8 @@ class GpuDevice:
     def _dispatch(self, compute, step: Dispatch) -> None:
         raise NotImplementedError
 
-    def _begin_pass_stamped(self, encoder, query):
-        """A compute pass that writes timestamp 0 of ``query`` as it begins."""
+    def _begin_pass_stamped(self, encoder, query, index: int):
+        """A compute pass that writes timestamp ``index`` of ``query`` as it begins."""
         raise NotImplementedError
 
     def _stamp_in_pass(self, compute, query, index: int) -> None:

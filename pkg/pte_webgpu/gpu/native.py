@@ -163,9 +163,9 @@ class NativeDevice(GpuDevice):
             "query_set": query[0], "beginning_of_pass_write_index": 2 * index,
             "end_of_pass_write_index": 2 * index + 1})
 
-    def _begin_pass_stamped(self, encoder, query):
+    def _begin_pass_stamped(self, encoder, query, index):
         return encoder.begin_compute_pass(timestamp_writes={
-            "query_set": query[0], "beginning_of_pass_write_index": 0})
+            "query_set": query[0], "beginning_of_pass_write_index": index})
 
     def _stamp_in_pass(self, compute, query, index):
         compute._write_timestamp(query[0], index)  # wgpu-py's name for the native extension

@@ -44,13 +44,14 @@ def test_gpu_browser_bench_runs_ours_and_the_genai_peers(tmp_path):
     run = subprocess.run(
         [sys.executable, TOOL, "run", "--chrome", launch_options()["executable_path"],
          "--dist", ensure_dist(), "--spec", out / "spec.json", "--models", TINY_PTE.parent,
-         "--programs", TINY_PTE.name, "--out", result, "--",
+         "--programs", TINY_PTE.name, "--out", result,
+         "--settings", "base: norope:PTE_WEBGPU_FOLDS_OFF=rope", "--",
          "--enable-unsafe-webgpu", "--headless=new"],
         capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     records = json.loads(result.read_text())["records"]
     impls = {"ort-web-genai fp32 webgpu-ep", "ort-web-genai int4 webgpu-ep",
-             f"ours {TINY_PTE.name}"}
+             f"ours {TINY_PTE.name}", f"ours {TINY_PTE.name} [norope]"}
     if tjs:
         impls |= {"transformers.js genai fp32", "transformers.js genai int4"}
     assert {r["impl"] for r in records} == impls, run.stdout[-3000:]
@@ -58,6 +59,13 @@ def test_gpu_browser_bench_runs_ours_and_the_genai_peers(tmp_path):
         got = sorted((r["phase"], r["context"]) for r in records if r["impl"] == impl)
         assert got == [("decode", 5), ("decode", 9), ("prefill", 5), ("prefill", 9)], (impl, got)
     assert all(r["tok_s"] > 0 and r["adapter"].startswith("browser") for r in records)
+    # --settings: the page's environment while ours builds; the rope fold off costs a
+    # dispatch a layer, and the greedy picks stay
+    ours = {label: [r for r in records if r["impl"] == f"ours {TINY_PTE.name}{label}"
+                    and r["phase"] == "decode"] for label in ("", " [norope]")}
+    assert [r["greedy"] for r in ours[""]] == [r["greedy"] for r in ours[" [norope]"]]
+    assert all(a["cost"]["dispatches"] < b["cost"]["dispatches"]
+               for a, b in zip(ours[""], ours[" [norope]"]))
     for precision in ("fp32", "int4") if tjs else ():  # the same zero weights: the same picks
         pair = (f"ort-web-genai {precision} webgpu-ep", f"transformers.js genai {precision}")
         picks = [[r["greedy"] for r in records if r["impl"] == impl and r["phase"] == "decode"]

@@ -35,15 +35,24 @@ import json, sys
 from collections import defaultdict
 from pathlib import Path
 
-rows = defaultdict(list)  # (program, setting, phase, context) -> tok/s of each round
+rows = defaultdict(list)  # (program, setting, phase, context) -> (tok/s, cost) of each round
 for f in sorted(Path(sys.argv[1]).glob("*.json")):
     program, setting, _ = f.stem.rsplit("-", 2)
     for r in json.loads(f.read_text()):
         if r.get("impl") == "ours":
-            rows[program, setting, r["phase"], r["context"]].append(r["tok_s"])
-print("| program | setting | phase | context | tok/s (each round) |")
-print("|---|---|---|---|---|")
+            rows[program, setting, r["phase"], r["context"]].append((r["tok_s"], r.get("cost")))
+
+
+def each(got, f):
+    return " / ".join(f(t, c) for t, c in got)
+
+
+# decode: the step's dispatches and GPU µs back to back (llm/step_cost.py) beside tok/s
+print("| program | setting | phase | context | tok/s (each round) | dispatches | GPU µs |")
+print("|---|---|---|---|---|---|---|")
 for (program, setting, phase, context), got in sorted(rows.items()):
+    cost = got[0][1] or {}
     print(f"| {program} | {setting} | {phase} | {context} | "
-          + " / ".join(f"{t:.0f}" for t in got) + " |")
+          + each(got, lambda t, c: f"{t:.0f}") + f" | {cost.get('dispatches', '-')} | "
+          + each(got, lambda t, c: f"{c['gpu_us']:.0f}" if c and c.get("gpu_us") else "-") + " |")
 EOF

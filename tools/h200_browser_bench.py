@@ -189,11 +189,11 @@ def run(args) -> int:
         time.sleep(1.0)
         chrome.wait_for_pyodide("window.pteBenchProgress = (t) => console.log('ours: ' + t);"
                                 " return true;")
+        # a setting is the page's os.environ while the program builds (fusion.folds_off,
+        # variants' PTE_WEBGPU_<FAMILY>): each one alone, the others' variables cleared
+        names = sorted({k for _, a in args.settings for k in a})
         for _round, name, (label, assign) in _ours_jobs(args):
-            # a setting is the page's os.environ while the program builds (fusion.folds_off,
-            # variants' PTE_WEBGPU_<FAMILY>): each one alone, the others cleared
-            code = _SETTING.format(names=sorted({k for _, a in args.settings for k in a}),
-                                   assign=assign)
+            code = _SETTING.format(names=names, assign=assign)
             code += llm_browser._OURS.format(
                 url=f"/job0/{name}", contexts=[p["context"] for p in plan],
                 steps=spec["steps"], warmup=True, profile=False)

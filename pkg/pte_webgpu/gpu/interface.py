@@ -43,6 +43,11 @@ def _stamp_count(steps) -> int:
     return sum(1 for op, _ in pass_plan(steps) if op in (BEGIN, DISPATCH))
 
 
+def _spans(ns, pairs) -> list[float]:
+    """Nanoseconds between each (start, end) pair of timestamps ``ns``; 0 for (None, None)."""
+    return [float(max(0, ns[b] - ns[a])) if a is not None else 0.0 for a, b in pairs]
+
+
 class GpuDevice:
     """Base class: bookkeeping shared by backends. Subclasses implement the _hooks."""
 
@@ -200,7 +205,7 @@ class GpuDevice:
         dispatches = sum(isinstance(s, Dispatch) for s in steps) if profile else 0
         # timestamps inside passes: the step's own passes and barriers, timed (not the
         # per-pass floor of a timed pass for each dispatch)
-        stamped = dispatches and self.info.traits.timestamps_in_pass
+        stamped = bool(dispatches) and self.info.traits.timestamps_in_pass
         count = _stamp_count(steps) if stamped else 2 * dispatches
         query = self._query_set(count) if dispatches else None
         try:
@@ -210,8 +215,7 @@ class GpuDevice:
             times = None
             if query is not None:
                 ns = struct.unpack(f"<{count}Q", await self._read(query[1], 8 * count))
-                times = [max(0, ns[b] - ns[a]) / 1e3 if a is not None else 0.0
-                         for a, b in pairs]
+                times = [t / 1e3 for t in _spans(ns, pairs)]
         finally:
             if query is not None:
                 self._release_query(query)
@@ -366,22 +370,19 @@ class GpuDevice:
     async def time_each_in_pass(self, steps) -> list[float]:
         """GPU nanoseconds of each dispatch of ``steps`` back to back in ONE compute pass, as
         a chained step runs them (the barrier before a dispatch counted with it): a
-        timestamp at the pass's start and after every dispatch (needs
-        ``info.traits.timestamps_in_pass``)."""
-        query = self._query_set(len(steps) + 1)
+        timestamp at the pass's start and after every dispatch (``_encode_stamped``; needs
+        ``info.traits.timestamps_in_pass``). ``steps``: dispatches with non-empty grids."""
+        count = _stamp_count(steps)
+        query = self._query_set(count)
         try:
             encoder = self._encoder()
-            compute = self._begin_pass_stamped(encoder, query, 0)
-            for index, step in enumerate(steps):
-                self._dispatch(compute, step)
-                self._stamp_in_pass(compute, query, index + 1)
-            self._end_pass(compute)
+            pairs = self._encode_stamped(encoder, steps, query)
             self._resolve(encoder, query)
             self._submit(encoder)
-            stamps = struct.unpack(f"<{query[3]}Q", await self._read(query[1], 8 * query[3]))
+            ns = struct.unpack(f"<{count}Q", await self._read(query[1], 8 * count))
         finally:
             self._release_query(query)
-        return [float(max(0, b - a)) for a, b in zip(stamps, stamps[1:])]
+        return _spans(ns, pairs)
 
     def encode_only(self, recording: Recording) -> None:
         """Encode ``recording`` as ``run`` does and finish the command buffer, submitting

@@ -8,9 +8,10 @@ grids are those of a decode step at that context.
 - ``encode_us``: the host encoding that recording and finishing the command buffer,
   submitting nothing (in the page: the one JS call that encodes it);
 - ``dispatches`` and ``passes`` of the step;
-- ``by_op`` (where the device has timestamps inside passes, natively): the same passes with
-  a timestamp after every dispatch, each dispatch's GPU µs (its barrier included) summed
-  by op as [µs, dispatches], and ``in_pass_us`` their total;
+- ``by_op`` (where the device has timestamps inside passes: wgpu-native, Chromium with
+  developer features): the same passes with a timestamp after every dispatch, each
+  dispatch's GPU µs (its barrier included) summed by op and grid as [µs, dispatches], and
+  ``in_pass_us`` their total;
 - (added by llm/bench_job.py) ``host_us``: the median time ``execute(wait=False)`` took
   to return during the timed steps, the host's whole work for one chained step.
 

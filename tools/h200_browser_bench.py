@@ -45,6 +45,7 @@ def prepare(args) -> None:
     from pte_webgpu.llm.bench_job import host_plan
 
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)  # ours alone (no builder folders) writes only the spec
     pte = Path(args.model).read_bytes()
     pte = gzip.decompress(pte) if args.model.endswith(".gz") else pte
     contexts = [int(c) for c in args.contexts.split(",")]

@@ -74,7 +74,10 @@ def test_o_projection_merges_the_attention_in_the_browser(decoder_page, name, ma
     page.run_python((HERE.parent / "support" / "fusion_check.py").read_text())
     args = INDEX[name]["model_args"]
     report = page.run_python(f"""
-from pte_webgpu.runtime import fusion_merge as _merge
+import os as _os
+from pte_webgpu.runtime import fusion as _fusion, fusion_merge as _merge
+
+_os.environ[_fusion.FOLDS_ON] = "merge"  # opt-in
 
 async def _make(options):
     _merge.ENABLED = options["fuse"]
@@ -85,6 +88,7 @@ try:
                              {args['vocab_size']}, 1, 3)
 finally:
     _merge.ENABLED = True
+    _os.environ.pop(_fusion.FOLDS_ON)
 _r
 """)
     counts = report["dispatches"]

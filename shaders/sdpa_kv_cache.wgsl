@@ -13,7 +13,7 @@
 // workgroup memory or barriers), `attend_rows` (one workgroup per (s, h)), and the
 // flash-decoding pair `attend_split` (one workgroup per (s, h, part): the visible rows cut
 // into params.parts spans, each reduced to a partial max, sum and weighted v) and
-// `combine` (one invocation per output element merges the parts), and `attend_tiles`
+// `combine` (a workgroup per (s, h) merges its parts), and `attend_tiles`
 // (prefill: a workgroup per tile of query rows and head, K/V tiles shared in workgroup
 // memory, flash attention). Entry `update`
 // (llama's update_cache alone): value rows [0, S) into k_cache rows [start, start + S),
@@ -54,7 +54,18 @@ fn score(q_at: u32, j: u32, start: u32, head_at: u32, held: bool) -> f32 {
   var dot = 0.0;
   if (j < start) {
     let at = j * row_len() + head_at;
-    for (var e = 0u; e < D; e++) {
+    var e = 0u;
+    for (; e + 4u <= D; e += 4u) {  // four loads in flight, the products added in order
+      let k0 = f32(k_cache[at + e]);
+      let k1 = f32(k_cache[at + e + 1u]);
+      let k2 = f32(k_cache[at + e + 2u]);
+      let k3 = f32(k_cache[at + e + 3u]);
+      dot += q_elem(q_at, e, held) * k0;
+      dot += q_elem(q_at, e + 1u, held) * k1;
+      dot += q_elem(q_at, e + 2u, held) * k2;
+      dot += q_elem(q_at, e + 3u, held) * k3;
+    }
+    for (; e < D; e++) {
       dot += q_elem(q_at, e, held) * f32(k_cache[at + e]);
     }
   } else {
@@ -163,7 +174,22 @@ fn attend_span(q_at: u32, head_at: u32, lo: u32, hi: u32, lane: u32) -> Span {
       let fix = exp(run.top - new_max);
       var sum = 0.0;
       var part = 0.0;
-      for (var r = 0u; r < m; r++) {
+      var r = 0u;
+      for (; r + 4u <= m; r += 4u) {  // four loads in flight, added in row order
+        let v0 = value(c0 + r, start, head_at + lane);
+        let v1 = value(c0 + r + 1u, start, head_at + lane);
+        let v2 = value(c0 + r + 2u, start, head_at + lane);
+        let v3 = value(c0 + r + 3u, start, head_at + lane);
+        sum += weights[r];
+        part += weights[r] * v0;
+        sum += weights[r + 1u];
+        part += weights[r + 1u] * v1;
+        sum += weights[r + 2u];
+        part += weights[r + 2u] * v2;
+        sum += weights[r + 3u];
+        part += weights[r + 3u] * v3;
+      }
+      for (; r < m; r++) {
         let w = weights[r];
         sum += w;
         part += w * value(c0 + r, start, head_at + lane);
@@ -243,30 +269,65 @@ fn attend_split(@builtin(workgroup_id) wid: vec3<u32>,
   }
 }
 
+// combine: a workgroup per (s, h) merges its parts. The lanes find the parts' largest max
+// (a tree), put each part's factor exp(max_p - max) and its scaled sum in workgroup
+// memory, then lane d adds the parts' scaled v, four loads in flight at a time: one
+// invocation looping over the parts alone waited on each load in turn (25 µs a
+// dispatch on an H100). The sums are added in part order, as before.
+const PARTS_HELD: u32 = 64u;  // ops/attention.py MAX_PARTS at most
+var<workgroup> factor: array<f32, PARTS_HELD>;
+var<workgroup> scaled_sum: array<f32, PARTS_HELD>;
+
 @compute @workgroup_size(wg_size)
-fn combine(@builtin(global_invocation_id) gid: vec3<u32>,
-           @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = flat_index(gid, groups);
+fn combine(@builtin(workgroup_id) wid: vec3<u32>,
+           @builtin(num_workgroups) groups: vec3<u32>,
+           @builtin(local_invocation_index) lane: u32) {
   let D = params.head_dim;
-  let s = i / (params.heads * D);
-  if (visible(s) == 0u) {
+  let P = params.parts;
+  let g = group_index(wid, groups);  // (s, h)
+  if (lane == 0u) {
+    uniform_rows = visible(g / params.heads);
+  }
+  if (workgroupUniformLoad(&uniform_rows) == 0u) {
     return;
   }
-  let d = i % D;
-  let first = (i / D) * params.parts;  // (s, h)'s part 0
+  let first = g * P;  // (s, h)'s part 0
+  let stride = D + 2u;
   var top = -3.0e38;
-  for (var p = 0u; p < params.parts; p++) {
-    top = max_nan(top, parts[(first + p) * (D + 2u)]);
+  for (var p = lane; p < P; p += wg_size) {
+    top = max_nan(top, parts[(first + p) * stride]);
   }
-  var sum = 0.0;
-  var acc = 0.0;
-  for (var p = 0u; p < params.parts; p++) {
-    let at = (first + p) * (D + 2u);
+  top = tree(lane, wg_size, top, true);  // barriers inside
+  for (var p = lane; p < P; p += wg_size) {
+    let at = (first + p) * stride;
     let fix = exp(parts[at] - top);
-    sum += fix * parts[at + 1u];
-    acc += fix * parts[at + 2u + d];
+    factor[p] = fix;
+    scaled_sum[p] = fix * parts[at + 1u];
   }
-  out[i] = elem(acc / sum);
+  workgroupBarrier();
+  var sum = 0.0;
+  for (var p = 0u; p < P; p++) {
+    sum += scaled_sum[p];
+  }
+  for (var d = lane; d < D; d += wg_size) {
+    var acc = 0.0;
+    var p = 0u;
+    for (; p + 4u <= P; p += 4u) {
+      let at = (first + p) * stride + 2u + d;
+      let a0 = parts[at];
+      let a1 = parts[at + stride];
+      let a2 = parts[at + 2u * stride];
+      let a3 = parts[at + 3u * stride];
+      acc += factor[p] * a0;
+      acc += factor[p + 1u] * a1;
+      acc += factor[p + 2u] * a2;
+      acc += factor[p + 3u] * a3;
+    }
+    for (; p < P; p++) {
+      acc += factor[p] * parts[(first + p) * stride + 2u + d];
+    }
+    out[g * D + d] = elem(acc / sum);
+  }
 }
 
 // attend_tiles (prefill, flash attention): a workgroup of 64 lanes takes tq = TILE_Q / D

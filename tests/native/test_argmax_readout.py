@@ -151,3 +151,51 @@ def test_sample_is_checked(runtime):
             program.close()
 
     run_sync(go())
+
+
+WIDE = {  # (width, what the row holds): the best in another workgroup's slice than the first
+    "ties across slices": (49152, {7: 5.0, 30000: 5.0, 49151: 5.0}),
+    "nan in the last slice": (49152, {100: 9.0, 49000: NAN}),
+    "best at the end": (40001, {40000: 3.0}),
+    "one slice": (300, {299: 2.0, 0: 2.0}),
+    "inf and nan": (20000, {5: INF, 19999: INF, 12345: NAN, 12346: NAN}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WIDE))
+def test_a_wide_row_is_ranked_in_slices_then_across_them(case):
+    """readout.LastRowArgmax's two dispatches (each workgroup's slice, then the slices'
+    best) on rows as wide as a vocab: torch's order across the slices' borders."""
+    from pte_webgpu.gpu.recording import Recording
+    from pte_webgpu.runtime.build import Resources
+    from pte_webgpu.runtime.readout import LastRowArgmax
+
+    from tests.support.gpu_thread import native_device
+
+    width, marks = WIDE[case]
+    rows = np.full((3, width), -1.0, np.float32)
+    rows[:2] = 100.0  # rows above the last are not ranked
+    for j, v in marks.items():
+        rows[2, j] = v
+    want = int(np.nanargmax(rows[2])) if not np.isnan(rows[2]).any() else \
+        int(np.flatnonzero(np.isnan(rows[2]))[0])
+    device = next(gen := native_device())
+
+    async def go():
+        resources = Resources(device)
+        try:
+            source = resources.buffer(rows.nbytes, "logits")
+            device.write_buffer(source, rows.tobytes())
+            reader = await LastRowArgmax.create(device, resources, Recording([]), source,
+                                                width, False, [])
+            recording = reader.prepare(rows.size)
+            raw, _ = await device.run(recording, reader.outputs, reader.staging)
+            return reader.groups, int.from_bytes(bytes(raw[0][:4]), "little")
+        finally:
+            resources.release()
+    try:
+        groups, got = run_sync(go())
+    finally:
+        gen.close()
+    assert got == want, (got, want)
+    assert groups > 1 or width <= 2048, groups

@@ -164,7 +164,7 @@ VARIANTS = declare("sdpa", ("rows", "elements", "split", "tiles"),
 TILE_LANES = 64  # attend_tiles' workgroup (shaders/sdpa_kv_cache.wgsl)
 TILE_Q = 1024  # query rows x head dim per attend_tiles workgroup
 SPAN_ROWS = 32  # cache rows per split part at full context: parts = cache_rows / SPAN_ROWS
-MAX_PARTS = 32
+MAX_PARTS = 32  # combine holds 64 parts in workgroup memory (shaders/sdpa_kv_cache.wgsl)
 
 
 def reference(read, values, args, write=None):
@@ -451,12 +451,12 @@ async def _record_split(ctx, op, kernel, io, out_id, heads: int, parts: int, lan
                        alternative=alternative)
 
     async def merge(into: int = out_id) -> None:  # into: out, or the linear's input
-        wg = min(64, elementwise_workgroup(ctx))
-        combine = await ctx.pipeline(KERNEL, {"wg_size": wg}, "combine", half=half)
+        # a workgroup per head: the row's own lanes (combine's tree needs a power of two)
+        combine = await ctx.pipeline(KERNEL, {"wg_size": lanes}, "combine", half=half)
         ints_params = [b for b in io if b[0] in (6, 7)]  # what combine reads besides parts
         ctx.dispatch(op, combine, [(5, into)] + ints_params + [(8, partials)],
-                     ctx.grid(-(-row // wg)))
-        follow_actual_size(ctx, out_id, lambda n: -(-row // wg) if n <= row else 0,
+                     ctx.grid(heads))
+        follow_actual_size(ctx, out_id, lambda n: heads if n <= row else 0,
                            alternative=alternative)
 
     shape = (heads, dim, parts)

@@ -20,7 +20,7 @@ from ..ops.common import floor_pow2
 from ..shaders.compose import Binding, Kernel, Uniform
 
 PARAMS = Uniform(("offset", "u32"), ("width", "u32"), ("temperature", "f32"), ("seed", "u32"),
-                 ("draw", "u32"))
+                 ("draw", "u32"), ("chunk", "u32"), ("groups", "u32"))
 PARAMS_BYTES = len(PARAMS.pack())
 # Decode steps a host keeps submitted beyond the one it is reading (llm/generate.py,
 # llm/bench_job.py): with one, the GPU idles whenever reading a token back takes longer than
@@ -28,8 +28,10 @@ PARAMS_BYTES = len(PARAMS.pack())
 # flight needs its own staging buffer besides the one being read.
 IN_FLIGHT = 2
 STAGINGS = IN_FLIGHT + 1
-KERNEL = Kernel("argmax", (Binding(0, "x"), Binding(1, "out", "read_write", type="u32")),
-                PARAMS, snippets=("bits",))
+KERNEL = Kernel("argmax", (Binding(0, "x"), Binding(1, "out", "read_write", type="u32"),
+                           Binding(3, "best", "read_write", type="u32")),
+                PARAMS, uniform_binding=2, snippets=("bits",))
+PER_LANE = 8  # elements each lane of the first dispatch ranks (at most, a lane's slice)
 
 
 class LastArgmax:
@@ -57,15 +59,18 @@ class Sample:
 
 
 class LastRowArgmax:
-    """One extra dispatch after a method's recording: the argmax of an output's last row
-    (its last ``width`` valid elements) into a 4-byte buffer, read back alone. STAGINGS
-    staging buffers take turns, so up to STAGINGS - 1 executes can run ahead of the one
-    whose index is being read (``IN_FLIGHT``)."""
+    """Two extra dispatches after a method's recording: the argmax of an output's last row
+    (its last ``width`` valid elements) into a 4-byte buffer, read back alone (the best of
+    each slice of the row, then the best of those). STAGINGS staging buffers take turns,
+    so up to STAGINGS - 1 executes can run ahead of the one whose index is being read
+    (``IN_FLIGHT``)."""
 
-    def __init__(self, device, recording: Recording, dispatch: Dispatch, params, result,
-                 stagings, width: int, extra_readbacks: list):
+    def __init__(self, device, recording: Recording, dispatches: list, params, result,
+                 stagings, width: int, extra_readbacks: list, chunk: int):
         self.device, self.width, self.params, self.result = device, width, params, result
-        self.recording = Recording(list(recording.steps) + [dispatch])
+        self.chunk, self.groups = chunk, -(-width // chunk)
+        self.tail = dispatches
+        self.recording = Recording(list(recording.steps) + dispatches)
         self.outputs = [(result, 4)] + extra_readbacks
         self.stagings, self.turn = stagings, 0
         self.ran = False  # whether ``result`` holds an index yet (for LastArgmax inputs)
@@ -79,17 +84,25 @@ class LastRowArgmax:
     async def create(cls, device, resources, recording: Recording, source, width: int,
                      half: bool, extra_readbacks: list) -> "LastRowArgmax":
         lanes = floor_pow2(min(256, device.info.traits.max_invocations))
-        pipeline = await device.create_pipeline(KERNEL.source(half), "main",
-                                                {"wg_size": lanes}, "argmax:main")
+        # as many workgroups as a lane's PER_LANE elements need, at most one per lane of
+        # the second dispatch (each of its lanes takes one workgroup's best)
+        chunk = max(-(-width // lanes), lanes * PER_LANE)
+        groups = -(-width // chunk)
+        stages = [await device.create_pipeline(KERNEL.source(half), entry, {"wg_size": lanes},
+                                               f"argmax:{entry}") for entry in ("main", "finish")]
         params = resources.buffer(PARAMS_BYTES, "argmax params", ("uniform", "copy_dst"))
         result = resources.buffer(4, "argmax index")
+        best = resources.buffer(8 * groups, "argmax slices' best")
         total = 4 + sum(size for _, size in extra_readbacks)
         stagings = [resources.buffer(total, f"argmax staging {i}", ("map_read", "copy_dst"))
                     for i in range(STAGINGS)]
-        group = device.bind_group(pipeline, [(0, source, source.size), (1, result, 4),
-                                             (2, params, PARAMS_BYTES)], "argmax")
-        return cls(device, recording, Dispatch(pipeline, group, (1, 1, 1), "argmax"), params,
-                   result, stagings, width, extra_readbacks)
+        common = [(2, params, PARAMS_BYTES), (3, best, 8 * groups)]
+        binds = [[(0, source, source.size)] + common, [(1, result, 4)] + common]  # each reads
+        dispatches = [Dispatch(stage, device.bind_group(stage, b, f"argmax {i}"), grid, "argmax")
+                      for i, (stage, b, grid) in enumerate(zip(stages, binds,
+                                                               [(groups, 1, 1), (1, 1, 1)]))]
+        return cls(device, recording, dispatches, params, result, stagings, width,
+                   extra_readbacks, chunk)
 
     def prepare(self, valid_elements: int, feeds=(), sample: Sample | None = None) -> Recording:
         """Point the kernel at the last row of this execute's output (sampled with
@@ -99,9 +112,10 @@ class LastRowArgmax:
         noise = {} if sample is None else {"temperature": sample.temperature,
                                            "seed": sample.seed, "draw": sample.draw}
         self.device.write_buffer(self.params, PARAMS.pack(
-            offset=valid_elements - self.width, width=self.width, **noise))
-        self.recording.steps[:-1] = [Copy(self.result, dst, 4, "last argmax")
-                                     for dst in feeds] + self._base.steps
+            offset=valid_elements - self.width, width=self.width, chunk=self.chunk,
+            groups=self.groups, **noise))
+        self.recording.steps[:] = [Copy(self.result, dst, 4, "last argmax")
+                                   for dst in feeds] + self._base.steps + self.tail
         self.turn = (self.turn + 1) % len(self.stagings)
         return self.recording
 

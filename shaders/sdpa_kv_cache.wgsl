@@ -68,9 +68,20 @@ fn score(q_at: u32, j: u32, start: u32, head_at: u32, held: bool) -> f32 {
     for (; e < D; e++) {
       dot += q_elem(q_at, e, held) * f32(k_cache[at + e]);
     }
-  } else {
+  } else {  // this call's own rows, turned as they are read where the RoPE is folded in
     let at = (j - start) * row_len() + head_at;
-    for (var e = 0u; e < D; e++) {
+    var e = 0u;
+    for (; e + 4u <= D; e += 4u) {
+      let k0 = k_load(at + e);
+      let k1 = k_load(at + e + 1u);
+      let k2 = k_load(at + e + 2u);
+      let k3 = k_load(at + e + 3u);
+      dot += q_elem(q_at, e, held) * k0;
+      dot += q_elem(q_at, e + 1u, held) * k1;
+      dot += q_elem(q_at, e + 2u, held) * k2;
+      dot += q_elem(q_at, e + 3u, held) * k3;
+    }
+    for (; e < D; e++) {
       dot += q_elem(q_at, e, held) * k_load(at + e);
     }
   }

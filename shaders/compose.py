@@ -148,7 +148,8 @@ def _compose(k: Kernel, half: bool) -> str:
     if half and not k.half:
         raise ValueError(f"shaders/{k.body}.wgsl has no f16 form")
     parts = [fill("prelude", "enable", name=e) for e in ("f16",) * half + k.enables]
-    parts.append(fill("prelude", "alias", elem="f16" if half else "f32"))
+    parts.append(fill("prelude", "alias", elem="f16" if half else "f32",
+                      is_f16="true" if half else "false"))
     if k.uniform is not None:
         parts.append(k.uniform.wgsl())
     parts += [b.wgsl(half) for b in k.bindings]

@@ -182,12 +182,20 @@ fn x4_at(base: u32, slot: u32, j: u32) -> vec4<f32> {
 // gone. Decode rows only (ops/matmul.py takes_norm): every workgroup pays one more pass
 // over its rows, from cache. Per-row values sit in named components: a vec4 indexed in a
 // loop went to local memory on NVIDIA's driver (decode 5% slower than without the fold).
+// In the f32 form the scales come last instead (norm_late): the sweep reads x * w
+// (rstd 1) and adds up each row's squares on the way (norm_ss), the lanes' squares meet
+// as their sums do, and the sums are scaled by each row's rstd; a rare row's block is
+// swept again with its scales set first. The pass over the rows before the sweep (and its
+// reduction) held up every workgroup's weight loads: ~5 µs of a q/k/v product's 17 on
+// an H100. f32 only: the f16 form rounds the normalised x to f16, as the norm would.
 var<private> norm_rstd: vec4<f32>;  // per row of the block
 var<private> norm_k: vec4<i32>;  // 2^k scales x on a rare row (0 otherwise)
+var<private> norm_ss: vec4<f32>;  // the lane's part of its rows' sums of squares (norm_late)
 
 fn x4_at(base: u32, slot: u32, j: u32) -> vec4<f32> {
   var v = vec4<f32>(input4[base + j]);
-  let k = norm_k[slot];  // slot: a constant at every call
+  norm_ss[slot] += dot(v, v);  // slot: a constant at every call
+  let k = norm_k[slot];
   if (k != 0) {
     v = scale4(v, k);
   }
@@ -234,6 +242,18 @@ fn norm_tree(ss: vec4<f32>, lane: u32) -> vec4<f32> {
   return total;
 }
 
+// Whether a row of the block is rare (its scales need rare_row4's rescaled pass).
+fn norm_any_rare(b: Block, total: vec4<f32>) -> bool {
+  let width = f32(params.k);
+  var rare = norm_row_is_rare(total.x, width, params.eps);
+  if (rows > 1u) { rare = rare || norm_row_is_rare(total.y, width, params.eps); }
+  if (rows > 2u) { rare = rare || norm_row_is_rare(total.z, width, params.eps); }
+  if (rows > 3u) { rare = rare || norm_row_is_rare(total.w, width, params.eps); }
+  return rare;
+}
+
+var<workgroup> norm_total: vec4<f32>;  // the block's rows' sums of squares (norm_late)
+
 fn set_norm(b: Block, total: vec4<f32>) {
   let rb = row_bases(b, params.k / 4u);
   let s0 = norm_scale(rb.x, total.x);
@@ -279,7 +299,7 @@ fn $name(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups:
   let span = wg_size / col_groups;
   let sub = me % span;  // lane within its column group
   let b = block_of(g, me / span);
-$prologue  write_column(b, sub, lanes_sum(sweep_$form(b, sub), me));
+$prologue  write_column(b, sub, $total);
 }
 // ==== gemv_entry_subgroups  the same with the subgroup builtins (me: the subgroup lane)
 
@@ -295,5 +315,5 @@ fn $name(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups:
   let span = wg_size / col_groups;
   let sub = me % span;  // lane within its column group
   let b = block_of(g, me / span);
-$prologue  write_column(b, sub, lanes_sum(sweep_$form(b, sub), me, sg_size, sg_lane));
+$prologue  write_column(b, sub, $total);
 }

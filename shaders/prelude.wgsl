@@ -10,6 +10,7 @@
 enable $name;
 // ==== alias: `elem` is f32, or f16 in the f16 form
 alias elem = $elem;  // the stored element type
+const elem_is_f16: bool = $is_f16;  // the form: a branch on it is folded away
 // ==== word: a family's own alias (e.g. the 4-byte `word` a copy moves), see compose.alias
 alias $name = $type;
 // ==== struct

@@ -153,15 +153,13 @@ def _gemv_generated(subgroups: bool, rows: int, depth: int, col_groups: int,
              steps="".join(fill(_PARTS, "step", form=f, i=i) for i in range(depth)))
         for _, f, ps, pi in forms)
     entry = "gemv_entry_subgroups" if subgroups else "gemv_entry"
+    reduce = "me, sg_size, sg_lane" if subgroups else "me"
     prologue = ""
-    if norm:  # the rows' scales first: summed by subgroupAdd where one subgroup is all
-        prologue = "  let nb = block_of(g, 0u);\n  let nss = norm_squares(nb, lane);\n" + (
-            "  if (sg_size >= wg_size) { set_norm(nb, subgroupAdd(nss)); } "
-            "else { set_norm(nb, norm_tree(nss, lane)); }\n" if subgroups
-            else "  set_norm(nb, norm_tree(nss, lane));\n")
     if merge:
         prologue = "  set_merge(lane);\n"
-    entries = "".join(fill(_PARTS, entry, name=n, form=f, prologue=prologue)
+    entries = "".join(fill(_PARTS, entry, name=n, form=f, total="t" if norm else
+                           f"lanes_sum(sweep_{f}(b, sub), {reduce})",
+                           prologue=_norm_body(f, reduce, subgroups) if norm else prologue)
                       for n, f, _, _ in forms)
     x_source = parts["x_plain"]
     if norm:
@@ -174,6 +172,32 @@ def _gemv_generated(subgroups: bool, rows: int, depth: int, col_groups: int,
     return (fill(_PARTS, "gemv_consts", rows=rows, depth=depth, col_groups=col_groups)
             + sweeps + parts["tree_sum"] + x_source
             + parts["subgroup_sum" if subgroups else "tree_lanes"] + entries)
+
+
+def _norm_body(form: str, reduce: str, subgroups: bool) -> str:
+    """The gemv_norm entry's body up to ``t``, the lane's column totals: the f16 form
+    finds the rows' scales first (summed by subgroupAdd where one subgroup is all); the
+    f32 form scales the sums last (matmul_parts.wgsl gemv_norm), sweeping a block with a
+    rare row again with its scales set first."""
+    first = ("  if (sg_size >= wg_size) { set_norm(nb, subgroupAdd(nss)); } "
+             "else { set_norm(nb, norm_tree(nss, lane)); }\n" if subgroups
+             else "  set_norm(nb, norm_tree(nss, lane));\n")
+    sweep = f"lanes_sum(sweep_{form}(b, sub), {reduce})"
+    return (
+        "  let nb = block_of(g, 0u);\n  var t: vec4<f32>;\n"
+        "  if (elem_is_f16) {\n  let nss = norm_squares(nb, lane);\n" + first
+        + f"  t = {sweep};\n"
+        "  } else {\n"
+        "  norm_k = vec4<i32>(0);\n  norm_rstd = vec4<f32>(1.0);\n"
+        f"  t = {sweep};\n"
+        "  let nss = norm_ss;\n  workgroupBarrier();  // lanes_sum's workgroup memory, read\n"
+        f"  let ss = lanes_sum(Sums(nss, nss, nss, nss), {reduce});\n"
+        "  if (lane == 0u) { norm_total = ss; }  // lane 0 holds them on every path\n"
+        "  let total = workgroupUniformLoad(&norm_total);  // every lane sweeps alike\n"
+        "  set_norm(nb, total);\n"
+        "  if (norm_any_rare(nb, total)) {\n"
+        f"    t = {sweep};\n"
+        "  } else {\n    t *= norm_rstd;\n  }\n  }\n")
 
 
 KERNEL = kernel("basic")  # the plain shaders, declared at import (tests compose them)

@@ -186,11 +186,15 @@ fn attend_span(q_at: u32, head_at: u32, lo: u32, hi: u32, lane: u32) -> Span {
       var sum = 0.0;
       var part = 0.0;
       var r = 0u;
-      for (; r + 4u <= m; r += 4u) {  // four loads in flight, added in row order
-        let v0 = value(c0 + r, start, head_at + lane);
-        let v1 = value(c0 + r + 1u, start, head_at + lane);
+      for (; r + 8u <= m; r += 8u) {  // eight loads in flight, added in row order
+        let v0 = value(c0 + r, start, head_at + lane);  // named: an array indexed in a
+        let v1 = value(c0 + r + 1u, start, head_at + lane);  // loop may go to local memory
         let v2 = value(c0 + r + 2u, start, head_at + lane);
         let v3 = value(c0 + r + 3u, start, head_at + lane);
+        let v4 = value(c0 + r + 4u, start, head_at + lane);
+        let v5 = value(c0 + r + 5u, start, head_at + lane);
+        let v6 = value(c0 + r + 6u, start, head_at + lane);
+        let v7 = value(c0 + r + 7u, start, head_at + lane);
         sum += weights[r];
         part += weights[r] * v0;
         sum += weights[r + 1u];
@@ -199,6 +203,14 @@ fn attend_span(q_at: u32, head_at: u32, lo: u32, hi: u32, lane: u32) -> Span {
         part += weights[r + 2u] * v2;
         sum += weights[r + 3u];
         part += weights[r + 3u] * v3;
+        sum += weights[r + 4u];
+        part += weights[r + 4u] * v4;
+        sum += weights[r + 5u];
+        part += weights[r + 5u] * v5;
+        sum += weights[r + 6u];
+        part += weights[r + 6u] * v6;
+        sum += weights[r + 7u];
+        part += weights[r + 7u] * v7;
       }
       for (; r < m; r++) {
         let w = weights[r];
@@ -282,7 +294,7 @@ fn attend_split(@builtin(workgroup_id) wid: vec3<u32>,
 
 // combine: a workgroup per (s, h) merges its parts. The lanes find the parts' largest max
 // (a tree), put each part's factor exp(max_p - max) and its scaled sum in workgroup
-// memory, then lane d adds the parts' scaled v, four loads in flight at a time: one
+// memory, then lane d adds the parts' scaled v, eight loads in flight at a time: one
 // invocation looping over the parts alone waited on each load in turn (25 µs a
 // dispatch on an H100). The sums are added in part order, as before.
 const PARTS_HELD: u32 = 64u;  // ops/attention.py MAX_PARTS at most
@@ -323,16 +335,24 @@ fn combine(@builtin(workgroup_id) wid: vec3<u32>,
   for (var d = lane; d < D; d += wg_size) {
     var acc = 0.0;
     var p = 0u;
-    for (; p + 4u <= P; p += 4u) {
+    for (; p + 8u <= P; p += 8u) {
       let at = (first + p) * stride + 2u + d;
       let a0 = parts[at];
       let a1 = parts[at + stride];
       let a2 = parts[at + 2u * stride];
       let a3 = parts[at + 3u * stride];
+      let a4 = parts[at + 4u * stride];
+      let a5 = parts[at + 5u * stride];
+      let a6 = parts[at + 6u * stride];
+      let a7 = parts[at + 7u * stride];
       acc += factor[p] * a0;
       acc += factor[p + 1u] * a1;
       acc += factor[p + 2u] * a2;
       acc += factor[p + 3u] * a3;
+      acc += factor[p + 4u] * a4;
+      acc += factor[p + 5u] * a5;
+      acc += factor[p + 6u] * a6;
+      acc += factor[p + 7u] * a7;
     }
     for (; p < P; p++) {
       acc += factor[p] * parts[(first + p) * stride + 2u + d];

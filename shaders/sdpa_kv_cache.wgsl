@@ -161,6 +161,32 @@ const CHUNK: u32 = 256u;
 var<workgroup> weights: array<f32, CHUNK>;
 var<workgroup> uniform_rows: u32;
 
+// Rows j .. j + 3 of v at head_d, and their weights from r: loaded together, so their
+// loads are in flight at once (a vec4, not an array a loop indexes: that may go to local
+// memory).
+fn values4(j: u32, start: u32, head_d: u32) -> vec4<f32> {
+  return vec4<f32>(value(j, start, head_d), value(j + 1u, start, head_d),
+                   value(j + 2u, start, head_d), value(j + 3u, start, head_d));
+}
+
+fn weights4(r: u32) -> vec4<f32> {
+  return vec4<f32>(weights[r], weights[r + 1u], weights[r + 2u], weights[r + 3u]);
+}
+
+// (sum, weighted sum) after four more rows, added one row at a time.
+fn add4(run: vec2<f32>, w: vec4<f32>, v: vec4<f32>) -> vec2<f32> {
+  var s = run;
+  s.x += w.x;
+  s.y += w.x * v.x;
+  s.x += w.y;
+  s.y += w.y * v.y;
+  s.x += w.z;
+  s.y += w.z * v.z;
+  s.x += w.w;
+  s.y += w.w * v.w;
+  return s;
+}
+
 fn attend_span(q_at: u32, head_at: u32, lo: u32, hi: u32, lane: u32) -> Span {
   let start = u32(max(ints[params.start_slot], 0));
   if (lane < params.head_dim) {
@@ -187,30 +213,11 @@ fn attend_span(q_at: u32, head_at: u32, lo: u32, hi: u32, lane: u32) -> Span {
       var part = 0.0;
       var r = 0u;
       for (; r + 8u <= m; r += 8u) {  // eight loads in flight, added in row order
-        let v0 = value(c0 + r, start, head_at + lane);  // named: an array indexed in a
-        let v1 = value(c0 + r + 1u, start, head_at + lane);  // loop may go to local memory
-        let v2 = value(c0 + r + 2u, start, head_at + lane);
-        let v3 = value(c0 + r + 3u, start, head_at + lane);
-        let v4 = value(c0 + r + 4u, start, head_at + lane);
-        let v5 = value(c0 + r + 5u, start, head_at + lane);
-        let v6 = value(c0 + r + 6u, start, head_at + lane);
-        let v7 = value(c0 + r + 7u, start, head_at + lane);
-        sum += weights[r];
-        part += weights[r] * v0;
-        sum += weights[r + 1u];
-        part += weights[r + 1u] * v1;
-        sum += weights[r + 2u];
-        part += weights[r + 2u] * v2;
-        sum += weights[r + 3u];
-        part += weights[r + 3u] * v3;
-        sum += weights[r + 4u];
-        part += weights[r + 4u] * v4;
-        sum += weights[r + 5u];
-        part += weights[r + 5u] * v5;
-        sum += weights[r + 6u];
-        part += weights[r + 6u] * v6;
-        sum += weights[r + 7u];
-        part += weights[r + 7u] * v7;
+        let va = values4(c0 + r, start, head_at + lane);
+        let vb = values4(c0 + r + 4u, start, head_at + lane);
+        let run4 = add4(add4(vec2<f32>(sum, part), weights4(r), va), weights4(r + 4u), vb);
+        sum = run4.x;
+        part = run4.y;
       }
       for (; r < m; r++) {
         let w = weights[r];
@@ -301,6 +308,26 @@ const PARTS_HELD: u32 = 64u;  // ops/attention.py MAX_PARTS at most
 var<workgroup> factor: array<f32, PARTS_HELD>;
 var<workgroup> scaled_sum: array<f32, PARTS_HELD>;
 
+// Four parts' values at `at`, `stride` apart (loaded together), and their factors.
+fn parts4(at: u32, stride: u32) -> vec4<f32> {
+  return vec4<f32>(parts[at], parts[at + stride], parts[at + 2u * stride],
+                   parts[at + 3u * stride]);
+}
+
+fn factors4(p: u32) -> vec4<f32> {
+  return vec4<f32>(factor[p], factor[p + 1u], factor[p + 2u], factor[p + 3u]);
+}
+
+// acc + f.x a.x + ... + f.w a.w, added in that order.
+fn scaled_add4(acc: f32, f: vec4<f32>, a: vec4<f32>) -> f32 {
+  var s = acc;
+  s += f.x * a.x;
+  s += f.y * a.y;
+  s += f.z * a.z;
+  s += f.w * a.w;
+  return s;
+}
+
 @compute @workgroup_size(wg_size)
 fn combine(@builtin(workgroup_id) wid: vec3<u32>,
            @builtin(num_workgroups) groups: vec3<u32>,
@@ -337,22 +364,9 @@ fn combine(@builtin(workgroup_id) wid: vec3<u32>,
     var p = 0u;
     for (; p + 8u <= P; p += 8u) {
       let at = (first + p) * stride + 2u + d;
-      let a0 = parts[at];
-      let a1 = parts[at + stride];
-      let a2 = parts[at + 2u * stride];
-      let a3 = parts[at + 3u * stride];
-      let a4 = parts[at + 4u * stride];
-      let a5 = parts[at + 5u * stride];
-      let a6 = parts[at + 6u * stride];
-      let a7 = parts[at + 7u * stride];
-      acc += factor[p] * a0;
-      acc += factor[p + 1u] * a1;
-      acc += factor[p + 2u] * a2;
-      acc += factor[p + 3u] * a3;
-      acc += factor[p + 4u] * a4;
-      acc += factor[p + 5u] * a5;
-      acc += factor[p + 6u] * a6;
-      acc += factor[p + 7u] * a7;
+      let a = parts4(at, stride);
+      let b = parts4(at + 4u * stride, stride);
+      acc = scaled_add4(scaled_add4(acc, factors4(p), a), factors4(p + 4u), b);
     }
     for (; p < P; p++) {
       acc += factor[p] * parts[(first + p) * stride + 2u + d];

@@ -31,7 +31,7 @@ STAGINGS = IN_FLIGHT + 1
 KERNEL = Kernel("argmax", (Binding(0, "x"), Binding(1, "out", "read_write", type="u32"),
                            Binding(3, "best", "read_write", type="u32")),
                 PARAMS, uniform_binding=2, snippets=("bits",))
-PER_LANE = 8  # elements each lane of the first dispatch ranks (at most, a lane's slice)
+PER_LANE = 8  # the least elements a lane of the first dispatch ranks (fewer, fuller slices)
 
 
 class LastArgmax:
@@ -84,8 +84,8 @@ class LastRowArgmax:
     async def create(cls, device, resources, recording: Recording, source, width: int,
                      half: bool, extra_readbacks: list) -> "LastRowArgmax":
         lanes = floor_pow2(min(256, device.info.traits.max_invocations))
-        # as many workgroups as a lane's PER_LANE elements need, at most one per lane of
-        # the second dispatch (each of its lanes takes one workgroup's best)
+        # slices of at least PER_LANE elements a lane, and no more slices than the second
+        # dispatch has lanes (each of its lanes takes one slice's best)
         chunk = max(-(-width // lanes), lanes * PER_LANE)
         groups = -(-width // chunk)
         stages = [await device.create_pipeline(KERNEL.source(half), entry, {"wg_size": lanes},

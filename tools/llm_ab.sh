@@ -6,6 +6,8 @@
 # once per setting per round (ROUNDS, default 2). SETTINGS: space-separated LABEL:ENV,
 # default "base: merge:PTE_WEBGPU_FOLDS_ON=merge tiles:PTE_WEBGPU_SDPA=tiles".
 # Results: $OUT (or /tmp/llm-ab)/NAME-LABEL-ROUND.json, then a table of tok/s by context.
+# On a lent GPU only a few files come back from $OUT: write to a folder of its own and tar
+# the records into $OUT (OUT=/tmp/ab ... ; tar czf $OUT/ab.tgz -C /tmp/ab $(cd /tmp/ab && ls *.json)).
 # The package comes from this tree as Python finds it (tools/h200_env.sh stages it there).
 set -euo pipefail
 cd "$(dirname "$0")/.."

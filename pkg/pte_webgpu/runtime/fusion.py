@@ -16,16 +16,17 @@ bound by the number of dispatches, not by arithmetic (docs/performance.md), so:
    store (et_vk.conv_with_clamp; fusion_conv.py);
 5. an rms_norm whose output only a float linear (stacked or not) reads becomes one
    ``pte_webgpu.norm_linear`` (fusion_norm.py): decode's matrix-vector forms normalise
-   their rows themselves;
+   their rows themselves; first, a clone whose input nothing else reads is dropped (its
+   readers read the input), so the fp16 export's final norm -> clone -> lm head folds;
 6. a SwiGLU chain (step 3) whose output only a float linear reads becomes one
    ``pte_webgpu.gated_linear`` (fusion_gated.py): decode's matrix-vector forms compute
    silu(gate) * up as they load it, with the chain's own roundings;
 7. the llama example's RoPE (``et_vk.apply_rotary_emb``) whose outputs only
    ``sdpa_with_kv_cache`` reads becomes one ``pte_webgpu.sdpa_rope`` (fusion_rope.py):
    the attention turns q and k as it reads them;
-8. an attention whose output only a linear reads (the o projection) leaves its split
-   form's merge to that linear's matrix-vector prologue (fusion_merge.py; a mark in
-   graph.meta["merged"], not a rewrite);
+8. (opt-in: FOLDS_ON) an attention whose output only a linear reads (the o projection)
+   leaves its split form's merge to that linear's matrix-vector prologue (fusion_merge.py;
+   a mark in graph.meta["merged"], not a rewrite);
 9. a reshape (``VIEWS``) shares its input's memory object, so build.py binds the input's
    buffer instead of recording a copy (a copy ends the compute pass, and it copies the
    tensor's whole bound, e.g. 1024 rows for a decode step's one).
@@ -58,6 +59,7 @@ from . import fusion_conv, fusion_gated, fusion_merge, fusion_norm, fusion_q4, f
 from .views import VIEWS, is_one, residual_add
 
 LINEAR = "aten.linear.default"
+CLONE = "aten.clone.default"
 # A benchmark compares a fold on and off in one run (on one warm GPU): the environment
 # variable names folds to leave out, comma-separated (the tests use each ENABLED flag)
 FOLDS_OFF = "PTE_WEBGPU_FOLDS_OFF"
@@ -96,6 +98,7 @@ def fuse(graph: Graph, nbytes, max_binding: int) -> Graph:
     fusion_conv.fold_clamps(f)
     f.chain_pointwise()
     f.drop_dead_views()  # the stacked linears' input reshapes: the norm's other readers
+    f.drop_clones()  # before the norms: a clone between a norm and its linear hides it
     if "norm" not in off:
         fusion_norm.fold_norms(f)
     if "gated" not in off:
@@ -326,6 +329,31 @@ class _Fusion:
         self._count(f"elementwise x{len(places)}")
 
     # --- clean-up ---------------------------------------------------------------------
+    def drop_clones(self) -> None:
+        """A clone whose input nothing else reads (the fp16 export's final norm -> clone ->
+        lm head): its readers read the input instead, and the copy is gone. Only where
+        dtype and shape agree, the clone keeps the default memory format, and neither
+        tensor is graph I/O (readers that take it inside a list keep the clone)."""
+        for i, op in list(self.placed.items()):
+            if op.name != CLONE or len(op.args) != 3 or \
+                    not isinstance(self.values[op.args[1]], Null):
+                continue
+            x_id, out_id = op.args[0], op.args[2]
+            x, out = self._tensor(x_id), self._tensor(out_id)
+            readers = self.readers.get(out_id, set())
+            if x is None or out is None or x.dtype != out.dtype or \
+                    tuple(x.shape) != tuple(out.shape) or x.is_constant or \
+                    {x_id, out_id} & self.keep or self._sole_reader(x_id) != i or \
+                    not readers or any(out_id not in self.placed[r].args for r in readers):
+                continue
+            self._unlink(i)
+            for r in sorted(readers):
+                reader = self.placed[r]
+                self._unlink(r)
+                self._link(r, replace(reader, args=tuple(x_id if a == out_id else a
+                                                         for a in reader.args)))
+            self._count("clone read as its input")
+
     def drop_dead_views(self) -> None:
         """View copies whose output nothing reads any more (the inputs of linears that
         another linear's dispatch now computes); last first, so a chain of them goes."""

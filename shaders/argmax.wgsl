@@ -52,6 +52,12 @@ fn key(j: u32) -> f32 {
   return x_j;
 }
 
+// Whether candidate (w, k) replaces the best so far (v, i): k an index, and i none yet or
+// (w, k) ranks above it. 0xffffffff: no index.
+fn takes(w: f32, k: u32, v: f32, i: u32) -> bool {
+  return k != 0xffffffffu && (i == 0xffffffffu || ranks_above(w, k, v, i));
+}
+
 // The workgroup's lanes' (v, i) into their best at lane 0 (a halving tree; barriers).
 fn best_of_lanes(lane: u32, v: f32, i: u32) {
   best_value[lane] = v;
@@ -61,8 +67,7 @@ fn best_of_lanes(lane: u32, v: f32, i: u32) {
     if (lane < stride) {
       let w = best_value[lane + stride];
       let k = best_index[lane + stride];
-      if (k != 0xffffffffu && (best_index[lane] == 0xffffffffu
-                              || ranks_above(w, k, best_value[lane], best_index[lane]))) {
+      if (takes(w, k, best_value[lane], best_index[lane])) {
         best_value[lane] = w;
         best_index[lane] = k;
       }
@@ -79,7 +84,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   var i = 0xffffffffu;  // no index yet: any element ranks above
   for (var j = lo + lane; j < hi; j += wg_size) {
     let x_j = key(j);
-    if (i == 0xffffffffu || ranks_above(x_j, j, v, i)) {
+    if (takes(x_j, j, v, i)) {
       v = x_j;
       i = j;
     }
@@ -98,7 +103,7 @@ fn finish(@builtin(local_invocation_index) lane: u32) {
   for (var g = lane; g < params.groups; g += wg_size) {
     let k = best[2u * g + 1u];
     let w = bitcast<f32>(best[2u * g]);
-    if (k != 0xffffffffu && (i == 0xffffffffu || ranks_above(w, k, v, i))) {
+    if (takes(w, k, v, i)) {
       v = w;
       i = k;
     }

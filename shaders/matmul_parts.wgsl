@@ -243,7 +243,7 @@ fn norm_tree(ss: vec4<f32>, lane: u32) -> vec4<f32> {
 }
 
 // Whether a row of the block is rare (its scales need rare_row4's rescaled pass).
-fn norm_any_rare(b: Block, total: vec4<f32>) -> bool {
+fn norm_any_rare(total: vec4<f32>) -> bool {
   let width = f32(params.k);
   var rare = norm_row_is_rare(total.x, width, params.eps);
   if (rows > 1u) { rare = rare || norm_row_is_rare(total.y, width, params.eps); }

@@ -195,7 +195,7 @@ def _norm_body(form: str, reduce: str, subgroups: bool) -> str:
         "  if (lane == 0u) { norm_total = ss; }  // lane 0 holds them on every path\n"
         "  let total = workgroupUniformLoad(&norm_total);  // every lane sweeps alike\n"
         "  set_norm(nb, total);\n"
-        "  if (norm_any_rare(nb, total)) {\n"
+        "  if (norm_any_rare(total)) {\n"
         f"    t = {sweep};\n"
         "  } else {\n    t *= norm_rstd;\n  }\n  }\n")
 

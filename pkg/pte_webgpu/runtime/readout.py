@@ -66,9 +66,9 @@ class LastRowArgmax:
     (``IN_FLIGHT``)."""
 
     def __init__(self, device, recording: Recording, dispatches: list, params, result,
-                 stagings, width: int, extra_readbacks: list, chunk: int):
+                 stagings, width: int, extra_readbacks: list, chunk: int, groups: int):
         self.device, self.width, self.params, self.result = device, width, params, result
-        self.chunk, self.groups = chunk, -(-width // chunk)
+        self.chunk, self.groups = chunk, groups
         self.tail = dispatches
         self.recording = Recording(list(recording.steps) + dispatches)
         self.outputs = [(result, 4)] + extra_readbacks
@@ -102,7 +102,7 @@ class LastRowArgmax:
                       for i, (stage, b, grid) in enumerate(zip(stages, binds,
                                                                [(groups, 1, 1), (1, 1, 1)]))]
         return cls(device, recording, dispatches, params, result, stagings, width,
-                   extra_readbacks, chunk)
+                   extra_readbacks, chunk, groups)
 
     def prepare(self, valid_elements: int, feeds=(), sample: Sample | None = None) -> Recording:
         """Point the kernel at the last row of this execute's output (sampled with

@@ -5,7 +5,7 @@ For each context c, with N decode steps and a KV cache of L rows (the program's
 max_context_len): one execute of ``prefill = min(c, L - N)`` prompt tokens (timed: prefill
 tok/s = prefill / time), then N single-token executes at positions prefill .. prefill + N - 1,
 each feeding the previous step's greedy token, as ``LanguageModel`` decodes: the argmax on
-the GPU (4 bytes read back) and up to ``readout.IN_FLIGHT`` later steps submitted before
+the GPU (4 bytes read back) and up to ``readout.in_flight()`` later steps submitted before
 this one's token is read, fed on the GPU (``readout.LastArgmax``); a step's time is the gap
 between two tokens read.
 So a context up to L - N is exact; at c = L the prefill is L - N tokens and the last step

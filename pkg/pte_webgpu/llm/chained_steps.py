@@ -1,5 +1,5 @@
 """Decode steps chained on the GPU: each step is fed the token the step before it picked
-(``readout.LastArgmax``) and up to ``readout.IN_FLIGHT`` steps are submitted beyond the one
+(``readout.LastArgmax``) and up to ``readout.in_flight()`` steps are submitted beyond the one
 whose token the host is reading, so the GPU never waits for a read-back. The one loop that
 ``LanguageModel.generate``, ``bench --llm`` and its warm-up run."""
 
@@ -10,7 +10,7 @@ import time
 from collections import deque
 
 from ..model.tensor import Tensor
-from ..runtime.readout import IN_FLIGHT, LastArgmax
+from ..runtime.readout import LastArgmax, in_flight
 
 
 def int64_tensor(values: list[int], shape) -> Tensor:
@@ -36,7 +36,7 @@ class ChainedSteps:
 
     async def _run(self):
         inflight: deque = deque()
-        submitted = 0
+        submitted, ahead = 0, in_flight()
 
         async def submit() -> bool:
             nonlocal submitted
@@ -55,7 +55,7 @@ class ChainedSteps:
         more = await submit()
         token = self.token
         while True:
-            while more and inflight and len(inflight) <= IN_FLIGHT:
+            while more and inflight and len(inflight) <= ahead:
                 more = await submit()
             yield token
             if not inflight:

@@ -11,6 +11,7 @@ not read yet) and ``check_request`` / ``fed_shape`` (the checks of those argumen
 
 from __future__ import annotations
 
+import os
 from math import prod
 
 from ..errors import InputError
@@ -27,7 +28,17 @@ PARAMS_BYTES = len(PARAMS.pack())
 # a step runs (Chromium resolves mapAsync a few ms late: docs/performance.md); each step in
 # flight needs its own staging buffer besides the one being read.
 IN_FLIGHT = 2
-STAGINGS = IN_FLIGHT + 1
+STAGINGS = IN_FLIGHT + 1  # staging buffers a method's picker makes by default
+
+
+def in_flight() -> int:
+    """IN_FLIGHT, or PTE_WEBGPU_IN_FLIGHT (1 to 16) where set: how deep the pipelining of
+    chained steps is measured to pay (docs/performance.md). Read when a method first picks
+    and when a chain starts, so both see the same value."""
+    text = os.environ.get("PTE_WEBGPU_IN_FLIGHT", "")
+    return min(16, max(1, int(text))) if text.strip().isdigit() else IN_FLIGHT
+
+
 KERNEL = Kernel("argmax", (Binding(0, "x"), Binding(1, "out", "read_write", type="u32"),
                            Binding(3, "best", "read_write", type="u32")),
                 PARAMS, uniform_binding=2, snippets=("bits",))
@@ -61,9 +72,9 @@ class Sample:
 class LastRowArgmax:
     """Two extra dispatches after a method's recording: the argmax of an output's last row
     (its last ``width`` valid elements) into a 4-byte buffer, read back alone (the best of
-    each slice of the row, then the best of those). STAGINGS staging buffers take turns,
-    so up to STAGINGS - 1 executes can run ahead of the one whose index is being read
-    (``IN_FLIGHT``)."""
+    each slice of the row, then the best of those). ``in_flight() + 1`` staging buffers
+    take turns, so up to ``in_flight()`` executes can run ahead of the one whose index is
+    being read."""
 
     def __init__(self, device, recording: Recording, dispatches: list, params, result,
                  stagings, width: int, extra_readbacks: list, chunk: int, groups: int):
@@ -95,7 +106,7 @@ class LastRowArgmax:
         best = resources.buffer(8 * groups, "argmax slices' best")
         total = 4 + sum(size for _, size in extra_readbacks)
         stagings = [resources.buffer(total, f"argmax staging {i}", ("map_read", "copy_dst"))
-                    for i in range(STAGINGS)]
+                    for i in range(in_flight() + 1)]
         common = [(2, params, PARAMS_BYTES), (3, best, 8 * groups)]
         binds = [[(0, source, source.size)] + common, [(1, result, 4)] + common]  # each reads
         dispatches = [Dispatch(stage, device.bind_group(stage, b, f"argmax {i}"), grid, "argmax")

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The browser tests (pytest tests/browser: Playwright driving Pyodide pages) in the carried
+# headless Chromium on the lent GPU, its adapter printed, the result in
+# docs/gpu-browser-tests.md (and $OUT when set). The twin of tools/gpu_browser_lane.sh,
+# which runs every fixture program; this runs the tests as CI runs them on SwiftShader.
+#
+# Carry, beside what gpu_browser_lane.sh needs (.chromium-parts, .fonts, .gl, .whl,
+# build/web/pyodide): .whl-playwright (tools/gpu_lane_wheels.sh fetches playwright, greenlet
+# and pyee: ~55 MB, a device call of its own) and build/npm (the Pyodide tarball, for when
+# the dist must be rebuilt). Chromium starts through a wrapper that gives it its Debian
+# libraries and the flags that get the NVIDIA adapter (tools/h200_chromium_env.sh).
+# Extra arguments go to pytest (default: -n 8).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source tools/h200_chromium_env.sh || exit 2
+source tools/stage_package.sh
+STAGE=${TMPDIR:-/tmp}/pte-webgpu-browser-tests
+stage_package "$STAGE" python3
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+  --target "$STAGE/site" .whl-playwright/*.whl || exit 2
+WRAPPER=$STAGE/chromium
+cat > "$WRAPPER" <<EOF
+#!/bin/sh
+LD_LIBRARY_PATH=$CHROME_LD exec $CHROME $(echo $FLAGS) "\$@"
+EOF
+chmod +x "$WRAPPER"
+export PTE_WEBGPU_CHROMIUM=$WRAPPER PYTHONUNBUFFERED=1
+RESULT=${OUT:-build}/gpu-browser-tests.xml
+mkdir -p "$(dirname "$RESULT")"
+python3 -m pytest tests/browser -q -rfEs -p no:cacheprovider --junitxml="$RESULT" \
+  ${@:--n 8} | tail -40
+rc=${PIPESTATUS[0]}
+python3 tools/gpu_browser_tests_report.py "$RESULT" "$rc" docs/gpu-browser-tests.md \
+  "${OUT:+$OUT/gpu-browser-tests.md}"
+exit $rc

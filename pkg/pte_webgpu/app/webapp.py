@@ -436,7 +436,9 @@ def _as_bytes(data) -> bytes | memoryview:
     if isinstance(data, (bytes, bytearray, memoryview)):
         return data
     if type(data).__name__.startswith("Js") and hasattr(data, "to_bytes"):  # Uint8Array proxy
-        return data.to_bytes()
+        from ..gpu.wasm_heap import wasm_heap  # Pyodide's to_bytes fails past 2 GiB of heap
+
+        return wasm_heap().to_python(data)
     raise InputError(f"expected file bytes, got {type(data).__name__}")
 
 

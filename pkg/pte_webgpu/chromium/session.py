@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from dataclasses import dataclass
@@ -106,6 +107,7 @@ class BrowserSession:
         self._user_data_dir = user_data_dir
         self._context = None
         self._isolated = isolated
+        self._page_only = False  # a sibling(): its close() closes its page alone
 
     def start(self) -> "BrowserSession":
         from playwright.sync_api import sync_playwright  # host-only dependency
@@ -123,17 +125,37 @@ class BrowserSession:
             else:
                 self._browser = self._playwright.chromium.launch(**self._launch_options)
                 self.page = self._browser.new_page()
-            self.page.set_default_timeout(self._timeout_ms)
-            self.page.on("console", lambda m: self.console_messages.append(ConsoleMessage(m.type, m.text)))
-            self.page.on("pageerror", lambda e: self.page_errors.append(str(e.stack or e)))
+            self._attach(self.page)
             self.launch_seconds = time.perf_counter() - started
-            if self._isolated:
-                self.page.route("**/*", _isolate)
             self._boot()
         except BaseException:
             self.close()
             raise
         return self
+
+    def _attach(self, page) -> None:
+        page.set_default_timeout(self._timeout_ms)
+        page.on("console", lambda m: self.console_messages.append(ConsoleMessage(m.type, m.text)))
+        page.on("pageerror", lambda e: self.page_errors.append(str(e.stack or e)))
+        if self._isolated:
+            page.route("**/*", _isolate)
+
+    def sibling(self) -> "BrowserSession":
+        """Another page of this session's browser, booted as this one was: its own Pyodide
+        and wasm heap (a test that bloats the heap leaves the shared page alone); its
+        close() closes that page only."""
+        other = copy.copy(self)
+        other.console_messages, other.page_errors = [], []
+        other._playwright = other._browser = other._context = None  # this session's to close
+        other.page = (self._context or self._browser).new_page()
+        other._page_only = True
+        try:
+            other._attach(other.page)
+            other._boot()
+        except BaseException:
+            other.close()
+            raise
+        return other
 
     def _boot(self) -> None:
         started = time.perf_counter()
@@ -163,6 +185,8 @@ class BrowserSession:
         return "\n".join(lines) or "(no console output)"
 
     def close(self) -> None:
+        if self._page_only and self.page:
+            self.page.close()
         if self._context:
             self._context.close()
         if self._browser:

@@ -10,6 +10,7 @@ from ..errors import DeviceLostError, GpuError, GpuValidationError, ShaderCompil
 from .adapter import PACKED_DOT, subgroup_sizes
 from .interface import LIMIT_NAMES, WANTED_FEATURES, AdapterInfo, GpuDevice
 from .js_replay import ENCODE_JS, JsRecording
+from .wasm_heap import wasm_heap
 
 
 def _js():
@@ -73,6 +74,7 @@ class BrowserDevice(GpuDevice):
         # Looked up once: every attribute of a JS global costs a call on the execute path.
         self._map_read, self._u8, self._array_of = js.GPUMapMode.READ, js.Uint8Array, js.Array.of
         self.device, self.queue = device, device.queue
+        self.heap = wasm_heap()  # bytes to and from JS (Pyodide's own calls fail past 2 GiB)
         self.lost_reason: str | None = None
         self.uncaptured: list[str] = []
         self._proxies = [create_proxy(self._on_lost), create_proxy(self._on_error)]
@@ -114,18 +116,15 @@ class BrowserDevice(GpuDevice):
     def write_buffer(self, buf, data, offset=0):
         view = memoryview(data).cast("B")
         if len(view) < self.ZERO_COPY_BYTES:
-            self.queue.writeBuffer(buf.handle, offset, self.to_js(view))
+            self.queue.writeBuffer(buf.handle, offset, self.bytes_to_js(view))
             return
         # Large writes go straight from the caller's buffer: a JS view of Python's memory.
-        proxy = self.create_proxy(view)
-        try:
-            heap_view = proxy.getBuffer("u8")
-            try:
-                self.queue.writeBuffer(buf.handle, offset, heap_view.data)
-            finally:
-                heap_view.release()
-        finally:
-            proxy.destroy()
+        with self.heap.js_view(view) as data_js:
+            self.queue.writeBuffer(buf.handle, offset, data_js)
+
+    def bytes_to_js(self, view: memoryview):
+        """A JS Uint8Array copy of ``view`` (right past 2 GiB of wasm heap: wasm_heap.py)."""
+        return self.heap.to_js(view)
 
     # Widening float16 weights in JS keeps them out of the wasm heap: the f32 copy of a
     # slice lives in JS memory only until the queue has taken it.
@@ -149,16 +148,8 @@ class BrowserDevice(GpuDevice):
             return True
         # One JS call over a view of Python's memory: nothing in the loop allocates in
         # the wasm heap, so the view stays valid (heap growth would detach it).
-        proxy = self.create_proxy(view)
-        try:
-            heap_view = proxy.getBuffer("u8")
-            try:
-                self._widen(self.queue, buf.handle, offset, heap_view.data, len(view),
-                            self.WIDEN_STEP_BYTES)
-            finally:
-                heap_view.release()
-        finally:
-            proxy.destroy()
+        with self.heap.js_view(view) as halves:
+            self._widen(self.queue, buf.handle, offset, halves, len(view), self.WIDEN_STEP_BYTES)
         return True
 
     async def create_pipeline(self, wgsl, entry, constants, label):
@@ -262,7 +253,7 @@ class BrowserDevice(GpuDevice):
             return b""
         await buf.handle.mapAsync(self._map_read, 0, size)
         try:
-            return self._u8.new(buf.handle.getMappedRange(0, size)).to_bytes()
+            return self.heap.to_python(self._u8.new(buf.handle.getMappedRange(0, size)))
         finally:
             buf.handle.unmap()
 

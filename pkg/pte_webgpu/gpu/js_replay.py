@@ -102,8 +102,8 @@ class JsRecording:
 
     def encode(self, encoder, encode_fn) -> None:
         """One JS call; the grid numbers and ops go along only when they changed."""
-        to_js = self.device.to_js
-        grids = to_js(memoryview(self.grids)) if self.grids_dirty else None
-        code = to_js(memoryview(self._make_code())) if self.code_dirty else None
+        to_js = self.device.bytes_to_js
+        grids = to_js(memoryview(self.grids).cast("B")) if self.grids_dirty else None
+        code = to_js(memoryview(self._make_code()).cast("B")) if self.code_dirty else None
         encode_fn(encoder, self.plan, grids, code)
         self.grids_dirty = self.code_dirty = False

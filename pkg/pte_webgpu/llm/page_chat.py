@@ -28,7 +28,9 @@ async def load(pte, tokenizer_json: str) -> dict:
     global _runtime, _model
     unload()
     if hasattr(pte, "to_bytes"):  # a JS Uint8Array: its one copy in the wasm heap; the
-        pte = pte.to_bytes()      # weights then go to the GPU from views of it
+        from ..gpu.wasm_heap import wasm_heap  # weights then go to the GPU from views of it
+
+        pte = wasm_heap().to_python(pte)
     try:
         if _runtime is None:
             _runtime = await Runtime.create("browser")

@@ -26,12 +26,14 @@ printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@" %s\n' "$CHROME_LD" "$CHROME" 
 chmod +x "$WRAPPER"
 export PTE_WEBGPU_CACHE=$STAGE/cache PTE_WEBGPU_CHROMIUM=$WRAPPER PYTHONUNBUFFERED=1
 mkdir -p "$PTE_WEBGPU_CACHE/npm" && cp build/npm/pyodide-*.tgz "$PTE_WEBGPU_CACHE/npm/"
+ARGS=("$@")
+[ ${#ARGS[@]} -gt 0 ] || ARGS=(-n 8)
 RESULT=${OUT:-build}/gpu-browser-tests.xml
 mkdir -p "$(dirname "$RESULT")"
 # test_installed_wheel builds a wheel with pip, which needs setuptools from an index
 python3 -m pytest tests/browser -q -rfEs -p no:cacheprovider --junitxml="$RESULT" \
-  --ignore tests/browser/test_installed_wheel.py ${@:--n 8} | tail -40
+  --ignore tests/browser/test_installed_wheel.py "${ARGS[@]}" 2>&1 | tail -40
 rc=${PIPESTATUS[0]}
-python3 tools/gpu_browser_tests_report.py "$RESULT" "$rc" docs/gpu-browser-tests.md \
+PYTEST_ARGS="${ARGS[*]}" python3 tools/gpu_browser_tests_report.py "$RESULT" "$rc" docs/gpu-browser-tests.md \
   "${OUT:+$OUT/gpu-browser-tests.md}"
 exit $rc

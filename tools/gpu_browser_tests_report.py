@@ -6,6 +6,7 @@ that the configured Chromium gets: tools/gpu_browser_tests.sh's report.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -67,6 +68,7 @@ def main(argv: list[str]) -> int:
              f"{info.get('description') or info.get('device')}"
              + (f" ({info['error']})" if "error" in info else ""),
              f"- browser: {info.get('userAgent')}",
+             f"- pytest arguments beyond tests/browser: `{os.environ.get('PYTEST_ARGS', '')}`",
              f"- pytest exit status {status}: **" + ", ".join(
                  f"{n} {k}" for k, n in sorted(counts.items())) + f" of {len(rows)} tests**", ""]
     for outcome in ("failed", "error", "skipped"):

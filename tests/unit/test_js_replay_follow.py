@@ -13,7 +13,7 @@ class _Device:
     def _obj(self, d):
         return d
 
-    def to_js(self, view):
+    def bytes_to_js(self, view):  # the bytes of uint32 numbers
         return array("I", view.tobytes())
 
 

@@ -32,7 +32,7 @@ RESULT=${OUT:-build}/gpu-browser-tests.xml
 mkdir -p "$(dirname "$RESULT")"
 # test_installed_wheel builds a wheel with pip, which needs setuptools from an index
 python3 -m pytest tests/browser -q -rfEs -p no:cacheprovider --junitxml="$RESULT" \
-  --ignore tests/browser/test_installed_wheel.py "${ARGS[@]}" 2>&1 | tail -40
+  --ignore tests/browser/test_installed_wheel.py --durations=25 "${ARGS[@]}" 2>&1 | tee "${RESULT%.xml}.log" | tail -70
 rc=${PIPESTATUS[0]}
 PYTEST_ARGS="${ARGS[*]}" python3 tools/gpu_browser_tests_report.py "$RESULT" "$rc" docs/gpu-browser-tests.md \
   "${OUT:+$OUT/gpu-browser-tests.md}"

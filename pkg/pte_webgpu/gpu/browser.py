@@ -70,7 +70,7 @@ class BrowserDevice(GpuDevice):
     def __init__(self, device, info: AdapterInfo):
         super().__init__(info)
         js, create_proxy, to_js = _js()
-        self.js, self.to_js, self.create_proxy = js, to_js, create_proxy
+        self.js, self.to_js = js, to_js
         # Looked up once: every attribute of a JS global costs a call on the execute path.
         self._map_read, self._u8, self._array_of = js.GPUMapMode.READ, js.Uint8Array, js.Array.of
         self.device, self.queue = device, device.queue

@@ -1,7 +1,9 @@
 // Rotary position embeddings of q and k [B, S, H, D] (H may differ: GQA) into their
 // outputs in one dispatch: invocation i rotates element i of q and element i of k (those
 // that exist). Entry `interleaved` (et_vk.apply_rotary_emb): pairs (2p, 2p+1) rotate by
-// the angle of row s, column p of cos/sin [S, D/2]. Entry `hf`
+// the angle of row s, column p of cos/sin [S, D/2]; `interleaved_rows` by row start + s
+// of the full tables [T, D/2] (their slice folded away: runtime/fusion_rope.py, 0 past
+// them as `hf`). Entry `hf`
 // (et_vk.apply_rotary_emb_hf): the first `rot` dims rotate half against half
 // (rotate_half) with cos/sin row start + s of the full tables [T, rot]; dims past `rot`
 // pass through. start is read at execute from `ints`. Entry `complex`
@@ -26,10 +28,15 @@ fn store(which: u32, i: u32, v: f32) {
   }
 }
 
-fn interleaved_at(which: u32, i: u32, heads: u32) {
+// row0: the tables' row of query row 0 (0, or start for `interleaved_rows`).
+fn interleaved_at(which: u32, i: u32, heads: u32, row0: u32) {
   let d = i % params.head_dim;
-  let s = (i / (params.head_dim * heads)) % params.seq;
-  let t = s * (params.head_dim / 2u) + d / 2u;
+  let row = row0 + (i / (params.head_dim * heads)) % params.seq;
+  if (row >= params.table_rows) {
+    store(which, i, 0.0);
+    return;
+  }
+  let t = row * (params.head_dim / 2u) + d / 2u;
   let c = f32(cos_t[t]);
   let sn = f32(sin_t[t]);
   if (d % 2u == 0u) {
@@ -64,8 +71,14 @@ fn hf_at(which: u32, i: u32, heads: u32) {
 
 // Element i of q and element i of k, those that exist.
 fn interleaved_item(i: u32) {
-  if (i < params.numel_q) { interleaved_at(0u, i, params.heads_q); }
-  if (i < params.numel_k) { interleaved_at(1u, i, params.heads_k); }
+  if (i < params.numel_q) { interleaved_at(0u, i, params.heads_q, 0u); }
+  if (i < params.numel_k) { interleaved_at(1u, i, params.heads_k, 0u); }
+}
+
+fn interleaved_rows_item(i: u32) {
+  let start = u32(max(ints[params.start_slot], 0));
+  if (i < params.numel_q) { interleaved_at(0u, i, params.heads_q, start); }
+  if (i < params.numel_k) { interleaved_at(1u, i, params.heads_k, start); }
 }
 
 fn hf_item(i: u32) {

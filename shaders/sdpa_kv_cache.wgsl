@@ -187,6 +187,80 @@ fn add4(run: vec2<f32>, w: vec4<f32>, v: vec4<f32>) -> vec2<f32> {
   return s;
 }
 
+// Scores: G lanes share a key row (score_lanes), lane g adding the products of elements
+// g, g + G, g + 2G, ... (neighbouring lanes read neighbouring elements), four rows at a
+// time: each lane has 16 loads in flight where one lane a row waited on D / 4 rounds of
+// loads in turn (on an H100 most of a decode step's attention). A row's G sums then meet
+// in workgroup memory, added in lane order.
+const DOT_PARTS: u32 = 1024u;
+var<workgroup> dot_parts: array<f32, DOT_PARTS>;
+
+fn score_lanes() -> u32 {  // the largest power of two <= D / 4, at most wg_size
+  let want = max(params.head_dim / 4u, 1u);
+  return min(1u << (31u - countLeadingZeros(want)), wg_size);
+}
+
+// Element e of key row j of the KV head at head_at: the cache's below start, this call's
+// k (turned where the RoPE is folded in) from start on.
+fn key(j: u32, start: u32, head_at: u32, e: u32) -> f32 {
+  if (j < start) {
+    return f32(k_cache[j * row_len() + head_at + e]);
+  }
+  return k_load((j - start) * row_len() + head_at + e);
+}
+
+// q_held . key row j over the elements e, e + G, e + 2G, e + 3G below D.
+fn dot4(j: u32, start: u32, head_at: u32, e: u32, G: u32) -> f32 {
+  let at = vec4<u32>(e, e + G, e + 2u * G, e + 3u * G);
+  let c = min(at, vec4<u32>(params.head_dim - 1u));
+  let k4 = vec4<f32>(key(j, start, head_at, c.x), key(j, start, head_at, c.y),
+                     key(j, start, head_at, c.z), key(j, start, head_at, c.w));
+  let q4 = vec4<f32>(q_held[c.x], q_held[c.y], q_held[c.z], q_held[c.w]);
+  let p = select(vec4<f32>(0.0), q4 * k4, at < vec4<u32>(params.head_dim));
+  return ((p.x + p.y) + p.z) + p.w;
+}
+
+// The scaled scores of rows c0 + r, r < m (m <= DOT_PARTS / G), into weights[w + r];
+// returns the lane's largest (max_nan). Every lane must call it (barriers).
+fn score_rows(c0: u32, m: u32, w: u32, start: u32, head_at: u32, lane: u32) -> f32 {
+  let G = score_lanes();
+  let g = lane % G;
+  let step = wg_size / G;  // rows a round
+  for (var r = lane / G; r < m; r += 4u * step) {
+    let last = c0 + m - 1u;  // rows past the span are clamped, their sums not kept
+    let j = min(vec4<u32>(c0 + r) + vec4<u32>(0u, step, 2u * step, 3u * step),
+                vec4<u32>(last));
+    var d = vec4<f32>(0.0);
+    for (var e = g; e < params.head_dim; e += 4u * G) {
+      d += vec4<f32>(dot4(j.x, start, head_at, e, G), dot4(j.y, start, head_at, e, G),
+                     dot4(j.z, start, head_at, e, G), dot4(j.w, start, head_at, e, G));
+    }
+    dot_parts[r * G + g] = d.x;
+    if (r + step < m) {
+      dot_parts[(r + step) * G + g] = d.y;
+    }
+    if (r + 2u * step < m) {
+      dot_parts[(r + 2u * step) * G + g] = d.z;
+    }
+    if (r + 3u * step < m) {
+      dot_parts[(r + 3u * step) * G + g] = d.w;
+    }
+  }
+  workgroupBarrier();
+  var top = -3.0e38;
+  for (var r = lane; r < m; r += wg_size) {
+    var dot = 0.0;
+    for (var i = 0u; i < G; i++) {
+      dot += dot_parts[r * G + i];
+    }
+    let x = dot * params.scale;
+    weights[w + r] = x;
+    top = max_nan(top, x);
+  }
+  workgroupBarrier();  // dot_parts is reused by the next rows
+  return top;
+}
+
 fn attend_span(q_at: u32, head_at: u32, lo: u32, hi: u32, lane: u32) -> Span {
   let start = u32(max(ints[params.start_slot], 0));
   if (lane < params.head_dim) {
@@ -194,13 +268,12 @@ fn attend_span(q_at: u32, head_at: u32, lo: u32, hi: u32, lane: u32) -> Span {
   }
   workgroupBarrier();
   var run = Span(-3.0e38, 0.0, 0.0);
+  let sub = DOT_PARTS / score_lanes();  // rows scored at once
   for (var c0 = lo; c0 < hi; c0 += CHUNK) {
     let m = min(CHUNK, hi - c0);
     var top = -3.0e38;
-    for (var r = lane; r < m; r += wg_size) {
-      let x = score(q_at, c0 + r, start, head_at, true);
-      weights[r] = x;
-      top = max_nan(top, x);
+    for (var s0 = 0u; s0 < m; s0 += sub) {
+      top = max_nan(top, score_rows(c0 + s0, min(sub, m - s0), s0, start, head_at, lane));
     }
     let new_max = max_nan(run.top, tree(lane, wg_size, top, true));  // barriers inside
     for (var r = lane; r < m; r += wg_size) {
@@ -209,23 +282,25 @@ fn attend_span(q_at: u32, head_at: u32, lo: u32, hi: u32, lane: u32) -> Span {
     workgroupBarrier();
     if (lane < params.head_dim) {
       let fix = exp(run.top - new_max);
-      var sum = 0.0;
-      var part = 0.0;
+      var run4 = vec2<f32>(0.0);  // (sum, weighted sum), added in row order
       var r = 0u;
-      for (; r + 8u <= m; r += 8u) {  // eight loads in flight, added in row order
+      for (; r + 16u <= m; r += 16u) {  // sixteen loads in flight
         let va = values4(c0 + r, start, head_at + lane);
         let vb = values4(c0 + r + 4u, start, head_at + lane);
-        let run4 = add4(add4(vec2<f32>(sum, part), weights4(r), va), weights4(r + 4u), vb);
-        sum = run4.x;
-        part = run4.y;
+        let vc = values4(c0 + r + 8u, start, head_at + lane);
+        let vd = values4(c0 + r + 12u, start, head_at + lane);
+        run4 = add4(add4(run4, weights4(r), va), weights4(r + 4u), vb);
+        run4 = add4(add4(run4, weights4(r + 8u), vc), weights4(r + 12u), vd);
+      }
+      for (; r + 4u <= m; r += 4u) {
+        run4 = add4(run4, weights4(r), values4(c0 + r, start, head_at + lane));
       }
       for (; r < m; r++) {
         let w = weights[r];
-        sum += w;
-        part += w * value(c0 + r, start, head_at + lane);
+        run4 += vec2<f32>(w, w * value(c0 + r, start, head_at + lane));
       }
-      run.acc = run.acc * fix + part;
-      run.sum = run.sum * fix + sum;
+      run.acc = run.acc * fix + run4.y;
+      run.sum = run.sum * fix + run4.x;
     }
     run.top = new_max;
     workgroupBarrier();  // the weights of the next chunk overwrite these
@@ -272,6 +347,14 @@ fn attend_rows(@builtin(workgroup_id) wid: vec3<u32>,
   }
 }
 
+// Rows a part takes: the visible rows cut into params.parts spans, but at least
+// MIN_SPAN rows each, so short contexts use few parts (and combine merges few).
+const MIN_SPAN: u32 = 16u;
+
+fn span_rows(rows: u32) -> u32 {
+  return max((rows + params.parts - 1u) / params.parts, MIN_SPAN);
+}
+
 // parts: per (s, h, part) the span's max, sum, then D weighted-v sums.
 @compute @workgroup_size(wg_size)
 fn attend_split(@builtin(workgroup_id) wid: vec3<u32>,
@@ -283,9 +366,12 @@ fn attend_split(@builtin(workgroup_id) wid: vec3<u32>,
   if (j.rows == 0u) {
     return;
   }
-  let per = (j.rows + params.parts - 1u) / params.parts;
+  let per = span_rows(j.rows);
   let lo = min(j.p * per, j.rows);
-  let run = attend_span(j.q_at, j.head_at, lo, min(lo + per, j.rows), lane);
+  var run = Span(-3.0e38, 0.0, 0.0);  // an empty part (combine skips it, a merge does not)
+  if (lo < j.rows) {
+    run = attend_span(j.q_at, j.head_at, lo, min(lo + per, j.rows), lane);
+  }
   let at = g * (D + 2u);
   if (lane == 0u) {
     parts[at] = run.top;
@@ -333,15 +419,17 @@ fn combine(@builtin(workgroup_id) wid: vec3<u32>,
            @builtin(num_workgroups) groups: vec3<u32>,
            @builtin(local_invocation_index) lane: u32) {
   let D = params.head_dim;
-  let P = params.parts;
   let g = group_index(wid, groups);  // (s, h)
   if (lane == 0u) {
     uniform_rows = visible(g / params.heads);
   }
-  if (workgroupUniformLoad(&uniform_rows) == 0u) {
+  let rows = workgroupUniformLoad(&uniform_rows);
+  if (rows == 0u) {
     return;
   }
-  let first = g * P;  // (s, h)'s part 0
+  let first = g * params.parts;  // (s, h)'s part 0
+  let per = span_rows(rows);
+  let P = (rows + per - 1u) / per;  // the parts that hold rows (the rest are empty)
   let stride = D + 2u;
   var top = -3.0e38;
   for (var p = lane; p < P; p += wg_size) {

@@ -73,8 +73,8 @@ def test_bench_llm_writes_records_table_and_profile(tmp_path):
     profiles = json.loads((tmp_path / "llm.profile.json").read_text())["ours"]
     assert sorted(profiles) == ["16", "28", "4"]
     ops = {row["op"] for row in profiles["4"] if row["dispatches"]}
-    # (the attention with its RoPE folded in: runtime/fusion_rope.py)
-    assert "pte_webgpu.sdpa_rope" in ops and ops & {
+    # (the attention with its RoPE folded in, the tables' slices too: fusion_rope.py)
+    assert "pte_webgpu.sdpa_rope_rows" in ops and ops & {
         "aten.linear.default", "pte_webgpu.fused_linear", "pte_webgpu.norm_linear"}
 
 

@@ -83,11 +83,16 @@ fn k_load(i: u32) -> f32 {
 """
 # et_vk.apply_rotary_emb's interleaved pairs (shaders/rope.wgsl `interleaved`): element i
 # of q [S, H, D] or k [S, Hkv, D] with its pair, turned by row s, column d / 2 of the
-# tables [S, D/2], rounded to the stored type as the rope op stored it (D is even)
-_ROPE_LOADS = _QK + """
+# tables [S, D/2], rounded to the stored type as the rope op stored it (D is even); ROWS:
+# the row of query row 0 (`interleaved_rows`: start, the tables whole, 0 past them)
+_ROPE_INTERLEAVED = _QK + """
 fn turned(which: u32, i: u32, heads: u32) -> f32 {
   let D = params.head_dim;
-  let t = (i / (D * heads)) * (D / 2u) + (i % D) / 2u;
+  let row = ROWS + i / (D * heads);
+  if (row >= params.rope_rows) {
+    return 0.0;
+  }
+  let t = row * (D / 2u) + (i % D) / 2u;
   let c = f32(cos_t[t]);
   let sn = f32(sin_t[t]);
   if (i % 2u == 0u) {
@@ -96,6 +101,8 @@ fn turned(which: u32, i: u32, heads: u32) -> f32 {
   return f32(elem(qk(which, i - 1u) * sn + qk(which, i) * c));
 }
 """
+_ROPE_LOADS = _ROPE_INTERLEAVED.replace("ROWS", "0u")
+_ROPE_ROWS_LOADS = _ROPE_INTERLEAVED.replace("ROWS", "u32(max(ints[params.rope_slot], 0))")
 # et_vk.apply_rotary_emb_hf (shaders/rope.wgsl `hf`): the first rope_rot dims turned half
 # against half by row start + s of the full tables [rope_rows, rope_rot] (0 past them),
 # the rest as they are
@@ -126,11 +133,15 @@ KERNEL = Kernel("sdpa_kv_cache", _BINDINGS, PARAMS, uniform_binding=7, snippets=
 _TABLES = (Binding(9, "cos_t"), Binding(10, "sin_t"))
 ROPE_KERNEL = Kernel("sdpa_kv_cache", _BINDINGS + _TABLES, PARAMS, uniform_binding=7,
                      snippets=_SNIPPETS, generated=_ROPE_LOADS, name="sdpa_kv_cache_rope")
+ROPE_ROWS_KERNEL = Kernel("sdpa_kv_cache", _BINDINGS + _TABLES, PARAMS, uniform_binding=7,
+                          snippets=_SNIPPETS, generated=_ROPE_ROWS_LOADS,
+                          name="sdpa_kv_cache_rope_rows")
 ROPE_HF_KERNEL = Kernel("sdpa_kv_cache", _BINDINGS + _TABLES, PARAMS, uniform_binding=7,
                         snippets=_SNIPPETS, generated=_ROPE_HF_LOADS,
                         name="sdpa_kv_cache_rope_hf")
 SDPA_ROPE = "pte_webgpu.sdpa_rope"
 SDPA_ROPE_HF = "pte_webgpu.sdpa_rope_hf"
+SDPA_ROPE_ROWS = "pte_webgpu.sdpa_rope_rows"
 Q_HELD = 256  # head_dim at most, for the rows and split forms (shaders/sdpa_kv_cache.wgsl)
 
 
@@ -238,14 +249,16 @@ def _turned_reference(rope_reference, rope_args):
 @dataclass(frozen=True)
 class Rope:
     """RoPE turned into q and k as the kernels read them: the kernel (its q_load /
-    k_load), the tables, and the HF form's width, rows and start (a slot key)."""
+    k_load), the tables, their width (HF: the dims turned) and rows, the start (a slot
+    key; rows start + s) and the rope's own entry (shaders/rope.wgsl) for prefills."""
 
     kernel: Kernel
     cos_id: int
     sin_id: int
-    rot: int = 0
-    rows: int = 0
+    rot: int
+    rows: int
     start: tuple | None = None
+    entry: str = "interleaved"
 
 
 def _tables(ctx, op, args):
@@ -274,7 +287,28 @@ async def build_sdpa_rope(ctx, op):
         raise FormatError(f"{op.name}: tables {list(cos.shape)} should hold [S, D/2] of q "
                           f"{list(xq.shape)}", field=ctx.where(op))
     ctx.note_kernel(op, fused="rope + sdpa")
-    await _build(ctx, op, args[:11] + args[13:], Rope(ROPE_KERNEL, args[11], args[12]))
+    await _build(ctx, op, args[:11] + args[13:],
+                 Rope(ROPE_KERNEL, args[11], args[12], xq.shape[3], xq.shape[1]))
+
+
+@register(SDPA_ROPE_ROWS, half=True, reference=_turned_reference(rope_reference, (11, 12, 13)),
+          args=15, sizes=sizes.same_as_first)
+async def build_sdpa_rope_rows(ctx, op):
+    """``pte_webgpu.sdpa_rope_rows [xq, xk, v, k_cache, v_cache, start_pos, seq_len,
+    attn_mask, dropout_p, is_causal, scale, cos, sin, rope_start, out]``: sdpa_rope whose
+    tables were rows [rope_start, rope_start + S) sliced from full tables [T, D/2] (the
+    llama export's freqs at input_pos): the kernels read rows rope_start + s of the full
+    tables, so the slices' two dispatches are gone too (runtime/fusion_rope.py)."""
+    args = ctx.args(op, 15)
+    xq, cos = _tables(ctx, op, args)
+    half_dim = xq.shape[3] // 2
+    if len(cos.shape) != 2 or cos.shape[1] != half_dim:
+        raise FormatError(f"{op.name}: tables {list(cos.shape)} should be [T, {half_dim}]",
+                          field=ctx.where(op))
+    ctx.note_kernel(op, fused="rope + sdpa")
+    await _build(ctx, op, args[:11] + args[14:],
+                 Rope(ROPE_ROWS_KERNEL, args[11], args[12], xq.shape[3], cos.shape[0],
+                      int_key(ctx, op, args[13], default=0), "interleaved_rows"))
 
 
 @register(SDPA_ROPE_HF, half=True, reference=_turned_reference(rope_reference_hf, (11, 12, 13)),
@@ -293,7 +327,7 @@ async def build_sdpa_rope_hf(ctx, op):
     ctx.note_kernel(op, fused="rope + sdpa")
     await _build(ctx, op, args[:11] + args[14:],
                  Rope(ROPE_HF_KERNEL, args[11], args[12], rot, cos.numel // rot if rot else 0,
-                      int_key(ctx, op, args[13], default=0)))
+                      int_key(ctx, op, args[13], default=0), "hf"))
 
 
 async def _build(ctx, op, args, rope) -> None:
@@ -426,11 +460,8 @@ async def _turn_first(ctx, op, rope: Rope, q_id: int, k_id: int, out_id: int, ro
     # one pair for every layer: each attention writes and reads them in its own dispatches
     turned = (ctx.resources.scratch("rope-turned q", ctx.bind_size(q_id)),
               ctx.resources.scratch("rope-turned k", ctx.bind_size(k_id)))
-    hf = rope.kernel is ROPE_HF_KERNEL
-    _, seq, _, dim = ctx.tensor(q_id, op).shape
-    await rotate(ctx, op, "hf" if hf else "interleaved", (q_id, k_id, *turned), rope.cos_id,
-                 rope.sin_id, rope.rot if hf else dim, rope.rows if hf else seq, ints,
-                 start_slot, half, follow=out_id, above=row)
+    await rotate(ctx, op, rope.entry, (q_id, k_id, *turned), rope.cos_id, rope.sin_id,
+                 rope.rot, rope.rows, ints, start_slot, half, follow=out_id, above=row)
     return turned
 
 

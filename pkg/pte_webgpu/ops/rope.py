@@ -36,19 +36,24 @@ def _ref_rotate(x, cos, sin, row_of, pair):
 
 
 def reference(read, values, args):
-    """Interleaved pairs: (x[2p] c - x[2p+1] s, x[2p] s + x[2p+1] c), tables [S, D/2]."""
+    """Interleaved pairs: (x[2p] c - x[2p+1] s, x[2p] s + x[2p+1] c), tables [S, D/2];
+    with a fifth argument (start), rows start + s of the full tables [T, D/2] (0 past
+    them)."""
     cos, sin = read(args[2]), read(args[3])
+    start = ref_int(read, values, args[4]) if len(args) > 4 else 0
 
     def pair(xs, i, d, row, c, sn):
         dim = xq.shape[3]
         t = row * (dim // 2) + d // 2
+        if row >= len(c) // (dim // 2):
+            return 0.0
         if d % 2 == 0:
             return xs[i] * c[t] - xs[i + 1] * sn[t]
         return xs[i - 1] * sn[t] + xs[i] * c[t]
     outs = []
     for xid in args[:2]:
         xq = read(xid)
-        outs.append(_ref_rotate(xq, cos, sin, lambda s: s, pair))
+        outs.append(_ref_rotate(xq, cos, sin, lambda s: start + s, pair))
     return outs
 
 
@@ -77,6 +82,7 @@ KERNEL = Kernel("rope", (Binding(0, "xq"), Binding(1, "xk"), Binding(2, "cos_t")
                          Binding(3, "sin_t"), Binding(4, "out_q", "read_write"),
                          Binding(5, "out_k", "read_write"), Binding(6, "ints", type="i32")),
                 PARAMS, entries=(Entry("interleaved", "interleaved_item", _BOTH),
+                                 Entry("interleaved_rows", "interleaved_rows_item", _BOTH),
                                  Entry("hf", "hf_item", _BOTH),
                                  Entry("complex", "complex_item", "params.numel_q")))
 
@@ -120,7 +126,7 @@ async def rotate(ctx, op, entry, ids, cos_id, sin_id, rot, rows, ints, start_slo
                          f"{op.name} params")
     binds = [(0, xq_id), (1, xk_id), (2, cos_id), (3, sin_id), (4, q_out), (5, k_out),
              (7, params)]
-    if entry == "hf":  # the only entry that reads a start position
+    if entry != "interleaved":  # the entries that read a start position
         binds.append((6, ints))
     ctx.dispatch(op, pipeline, binds, ctx.grid(-(-most // wg)))
     # q and k share B and S: k's actual elements are q's scaled by their head counts

@@ -7,13 +7,14 @@ dispatch a layer."""
 
 from __future__ import annotations
 
-from ..ops.attention import SDPA_ROPE, SDPA_ROPE_HF
+from ..ops.attention import SDPA_ROPE, SDPA_ROPE_HF, SDPA_ROPE_ROWS
 from ..ops.fused_linear import FUSED as FUSED_LINEAR
 from ..ops.linear_q4 import OFFSETS, Q4GSW
 from ..ops.linear_q4_residual import RESIDUAL as Q4_RESIDUAL
 from .views import forward_views, placed_ops
 
-ATTENTION = {"sdpa_with_kv_cache.default": 12, SDPA_ROPE: 14, SDPA_ROPE_HF: 15}
+ATTENTION = {"sdpa_with_kv_cache.default": 12, SDPA_ROPE: 14, SDPA_ROPE_HF: 15,
+             SDPA_ROPE_ROWS: 15}
 # the linears whose product (ops/matmul.py, ops/linear_q4.py) takes the merge: their
 # input is args[0], bound at 0
 LINEARS = {"aten.linear.default": 4, FUSED_LINEAR: 5, Q4GSW: 6, OFFSETS: 7, Q4_RESIDUAL: 8}

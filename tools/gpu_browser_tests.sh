@@ -20,9 +20,17 @@ STAGE=${TMPDIR:-/tmp}/pte-webgpu-browser-tests
 stage_package "$STAGE" python3
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
   --target "$STAGE/site" .whl-playwright/*.whl || exit 2
+# the stage looks like a checkout to the package (chromium/paths.py): the CLI's pages and
+# bundled examples are this tree's web/ and tests/fixtures, its dist in the stage's build/
+ln -s "$PWD/pyproject.toml" "$PWD/web" "$STAGE/" && mkdir -p "$STAGE/tests" "$STAGE/build/npm" \
+  && ln -s "$PWD/tests/fixtures" "$STAGE/tests/fixtures" && cp build/npm/pyodide-*.tgz "$STAGE/build/npm/"
+# our flags only where the launch asks for WebGPU (a test starts Chromium without it)
 WRAPPER=$STAGE/chromium
-printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@" %s\n' "$CHROME_LD" "$CHROME" "$(echo $FLAGS)" \
-  > "$WRAPPER"
+cat > "$WRAPPER" <<EOF
+#!/bin/sh
+case " \$* " in *" --enable-unsafe-webgpu "*) more="$(echo $FLAGS)" ;; *) more= ;; esac
+LD_LIBRARY_PATH=$CHROME_LD exec $CHROME "\$@" \$more
+EOF
 chmod +x "$WRAPPER"
 export PTE_WEBGPU_CACHE=$STAGE/cache PTE_WEBGPU_CHROMIUM=$WRAPPER PYTHONUNBUFFERED=1
 mkdir -p "$PTE_WEBGPU_CACHE/npm" && cp build/npm/pyodide-*.tgz "$PTE_WEBGPU_CACHE/npm/"

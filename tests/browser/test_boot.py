@@ -29,12 +29,14 @@ def test_webgpu_adapter_from_python(browser_session):
         "adapter = await js.navigator.gpu.requestAdapter()\n"
         "info = adapter.info\n"
         "{'vendor': info.vendor, 'architecture': info.architecture,\n"
+        " 'description': info.description,\n"
         " 'is_fallback': bool(getattr(info, 'isFallbackAdapter', False)),\n"
         " 'features': sorted(adapter.features.values()),\n"
         " 'max_invocations': adapter.limits.maxComputeInvocationsPerWorkgroup}"
     )
     print(f"WebGPU adapter in {time.perf_counter() - started:.3f} s: {info}")
-    assert info["vendor"] and info["architecture"]
+    # Chromium names NVIDIA's GPUs in the description and leaves the architecture empty
+    assert info["vendor"] and (info["architecture"] or info["description"])
     assert info["max_invocations"] >= 64
 
 

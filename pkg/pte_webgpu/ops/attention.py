@@ -43,6 +43,7 @@ from .exec_ints import follow_actual_size, int_key, int_value, size_key, slots
 from .registry import register
 from .rope import reference as rope_reference
 from .rope import reference_hf as rope_reference_hf
+from .rope import reference_rows as rope_reference_rows
 from .rope import rotate
 from .variants import declare
 
@@ -291,7 +292,8 @@ async def build_sdpa_rope(ctx, op):
                  Rope(ROPE_KERNEL, args[11], args[12], xq.shape[3], xq.shape[1]))
 
 
-@register(SDPA_ROPE_ROWS, half=True, reference=_turned_reference(rope_reference, (11, 12, 13)),
+@register(SDPA_ROPE_ROWS, half=True,
+          reference=_turned_reference(rope_reference_rows, (11, 12, 13)),
           args=15, sizes=sizes.same_as_first)
 async def build_sdpa_rope_rows(ctx, op):
     """``pte_webgpu.sdpa_rope_rows [xq, xk, v, k_cache, v_cache, start_pos, seq_len,

@@ -36,11 +36,18 @@ def _ref_rotate(x, cos, sin, row_of, pair):
 
 
 def reference(read, values, args):
-    """Interleaved pairs: (x[2p] c - x[2p+1] s, x[2p] s + x[2p+1] c), tables [S, D/2];
-    with a fifth argument (start), rows start + s of the full tables [T, D/2] (0 past
-    them)."""
+    """Interleaved pairs: (x[2p] c - x[2p+1] s, x[2p] s + x[2p+1] c), tables [S, D/2]."""
+    return _interleaved(read, args, 0)
+
+
+def reference_rows(read, values, args):
+    """The same with rows start + s (args[4]) of the full tables [T, D/2], 0 past them
+    (pte_webgpu.sdpa_rope_rows: their slice at start folded away)."""
+    return _interleaved(read, args, ref_int(read, values, args[4], default=0))
+
+
+def _interleaved(read, args, start: int):
     cos, sin = read(args[2]), read(args[3])
-    start = ref_int(read, values, args[4]) if len(args) > 4 else 0
 
     def pair(xs, i, d, row, c, sn):
         dim = xq.shape[3]

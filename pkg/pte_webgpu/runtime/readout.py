@@ -26,9 +26,10 @@ PARAMS_BYTES = len(PARAMS.pack())
 # Decode steps a host keeps submitted beyond the one it is reading (llm/generate.py,
 # llm/bench_job.py): with one, the GPU idles whenever reading a token back takes longer than
 # a step runs (Chromium resolves mapAsync a few ms late: docs/performance.md); each step in
-# flight needs its own staging buffer besides the one being read. Four ahead against two:
-# +2-5% tok/s natively on an H100, SmolLM2 fp32 and q4 at every context (docs/performance.md).
-IN_FLIGHT = 4
+# flight needs its own staging buffer besides the one being read. Eight ahead against four
+# (H100, SmolLM2 fp32 and q4 at every context, docs/performance.md): +7-10% tok/s natively,
+# +5-13% in Chromium in 5 of 6 cells (four against two had given +2-5% natively).
+IN_FLIGHT = 8
 STAGINGS = IN_FLIGHT + 1  # staging buffers a method's picker makes by default
 
 

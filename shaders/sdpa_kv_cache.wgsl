@@ -12,7 +12,8 @@
 // Entries: `attend` (one invocation per output element; recomputes its row's scores, no
 // workgroup memory or barriers), `attend_rows` (one workgroup per (s, h)), and the
 // flash-decoding pair `attend_split` (one workgroup per (s, h, part): the visible rows cut
-// into params.parts spans, each reduced to a partial max, sum and weighted v) and
+// into params.parts spans of MIN_SPAN rows or more, each reduced to a partial max, sum and
+// weighted v) and
 // `combine` (a workgroup per (s, h) merges its parts), and `attend_tiles`
 // (prefill: a workgroup per tile of query rows and head, K/V tiles shared in workgroup
 // memory, flash attention). Entry `update`

@@ -132,6 +132,63 @@ def test_sdpa_with_kv_cache_after_earlier_rows(device, monkeypatch, form, case):
     np.testing.assert_allclose(got, want, atol=1e-5)
 
 
+def _attention(q, kc, vc, upto):
+    """float64 causal attention of q [1, S, H, D] over cache rows [0, upto + s] (GQA)."""
+    _, s, h, d = q.shape
+    want = np.zeros(q.shape)
+    for i in range(s):
+        for head in range(h):
+            kv = head // (h // kc.shape[2])
+            keys, vals = kc[0, :upto + i + 1, kv], vc[0, :upto + i + 1, kv]
+            w = np.exp(keys.astype(np.float64) @ q[0, i, head] / np.sqrt(d))
+            want[0, i, head] = (w / w.sum()) @ vals
+    return want
+
+
+@pytest.mark.parametrize("case", ["sliced at the start", "one row sliced at the start",
+                                  "step 2", "two starts", "tables not constant"])
+def test_rope_tables_sliced_at_input_pos_are_read_whole(device, case):
+    """The llama export's RoPE tables sliced at input_pos (dim 0, step 1, one start, constant
+    tables) reach the folded attention whole (pte_webgpu.sdpa_rope_rows) and the slices
+    go; any other slice keeps them (pte_webgpu.sdpa_rope). Either way numpy's RoPE of the
+    sliced tables, then attention: a prefill (the rope kernel's interleaved_rows) and one
+    row (the attention turning q and k as it reads them)."""
+    from pte_webgpu.model.graph import Graph
+    from pte_webgpu.runtime import fusion
+    from pte_webgpu.runtime.storage import WIDE
+
+    g = DG()
+    s, h, hkv, d, t, start = 1 if case.startswith("one row") else 3, 4, 2, 8, 16, 5
+    step = 2 if case == "step 2" else 1
+    starts = (start, start - 1 if case == "two starts" else start)
+    q, k, v = rand(1, s, h, d), rand(1, s, hkv, d), rand(1, s, hkv, d)
+    tables = rand(t, d // 2), rand(t, d // 2)
+    kc, vc = np.zeros((1, t, hkv, d), np.float32), np.zeros((1, t, hkv, d), np.float32)
+    kc[:, :start], vc[:, :start] = rand(1, start, hkv, d), rand(1, start, hkv, d)
+    qi, ki, vi = g.input(q), g.input(k), g.input(v)
+    kci, vci = g.state_const(kc), g.state_const(vc)
+    sliced = []
+    for table, at in zip(tables, starts):
+        whole = g.input(table) if case == "tables not constant" else g.const(table)
+        sliced.append(g.op("aten.slice_copy.Tensor", whole, g.int(0), g.int(at),
+                           g.int(at + s * step), g.int(step), g.tensor((s, d // 2))))
+    qo, ko, out = g.tensor(q.shape), g.tensor(k.shape), g.tensor(q.shape)
+    g.op("et_vk.apply_rotary_emb.default", qi, ki, *sliced, g.values_list([qo, ko]))
+    g.op("sdpa_with_kv_cache.default", qo, ko, vi, kci, vci, g.int(start), g.int(1), g.null(),
+         g.int(0), g.bool(True), g.null(), out)
+    fused = fusion.fuse(Graph(g.values, g.ops, g.inputs, [out], g.constants), WIDE.nbytes,
+                        1 << 27)
+    names = [op.name for op in fused.ops]
+    whole_read = case.endswith("sliced at the start")
+    assert ("pte_webgpu.sdpa_rope_rows" in names) == whole_read, names
+    assert ("aten.slice_copy.Tensor" in names) != whole_read, names
+    (got,) = g.run(device, out)
+    cos, sin = (tb[at:at + s * step:step] for tb, at in zip(tables, starts))
+    kc[:, start:start + s], vc[:, start:start + s] = _rope_interleaved(k, cos, sin), v
+    want = _attention(_rope_interleaved(q, cos, sin), kc, vc, start)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", [dtypes.FLOAT32, dtypes.INT32, dtypes.BOOL])
 def test_select_and_slice_on_floats_and_words(device, dtype):
     g = DG()

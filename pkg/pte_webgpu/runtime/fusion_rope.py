@@ -85,7 +85,9 @@ def _whole_tables(f, cos: int, sin: int):
             return None
         found.append((table, start, tuple(t.shape)))
     (cos_t, start, shape), (sin_t, sin_start, sin_shape) = found
-    if start != sin_start or shape != sin_shape:
+    a, b = f.values[start], f.values[sin_start]
+    same = start == sin_start or (isinstance(a, Scalar) and a == b and a.kind == "int")
+    if not same or shape != sin_shape:
         return None
     return cos_t, sin_t, start
 

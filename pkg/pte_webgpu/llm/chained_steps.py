@@ -1,6 +1,7 @@
 """Decode steps chained on the GPU: each step is fed the token the step before it picked
-(``readout.LastArgmax``) and up to ``readout.in_flight()`` steps are submitted beyond the one
-whose token the host is reading, so the GPU never waits for a read-back. The one loop that
+(``readout.LastArgmax``) and as many steps as the method's picker has staging buffers for
+(``PendingArgmax.depth``, ``readout.in_flight()``) are submitted beyond the one whose token
+the host is reading, so the GPU never waits for a read-back. The one loop that
 ``LanguageModel.generate``, ``bench --llm`` and its warm-up run."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import time
 from collections import deque
 
 from ..model.tensor import Tensor
-from ..runtime.readout import LastArgmax, in_flight
+from ..runtime.readout import LastArgmax
 
 
 def int64_tensor(values: list[int], shape) -> Tensor:
@@ -36,7 +37,7 @@ class ChainedSteps:
 
     async def _run(self):
         inflight: deque = deque()
-        submitted, ahead = 0, in_flight()
+        submitted = 0
 
         async def submit() -> bool:
             nonlocal submitted
@@ -53,6 +54,7 @@ class ChainedSteps:
             return True
 
         more = await submit()
+        ahead = inflight[0].depth if inflight else 0  # the picker's, made by that submit
         token = self.token
         while True:
             while more and inflight and len(inflight) <= ahead:

@@ -30,7 +30,6 @@ PARAMS_BYTES = len(PARAMS.pack())
 # (H100, SmolLM2 fp32 and q4 at every context, docs/performance.md): +7-10% tok/s natively,
 # +5-13% in Chromium in 5 of 6 cells (four against two had given +2-5% natively).
 IN_FLIGHT = 8
-STAGINGS = IN_FLIGHT + 1  # staging buffers a method's picker makes by default
 
 
 def in_flight() -> int:
@@ -222,17 +221,20 @@ class Picker:
         staging = reader.staging
         offsets = self._device.submit(recording, reader.outputs, staging)
         reader.ran = True
-        pending = PendingArgmax(self, staging, offsets, reader.outputs)
+        pending = PendingArgmax(self, staging, offsets, reader.outputs,
+                                len(reader.stagings) - 1)
         self._unread.append(pending)
         return pending
 
 
 class PendingArgmax:
     """The result of ``execute(argmax=True, wait=False)``: ``await pending`` (or
-    ``await pending.result()``) gives ``[index]`` once the GPU has run the step."""
+    ``await pending.result()``) gives ``[index]`` once the GPU has run the step.
+    ``depth``: how many picks can be submitted beyond it before one waits for a staging
+    buffer (the picker's, fixed when it was made)."""
 
-    def __init__(self, picker: Picker, staging, offsets, outputs):
-        self._picker, self.staging = picker, staging
+    def __init__(self, picker: Picker, staging, offsets, outputs, depth: int):
+        self._picker, self.staging, self.depth = picker, staging, depth
         self._offsets, self._outputs = offsets, outputs
         self._value: list[int] | None = None
 

@@ -41,50 +41,23 @@ fn row_len() -> u32 {
   return params.kv_heads * params.head_dim;
 }
 
-// Element e of the query row at q_at: from q_held (held: attend_span loaded it) or q.
-fn q_elem(q_at: u32, e: u32, held: bool) -> f32 {
-  if (held) {
-    return q_held[e];
-  }
-  return q_load(q_at + e);
-}
-
-// q . key row j of the KV head whose first element is at head_at.
-fn score(q_at: u32, j: u32, start: u32, head_at: u32, held: bool) -> f32 {
+// q . key row j of the KV head whose first element is at head_at (key: below).
+fn score(q_at: u32, j: u32, start: u32, head_at: u32) -> f32 {
   let D = params.head_dim;
   var dot = 0.0;
-  if (j < start) {
-    let at = j * row_len() + head_at;
-    var e = 0u;
-    for (; e + 4u <= D; e += 4u) {  // four loads in flight, the products added in order
-      let k0 = f32(k_cache[at + e]);
-      let k1 = f32(k_cache[at + e + 1u]);
-      let k2 = f32(k_cache[at + e + 2u]);
-      let k3 = f32(k_cache[at + e + 3u]);
-      dot += q_elem(q_at, e, held) * k0;
-      dot += q_elem(q_at, e + 1u, held) * k1;
-      dot += q_elem(q_at, e + 2u, held) * k2;
-      dot += q_elem(q_at, e + 3u, held) * k3;
-    }
-    for (; e < D; e++) {
-      dot += q_elem(q_at, e, held) * f32(k_cache[at + e]);
-    }
-  } else {  // this call's own rows, turned as they are read where the RoPE is folded in
-    let at = (j - start) * row_len() + head_at;
-    var e = 0u;
-    for (; e + 4u <= D; e += 4u) {
-      let k0 = k_load(at + e);
-      let k1 = k_load(at + e + 1u);
-      let k2 = k_load(at + e + 2u);
-      let k3 = k_load(at + e + 3u);
-      dot += q_elem(q_at, e, held) * k0;
-      dot += q_elem(q_at, e + 1u, held) * k1;
-      dot += q_elem(q_at, e + 2u, held) * k2;
-      dot += q_elem(q_at, e + 3u, held) * k3;
-    }
-    for (; e < D; e++) {
-      dot += q_elem(q_at, e, held) * k_load(at + e);
-    }
+  var e = 0u;
+  for (; e + 4u <= D; e += 4u) {  // four loads in flight, the products added in order
+    let k0 = key(j, start, head_at, e);
+    let k1 = key(j, start, head_at, e + 1u);
+    let k2 = key(j, start, head_at, e + 2u);
+    let k3 = key(j, start, head_at, e + 3u);
+    dot += q_load(q_at + e) * k0;
+    dot += q_load(q_at + e + 1u) * k1;
+    dot += q_load(q_at + e + 2u) * k2;
+    dot += q_load(q_at + e + 3u) * k3;
+  }
+  for (; e < D; e++) {
+    dot += q_load(q_at + e) * key(j, start, head_at, e);
   }
   return dot * params.scale;
 }
@@ -138,7 +111,7 @@ struct Row {
 }
 
 fn row_score(r: Row, j: u32) -> f32 {
-  return score(r.q_at, j, r.start, r.head_at, false);
+  return score(r.q_at, j, r.start, r.head_at);
 }
 
 fn row_value(r: Row, j: u32) -> f32 {

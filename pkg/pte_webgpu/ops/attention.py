@@ -84,12 +84,13 @@ fn k_load(i: u32) -> f32 {
 """
 # et_vk.apply_rotary_emb's interleaved pairs (shaders/rope.wgsl `interleaved`): element i
 # of q [S, H, D] or k [S, Hkv, D] with its pair, turned by row s, column d / 2 of the
-# tables [S, D/2], rounded to the stored type as the rope op stored it (D is even); ROWS:
-# the row of query row 0 (`interleaved_rows`: start, the tables whole, 0 past them)
+# tables [S, D/2], rounded to the stored type as the rope op stored it (D is even);
+# rope_row0(): the table row of query row 0 (`interleaved_rows`: start, the tables whole,
+# 0 past them)
 _ROPE_INTERLEAVED = _QK + """
 fn turned(which: u32, i: u32, heads: u32) -> f32 {
   let D = params.head_dim;
-  let row = ROWS + i / (D * heads);
+  let row = rope_row0() + i / (D * heads);
   if (row >= params.rope_rows) {
     return 0.0;
   }
@@ -102,8 +103,16 @@ fn turned(which: u32, i: u32, heads: u32) -> f32 {
   return f32(elem(qk(which, i - 1u) * sn + qk(which, i) * c));
 }
 """
-_ROPE_LOADS = _ROPE_INTERLEAVED.replace("ROWS", "0u")
-_ROPE_ROWS_LOADS = _ROPE_INTERLEAVED.replace("ROWS", "u32(max(ints[params.rope_slot], 0))")
+_ROPE_LOADS = _ROPE_INTERLEAVED + """
+fn rope_row0() -> u32 {
+  return 0u;
+}
+"""
+_ROPE_ROWS_LOADS = _ROPE_INTERLEAVED + """
+fn rope_row0() -> u32 {
+  return u32(max(ints[params.rope_slot], 0));
+}
+"""
 # et_vk.apply_rotary_emb_hf (shaders/rope.wgsl `hf`): the first rope_rot dims turned half
 # against half by row start + s of the full tables [rope_rows, rope_rot] (0 past them),
 # the rest as they are

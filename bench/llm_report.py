@@ -90,14 +90,18 @@ def cost_table(records: list[dict]) -> list[str]:
     lines.append("")
     for r in rows:
         if r["cost"].get("by_op"):
-            lines += by_op_table(r["context"], r["cost"])
+            lines += by_op_table(f"Context {r['context']}", r["cost"])
+    for r in records:  # --profile: the prefills' own
+        if r.get("impl", "ours") == "ours" and r["phase"] == "prefill" and \
+                (r.get("cost") or {}).get("by_op"):
+            lines += by_op_table(f"Prefill of {r['tokens']} tokens", r["cost"])
     return lines
 
 
-def by_op_table(context: int, cost: dict) -> list[str]:
-    """A chained step's GPU time by op: a timestamp after each dispatch (step_cost's by_op)."""
+def by_op_table(title: str, cost: dict) -> list[str]:
+    """GPU time by op: a timestamp after each dispatch (step_cost's by_op)."""
     total = cost["in_pass_us"] or 1.0
-    lines = [f"Context {context}, each dispatch timed inside its pass (its barrier with it; "
+    lines = [f"{title}, each dispatch timed inside its pass (its barrier with it; "
              f"total {cost['in_pass_us']:.0f} µs):", "",
              "| op | µs | share | dispatches | µs each |", "|---|---|---|---|---|"]
     for op, (us, n) in sorted(cost["by_op"].items(), key=lambda kv: -kv[1][0]):

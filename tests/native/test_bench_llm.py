@@ -70,6 +70,11 @@ def test_bench_llm_writes_records_table_and_profile(tmp_path):
     assert "Where a decode step of ours goes" in table and "| 28 | " in table
     if all("by_op" in r["cost"] for r in records if r["phase"] == "decode"):
         assert "Context 28, each dispatch timed inside its pass" in table
+    # --profile: each prefill's cost too
+    prefills = {r["context"]: r for r in records if r["phase"] == "prefill"}
+    assert all(r["cost"]["dispatches"] > 0 for r in prefills.values())
+    if "by_op" in prefills[28]["cost"]:
+        assert "Prefill of 26 tokens, each dispatch timed inside its pass" in table
     profiles = json.loads((tmp_path / "llm.profile.json").read_text())["ours"]
     assert sorted(profiles) == ["16", "28", "4"]
     ops = {row["op"] for row in profiles["4"] if row["dispatches"]}

@@ -384,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-warmup", action="store_true", help="--llm: no untimed prefill of "
                    "each length before its timed one")
     p.add_argument("--profile", action="store_true", help="--llm: per-op GPU times of one "
-                   "more decode step per context")
+                   "more decode step per context, and each prefill's (record's cost)")
     p.add_argument("--peer-prefill-max", type=_tokens, metavar="TOKENS", help="--llm browser: "
                    "the longest prompt ORT Web and transformers.js prefill for real (default "
                    "256; 0: none); at a context with a longer prefill their decode starts from "

@@ -89,8 +89,9 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
                         runtime: Runtime | None = None, progress=None) -> dict:
     """Records {phase, context, tokens | positions, ms, tok_s, ...} (decode records also
     ``greedy``: the prefill's token and each step's, to compare impls by); with
-    ``profile`` one more decode step per context with per-op GPU times; each decode record's
-    ``cost``: where a step's time goes (llm/step_cost.py)."""
+    ``profile`` one more decode step per context with per-op GPU times, and each prefill
+    record's ``cost``; each decode record's ``cost``: where a step's time goes
+    (llm/step_cost.py)."""
     say = progress or (lambda text: None)
     rt = runtime or await Runtime.create(backend)
     try:
@@ -120,6 +121,8 @@ async def llm_bench_job(pte: bytes, data_files=(), *, contexts, steps: int = 8,
                 token = await method.execute([prompt, _pos(0)], argmax=True)
                 ms = (time.perf_counter() - t0) * 1e3
                 records.append({"phase": "prefill", "context": c, "tokens": n, "ms": [ms]})
+                if profile:  # the prefill's dispatches timed again (its cache rows rewritten)
+                    records[-1]["cost"] = await step_cost(method, timestamps)
                 say(f"context {c}: {n / ms * 1e3:.2f} tok/s prefill; {steps} decode steps")
                 # chained as LanguageModel decodes (llm/chained_steps.py)
                 chain = ChainedSteps(method, token[0], range(n, n + steps))

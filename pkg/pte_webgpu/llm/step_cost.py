@@ -1,6 +1,7 @@
 """Where one decode step's time goes (``bench --llm``, the cost model of
 docs/performance.md): measured right after the bench's decode steps, so the recording's
-grids are those of a decode step at that context.
+grids are those of a decode step at that context (with ``--profile``, after its prefill
+too: the prefill's grids).
 
 - ``gpu_us``: the step's dispatches back to back, one timed compute pass per run of
   dispatches as ``execute`` encodes them (a copy ends a run), the argmax pass included:

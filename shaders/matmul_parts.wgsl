@@ -62,6 +62,36 @@ fn fma_8x8(acc: ptr<function, array<vec4<f32>, 16>>, a_lo: vec4<f32>, a_hi: vec4
   (*acc)[14] += a_hi.w * w_lo;
   (*acc)[15] += a_hi.w * w_hi;
 }
+// ==== tile8_whole  mm4 tiles, K whole: a lane's four outputs stored (bias added)
+const splits = 1u;
+
+fn keep4(row: u32, col: u32, v: vec4<f32>, part: u32) {
+  store4(row, col, v);
+}
+// ==== tile8_split  mm4 tiles, K split: span `part`'s sums to kparts [splits, M, N]; sum_parts adds the spans in order, the bias, and stores
+const splits = ${splits}u;
+override wg_size: u32 = 64;  // sum_parts'
+
+fn keep4(row: u32, col: u32, v: vec4<f32>, part: u32) {
+  let at = (part * params.m + row) * params.n + col;
+  for (var j = 0u; j < 4u; j++) {
+    if (col + j < params.n) {
+      kparts[at + j] = v[j];
+    }
+  }
+}
+
+fn sum_item(i: u32) {
+  let col = i % params.n;
+  var s = 0.0;
+  for (var p = 0u; p < splits; p++) {
+    s += kparts[p * params.m * params.n + i];
+  }
+  if (params.has_bias == 1u) {
+    s += f32(bias[col]);
+  }
+  put(i / params.n, col, s);
+}
 // ==== stage  mm4 tiles: one K step's staging, stage_scalar or stage_vec4 (matmul_tile8.wgsl)
 fn stage(m0: u32, n0: u32, k0: u32, li: u32) { stage_$form(m0, n0, k0, li); }
 // ==== gemv_consts  gemv: a kernel per row count, depth, column groups (naga 29: no rows override)

@@ -1,5 +1,7 @@
 """Decoder language models run step by step natively (wgpu) and match eager torch."""
 
+import re
+
 import pytest
 from pte_webgpu.runtime.method import gpu_work
 
@@ -50,6 +52,23 @@ def test_dynamic_decoder_with_gpu_matmul_forms(runtime, name, gemv_rows, monkeyp
     check_report(name, report)
     kinds = report["linear_variants"]
     assert "mm" in kinds and any(k.startswith("gemv") for k in kinds), kinds
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if INDEX[n].get("dynamic")])
+def test_dynamic_decoder_with_split_k_tiles(runtime, name, monkeypatch):
+    """The GPU rule with K split down to spans of 4 (matmul_choice.k_splits; the tiny
+    decoders' K is 16-64): the 20-row prefill's tiles write partial sums that a second
+    dispatch adds through each linear's epilogue (split outputs, residual adds), both
+    dispatches covering only the actual rows; prefill and decode match torch."""
+    from pte_webgpu.ops import matmul_choice
+    monkeypatch.setattr(matmul_choice, "is_cpu", lambda traits: False)
+    monkeypatch.setattr(matmul_choice, "GPU_GEMV_ROWS", 8)
+    monkeypatch.setattr(matmul_choice, "MIN_SPAN_K", 4)
+    pte = (DECODERS / f"{name}.pte").read_bytes()
+    npz = (DECODERS / f"{name}.npz").read_bytes()
+    report = run_sync(decoder_report(runtime, pte, npz))
+    check_report(name, report)
+    assert any(re.search(r"^mm.*s[2-8]$", v) for v in report["linear_variant_names"]), report
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if INDEX[n].get("dynamic")])

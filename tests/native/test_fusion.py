@@ -172,7 +172,7 @@ def _block(storage, dtype, m, bias, variant, fuse):
     return g, outs
 
 
-@pytest.mark.parametrize("variant", [None, "dot", "tiled", "mm4-8x8", "gemv4-32x1",
+@pytest.mark.parametrize("variant", [None, "dot", "tiled", "mm4-8x8", "mm4-8x8s2", "gemv4-32x1",
                                      "gemv4-4x4", "gemvsg4-32x2"])
 @pytest.mark.parametrize("m", [1, 3, 37])
 @pytest.mark.parametrize("bias", [False, True])

@@ -57,7 +57,9 @@ async def decoder_report(rt, pte, npz):
                   # kinds of the linears' kernels (a dynamic linear may have a twin)
                   "linear_variants": sorted({k[key].split("-")[0].rstrip("4")
                                              for k in method.kernels for key in ("variant", "twin")
-                                             if k["op"] in LINEARS and key in k})}
+                                             if k["op"] in LINEARS and key in k}),
+                  "linear_variant_names": sorted({k["variant"] for k in method.kernels
+                                                  if k["op"] in LINEARS and "variant" in k})}
         for inputs, want in zip(calls, wants):
             outs = await method.execute(inputs, as_numpy=False)
             report["errors"].append(max(_max_error(o, w) for o, w in zip(outs, want)))

@@ -186,8 +186,10 @@ def _gpu(features=(), invocations=1024, storage=32768, backend="native"):
     (32, 576, 576, (), "gemv4-32x1"),  # prefill rows: matrix-vector up to 256 rows
     (64, 576, 1536, (), "gemv4-32x4"),
     (256, 1536, 576, (), "gemv4-32x4"),
-    (257, 576, 1536, (), "mm4-8x16"),
-    (2048, 2048, 2048, (), "mm4-16x16"),
+    (257, 576, 1536, (), "mm4-8x16s4"),  # few tiles: K split (k_splits), spans >= 128
+    (1024, 1536, 576, (), "mm4-8x16s8"),
+    (1024, 576, 3072, (), "mm4-16x16s2"),  # the partial sums' bytes cap it (SPLIT_BYTES)
+    (2048, 2048, 2048, (), "mm4-16x16"),  # tiles enough
 ])
 def test_matmul_choice_on_a_gpu(m, k, n, features, want):
     from pte_webgpu.ops import matmul_choice
@@ -206,7 +208,7 @@ def test_matmul_choice_for_float16(m, k, n, want):
 
 
 @pytest.mark.parametrize("n,want", [
-    (576, [(1023, "mm4-8x16"), (256, "gemv4-32x4"), (8, "gemv4-32x1")]),  # decode: the same
+    (576, [(1023, "mm4-8x16s4"), (256, "gemv4-32x4"), (8, "gemv4-32x1")]),  # decode: the same
     (49152, [(1023, "mm4-16x16"), (256, "gemv4-32x4"), (1, "gemv4-32x4g2")]),
 ])
 def test_a_dynamic_linear_records_a_form_per_row_range(n, want):
@@ -230,6 +232,9 @@ def test_matmul_choice_fits_small_adapters():
     assert matmul_choice.choose(cpu, 1, 64, 64).name == "gemvsg4-4x4"
     assert matmul_choice.choose(cpu, 37, 64, 64).name == "mm4-8x8"
     assert matmul_choice.choose(cpu, 1, 64, 63).name == "gemvsg-4x4"  # K % 4: scalar loads
-    for name in ("gemv4-64x3", "mm4-16x6", "gemv4-48x1", "fast"):
+    assert matmul_choice.parse("mm4-8x16s4").splits == 4
+    assert matmul_choice.parse("mm-8x8s3").name == "mm-8x8s3"
+    for name in ("gemv4-64x3", "mm4-16x6", "gemv4-48x1", "fast", "gemv4-32x1s2", "mm4-8x16s16",
+                 "mm4-8x16s0"):
         with pytest.raises(UnsupportedError):
             matmul_choice.parse(name)

@@ -41,8 +41,10 @@ def dispatch_per_element(ctx, op, pipeline, bindings, out_id: int, wg: int) -> N
     follow_actual_size(ctx, out_id, wg)
 
 
-def follow_actual_size(ctx, out_id: int, per, alternative: bool = False) -> None:
-    """Make the dispatch just recorded cover only the actual elements of ``out_id`` at
+def follow_actual_size(ctx, out_id: int, per, alternative: bool = False,
+                       back: int = 1) -> None:
+    """Make the dispatch just recorded (``back`` > 1: that many steps back) cover only
+    the actual elements of ``out_id`` at
     execute, when ``out_id`` has a dynamic shape whose valid elements are the first ones of
     its buffer (else the bound grid stays). ``per``: invocations per workgroup for a kernel
     with one invocation per element, or ``fn(n) -> workgroups`` covering the first n
@@ -54,7 +56,7 @@ def follow_actual_size(ctx, out_id: int, per, alternative: bool = False) -> None
         return
     groups = per if callable(per) else (lambda n, wg=per: -(-n // wg))
     bound = tuple(ctx.graph.values[out_id].shape)
-    full = ctx.recording.steps[-1].grid
+    full = ctx.recording.steps[-back].grid
 
     fold, seen = ctx.grid, {}  # actual shape -> grid: decode repeats one shape
 
@@ -71,7 +73,7 @@ def follow_actual_size(ctx, out_id: int, per, alternative: bool = False) -> None
                 seen[shape] = got
         return got
     # grid reads nothing but this key's value: env.run skips the grids when no key changed
-    env.grids.append((len(ctx.recording.steps) - 1, grid, ("shape", graph, out_id)))
+    env.grids.append((len(ctx.recording.steps) - back, grid, ("shape", graph, out_id)))
 
 
 def int_value(env, graph_values, graph: int, vid: int, where: str) -> int:

@@ -70,10 +70,11 @@ EPILOGUES = {
 NORM_BINDINGS = (Binding(7, "gamma4", type="elem4"),)
 GATE_BINDINGS = (Binding(7, "up4", type="elem4"),)
 MERGE_BINDINGS = (Binding(7, "parts", type="f32"),)  # the split attention's (attention_merge)
+SPLIT_BINDINGS = (Binding(8, "kparts", "read_write", type="f32"),)  # split K's partial sums
 
 
 def _with_epilogue(name: str, epilogue: str, generated: str = "", norm: bool = False,
-                   gate: tuple = (), merge: tuple = (), **kw) -> Kernel:
+                   gate: tuple = (), merge: tuple = (), bindings: tuple = (), **kw) -> Kernel:
     put = sections(_PARTS)["put" + (f"_{epilogue}" if epilogue else "")]
     if epilogue.startswith("conv") or norm or merge:  # bits: NaN tests, exact powers of two
         kw["snippets"] = tuple(kw.get("snippets", ())) + ("bits",) + (
@@ -81,7 +82,7 @@ def _with_epilogue(name: str, epilogue: str, generated: str = "", norm: bool = F
             ("attention_merge",) if merge else ())
     return Kernel(kw.pop("body", name), _BINDINGS + EPILOGUES[epilogue]
                   + (NORM_BINDINGS if norm else ()) + (GATE_BINDINGS if gate else ())
-                  + (MERGE_BINDINGS if merge else ()), PARAMS,
+                  + (MERGE_BINDINGS if merge else ()) + bindings, PARAMS,
                   uniform_binding=3, generated=generated + put,
                   name=name + (f"_{epilogue}" if epilogue else ""), **kw)
 
@@ -89,7 +90,8 @@ def _with_epilogue(name: str, epilogue: str, generated: str = "", norm: bool = F
 def kernel(form: str, epilogue: str = "", rows: int = 1, depth: int = 2,
            col_groups: int = 1, norm: bool = False, gate: tuple = (),
            merge: tuple = ()) -> Kernel:
-    """The shader of one form ("basic": tiled and dot; "tile8", "tile8_vec4"; "gemv",
+    """The shader of one form ("basic": tiled and dot; "tile8", "tile8_vec4", and with K
+    split in S spans "tile8_sS", "tile8_vec4_sS"; "gemv",
     "gemvsg_browser", "gemvsg_native" with ``rows``, ``depth`` and ``col_groups``) and
     epilogue; with an input prologue (gemv forms, vec4 and packed entries): ``norm``,
     RMSNorm's (ops/norm_linear.py), or ``gate``, the steps of a two-input element-wise
@@ -110,10 +112,15 @@ def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int,
         return _with_epilogue("matmul", epilogue,
                               entries=(Entry("dot", "dot_item", "params.m * params.n"),))
     if form.startswith("tile8"):
-        vec = form.endswith("vec4")
-        return _with_epilogue("matmul_tile8" + ("_vec4" if vec else ""), epilogue,
+        vec, split = "_vec4" in form, form.split("_s")[-1] if "_s" in form else ""
+        return _with_epilogue(form.replace("tile8", "matmul_tile8"), epilogue,
                               fill(_PARTS, "stage", form="vec4" if vec else "scalar")
-                              + sections(_PARTS)["fma_8x8"], body="matmul_tile8")
+                              + sections(_PARTS)["fma_8x8"]
+                              + (fill(_PARTS, "tile8_split", splits=split) if split
+                                 else sections(_PARTS)["tile8_whole"]),
+                              body="matmul_tile8", bindings=SPLIT_BINDINGS if split else (),
+                              entries=(Entry("sum_parts", "sum_item", "params.m * params.n"),)
+                              if split else ())
     subgroups = form != "gemv"
     # One kernel per row count (a const: naga 29 panics when ``rows`` is an override).
     # Chromium needs `enable subgroups;`; wgpu-native's naga rejects it and takes the
@@ -232,8 +239,8 @@ def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = "", norm: bool = Fal
         return kernel("basic", epilogue), {"tw": t}, tiles_n, tiles, tiles
     if v.kind == "mm":
         tiles_n, tiles = tile_counts(m, n, 8 * v.a)
-        form = "tile8_vec4" if v.vec4 else "tile8"
-        return kernel(form, epilogue), {"tw": v.a, "tk": v.b}, tiles_n, tiles, tiles
+        form = ("tile8_vec4" if v.vec4 else "tile8") + (f"_s{v.splits}" if v.splits > 1 else "")
+        return kernel(form, epilogue), {"tw": v.a, "tk": v.b}, tiles_n, tiles, tiles * v.splits
     # the browser's WGSL needs `enable subgroups;`, wgpu-native's naga rejects it
     form = "gemv" if v.kind == "gemv" else (
         "gemvsg_browser" if ctx.device.info.traits.subgroups else "gemvsg_native")
@@ -262,7 +269,9 @@ async def record(ctx, op, v: Variant, bindings, m: int, n: int, k: int, has_bias
     epilogue binds (5, 6), to value ids or buffers; with ``eps`` (a ``takes_prologue``
     variant) the input is RMSNorm'ed first, its weight at 7; with ``gate`` (steps of a
     two-input chain) the input is the chain of input 0 and input 7; with ``merge`` the
-    split attention's parts at 7 merged (ops/attention_merge.py). Also used by bench/."""
+    split attention's parts at 7 merged (ops/attention_merge.py). Also used by bench/.
+    Returns, for each dispatch recorded, fn(rows) -> its workgroups for the output's first
+    rows (a dynamic M: ``product``)."""
     v = v.for_dtype(half)
     shader, constants, tiles_n, tiles, groups = _shape(ctx, v, m, n, epilogue, eps is not None,
                                                        gate, merge)
@@ -270,8 +279,20 @@ async def record(ctx, op, v: Variant, bindings, m: int, n: int, k: int, has_bias
     pipeline = await ctx.pipeline(shader, constants, entry, half)
     params = PARAMS.pack(m=m, n=n, k=k, has_bias=int(has_bias), tiles_n=tiles_n, tiles=tiles,
                          n0=n0, n1=n1, eps=eps or 0.0)
-    uniform = ctx.uniform(params, f"{op.name} params")
-    ctx.dispatch(op, pipeline, list(bindings) + [(3, uniform)], ctx.grid(groups))
+    bindings = list(bindings) + [(3, ctx.uniform(params, f"{op.name} params"))]
+    grids = [lambda rows: _shape(ctx, v, rows, n)[4]]
+    if v.splits == 1:
+        ctx.dispatch(op, pipeline, bindings, ctx.grid(groups))
+        return grids
+    # the spans' partial sums (the tiles read the operands), then their sum through the
+    # epilogue (which writes the outputs): each entry binds what it uses
+    bindings.append((8, ctx.resources.scratch("matmul K spans", 4 * v.splits * m * n)))
+    ctx.dispatch(op, pipeline, [b for b in bindings if b[0] in (0, 1, 3, 8)], ctx.grid(groups))
+    wg = elementwise_workgroup(ctx)
+    pipeline = await ctx.pipeline(shader, {"wg_size": wg}, "sum_parts", half)  # its own only
+    ctx.dispatch(op, pipeline, [b for b in bindings if b[0] not in (0, 1)],
+                 ctx.grid(-(-m * n // wg)))
+    return grids + [lambda rows: -(-rows * n // wg)]
 
 
 def linear_dims(in_shape, w_shape, out_shape, name: str) -> tuple[int, int, int]:
@@ -400,18 +421,14 @@ async def product(ctx, op, bindings, m: int, n: int, k: int, has_bias: bool, out
     for i, (top, form) in enumerate(forms):
         low = forms[i + 1][0] if i + 1 < len(forms) else 0  # the next form's rows are below
         if takes[i]:
-            await record(ctx, op, form, prologue.bind(bindings, 7), m, n, k, has_bias,
-                         half, *extra, **prologue.record)
+            grids = await record(ctx, op, form, prologue.bind(bindings, 7), m, n, k,
+                                 has_bias, half, *extra, **prologue.record)
         else:
-            await record(ctx, op, form, bindings, m, n, k, has_bias, half, *extra)
-        follow_actual_size(
-            ctx, out_id, lambda e, f=form, low=low, top=top:
-            _groups(ctx, f, rows(e), n) if low < rows(e) <= top else 0, alternative=i > 0)
-
-
-def _groups(ctx, v: Variant, rows: int, n: int) -> int:
-    """Workgroups of variant ``v`` covering the first ``rows`` rows of an [M, n] output."""
-    return _shape(ctx, v, rows, n)[4]
+            grids = await record(ctx, op, form, bindings, m, n, k, has_bias, half, *extra)
+        for back, groups in zip(range(len(grids), 0, -1), grids):
+            follow_actual_size(
+                ctx, out_id, lambda e, g=groups, low=low, top=top:
+                g(rows(e)) if low < rows(e) <= top else 0, alternative=i > 0, back=back)
 
 
 def choices(graph, op) -> dict[str, str]:

@@ -10,7 +10,9 @@ records them; docs/performance.md has the measurements).
   programs load vec4s, already 16 bytes). A suffix ``gG``: G column groups per
   workgroup, WG / G lanes each (a short K: fewer, fuller workgroups).
 - ``mm4-TWxTK``: tiled matrix-matrix for prefill, TW x TW lanes per (8 TW)² output tile,
-  8 x 8 outputs per lane in registers, K in steps of TK through workgroup memory.
+  8 x 8 outputs per lane in registers, K in steps of TK through workgroup memory. A
+  suffix ``sS`` (split K): each tile's K cut into S spans, a workgroup each, whose partial
+  sums a second dispatch adds (few tiles: a narrow N at ~1000 rows).
 - ``tiled``: the original (4 tw)² tiles, 4 x 4 per lane.
 - ``dot``: one output per invocation, no workgroup memory and no barrier: CPU adapters,
   where a barrier costs more than the reuse.
@@ -38,7 +40,13 @@ DECODE_ROWS = 8  # up to this many rows the matrix-vector form is chosen (CPU ad
 # form (4 rows per workgroup, the weight read M/4 times, mostly from L2) took 8-44 us on
 # the H200 where the tiles took 90-240 us: their few workgroups run the K loop serially.
 GPU_GEMV_ROWS = 256
-_NAME = re.compile(r"^(gemv|gemvsg|mm)([48]?)-(\d+)x(\d+)(?:x(\d+))?(?:g(\d+))?$")
+_NAME = re.compile(r"^(gemv|gemvsg|mm)([48]?)-(\d+)x(\d+)(?:x(\d+))?(?:g(\d+))?(?:s(\d+))?$")
+MAX_SPLITS = 8  # spans of K per tile
+# Split K until the tiles' lanes reach this many (~16 warps on each of an H100's 132 SMs;
+# WebGPU does not tell the count), each span keeping MIN_SPAN_K of K at least.
+SPLIT_LANES = 65536
+MIN_SPAN_K = 128
+SPLIT_BYTES = 1 << 25  # the spans' partial sums at most (one scratch buffer)
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,7 @@ class Variant:
     depth: int = 2  # gemv: loads in flight per lane and column
     packed: bool = False  # gemv: f16 weights in 16-byte loads (implies vec4)
     groups: int = 1  # gemv: column groups per workgroup
+    splits: int = 1  # mm: spans of K per tile, a workgroup each (split K)
 
     @property
     def name(self) -> str:
@@ -58,7 +67,8 @@ class Variant:
         width = "8" if self.packed else "4" if self.vec4 else ""
         depth = f"x{self.depth}" if self.depth != 2 else ""
         groups = f"g{self.groups}" if self.groups > 1 else ""
-        return f"{self.kind}{width}-{self.a}x{self.b}{depth}{groups}"
+        splits = f"s{self.splits}" if self.splits > 1 else ""
+        return f"{self.kind}{width}-{self.a}x{self.b}{depth}{groups}{splits}"
 
     def for_k(self, k: int) -> "Variant":
         """Packed loads need K % 8 == 0, vec4 loads K % 4 == 0: other K load narrower,
@@ -83,12 +93,16 @@ def parse(name: str) -> Variant:
     m = _NAME.match(name)
     if not m:
         raise UnsupportedError(f"matmul variant {name!r}: names look like gemv4-64x4, "
-                               "gemvsg4-32x4, mm4-16x8, tiled, dot")
-    kind, width, depth, groups = m.group(1), m.group(2), m.group(5), m.group(6)
+                               "gemvsg4-32x4, mm4-16x8, mm4-8x16s4, tiled, dot")
+    kind, width, depth, groups, splits = (m.group(i) for i in (1, 2, 5, 6, 7))
     if kind == "mm" and (width == "8" or depth or groups):
-        raise UnsupportedError(f"matmul variant {name!r}: tiles are mm4-TWxTK or mm-TWxTK")
+        raise UnsupportedError(f"matmul variant {name!r}: tiles are mm4-TWxTK[sS] or "
+                               "mm-TWxTK[sS]")
+    if splits and (kind != "mm" or not 1 <= int(splits) <= MAX_SPLITS):
+        raise UnsupportedError(f"matmul variant {name!r}: K splits (sS) are for mm tiles, "
+                               f"S from 1 to {MAX_SPLITS}")
     v = Variant(kind, width != "", int(m.group(3)), int(m.group(4)), int(depth or 2),
-                width == "8", int(groups or 1))
+                width == "8", int(groups or 1), int(splits or 1))
     if v.depth not in GEMV_DEPTHS:
         raise UnsupportedError(f"matmul variant {name!r}: {GEMV_DEPTHS} loads in flight")
     if kind != "mm" and (not is_pow2(v.groups) or v.a // v.groups < v.b):
@@ -137,7 +151,7 @@ def choose(adapter, m: int, n: int, k: int, half: bool = False) -> Variant:
     4 loads in flight per lane and column; a short K against a wide N (the lm head) in column
     groups, 2 (float32) or 4 (float16) per workgroup. More rows: the 8 x 8-per-lane
     tiles, 128 wide when that gives at least 128 tiles, else 64, K in steps of 16 (8
-    where workgroup storage is short).
+    where workgroup storage is short), K split where the tiles are few (``k_splits``).
     """
     traits = traits_of(adapter)
     if is_cpu(traits):
@@ -163,7 +177,22 @@ def choose(adapter, m: int, n: int, k: int, half: bool = False) -> Variant:
             if supported(v, traits) is None:
                 pick = v
                 break
+        if pick.kind == "mm":
+            pick = replace(pick, splits=k_splits(m, n, k, pick))
     return pick.for_k(k)
+
+
+def k_splits(m: int, n: int, k: int, v: Variant) -> int:
+    """Spans of K per tile of ``v`` at M x N x K: doubled while the tiles' lanes are fewer
+    than SPLIT_LANES and each span keeps MIN_SPAN_K. (At 1024 rows 64-wide tiles give a
+    576-column product 144 workgroups of 64 lanes, about one per SM of an H100, each
+    running the whole K loop; 256 x 1536 x 576 took 240 µs so on the H200, torch 39.)"""
+    tiles = -(-m // (8 * v.a)) * -(-n // (8 * v.a))
+    s = 1
+    while s < MAX_SPLITS and tiles * s * v.a * v.a < SPLIT_LANES \
+            and k // (2 * s) >= MIN_SPAN_K and 8 * s * m * n <= SPLIT_BYTES:
+        s *= 2
+    return s
 
 
 def _choose_cpu(traits, m: int, k: int) -> Variant:
@@ -195,6 +224,8 @@ def _measure(traits, m: int, k: int, half: bool = False, **_) -> list[Variant]:
                   for c in (2, 4) for g in (2, 4, 8) if wg // g >= 8]
     if m > DECODE_ROWS:
         names += ["mm4-16x8", "mm4-16x16", "mm4-16x4", "mm4-8x8", "mm4-8x16", "tiled"]
+        if not is_cpu(traits):
+            names += [f"mm4-{t}x16s{s}" for t in (8, 16) for s in (2, 4, 8)]
     if is_cpu(traits):
         names += ["dot"] + ([f"gemv{sg}4-{wg}x{c}" for sg in ("", "sg") for wg in (4, 8)
                              for c in (1, 4)] if m <= DECODE_ROWS else [])

@@ -1,6 +1,6 @@
 // Pieces of the matmul kernels (ops/matmul.py composes them with compose.fill and
 // compose.sections): the epilogues `put(row, col, v)` every form stores through, the
-// tile8 stage switch and the gemv sweeps, reductions and entry points appended to
+// tile8 K loops and the gemv sweeps, reductions and entry points appended to
 // shaders/matmul_gemv.wgsl. A section runs from its `// ==== name` line to the next;
 // $name / ${name} are the values Python fills in.
 // ==== put  one output: out[row, col] = v
@@ -92,8 +92,35 @@ fn sum_item(i: u32) {
   }
   put(i / params.n, col, s);
 }
-// ==== stage  mm4 tiles: one K step's staging, stage_scalar or stage_vec4 (matmul_tile8.wgsl)
-fn stage(m0: u32, n0: u32, k0: u32, li: u32) { stage_$form(m0, n0, k0, li); }
+// ==== tile8_steps  mm4 tiles: the K loop, each step staged by stage_scalar or stage_vec4 (matmul_tile8.wgsl), then computed
+fn k_steps(acc: ptr<function, array<vec4<f32>, 16>>, m0: u32, n0: u32, k_begin: u32, k_end: u32,
+           lid: vec3<u32>, li: u32) {
+  for (var k0 = k_begin; k0 < k_end; k0 += tk) {
+    stage_$form(m0, n0, k0, li);
+    workgroupBarrier();
+    fma_step(acc, lid);
+    workgroupBarrier();
+  }
+}
+// ==== tile8_prefetch  mm4 tiles, vec4 form: step k0 + tk's loads in flight (registers) while step k0 is computed
+fn k_steps(acc: ptr<function, array<vec4<f32>, 16>>, m0: u32, n0: u32, k_begin: u32, k_end: u32,
+           lid: vec3<u32>, li: u32) {
+  put_fetched(fetch(m0, n0, k_begin, li), li);
+  workgroupBarrier();
+  for (var k0 = k_begin; k0 < k_end; k0 += tk) {
+    let more = k0 + tk < k_end;  // uniform: the barriers stay in uniform control flow
+    var next: Fetched;
+    if (more) {
+      next = fetch(m0, n0, k0 + tk, li);
+    }
+    fma_step(acc, lid);
+    workgroupBarrier();  // step k0 read: its workgroup memory is free
+    if (more) {
+      put_fetched(next, li);
+    }
+    workgroupBarrier();
+  }
+}
 // ==== gemv_consts  gemv: a kernel per row count, depth, column groups (naga 29: no rows override)
 const rows: u32 = ${rows}u;  // input rows per workgroup
 const depth: u32 = ${depth}u;  // steps per iteration: loads in flight

@@ -18,7 +18,7 @@ LINEAR_FIXTURES = [e for e in INDEX if runnable(e)
                    and any(w in e["name"] for w in ("block", "mlp", "linear"))]
 VARIANTS = ["tiled", "dot", "gemv4-32x1", "gemv4-64x4", "gemv-128x2", "gemvsg4-32x2",
             "gemvsg4-4x4", "gemvsg4-64x1", "gemvsg4-32x2x4", "gemvsg4-8x2g2", "gemv4-32x4g4",
-            "mm4-8x8", "mm4-16x16", "mm-8x16", "mm4-8x16s4", "mm-8x8s3"]
+            "mm4-8x8", "mm4-16x16", "mm-8x16", "mm4-8x16s4", "mm-8x8s3", "mm4-16x4", "mm4-4x16"]
 SHAPES = [(3, 37, 5), (1, 1, 1), (70, 45, 33), (1, 256, 1), (9, 64, 130), (2, 6, 7)]
 
 PAGE_CODE = r'''

@@ -36,7 +36,7 @@ def _linear(device, x, w, b, variant=None):
 VARIANTS = ["tiled", "dot", "gemv4-64x4", "gemv4-32x2", "gemv-256x1", "gemvsg4-32x4",
             "gemvsg4-128x2", "gemv4-32x2x4", "gemvsg8-32x4x8", "gemv-64x1x1", "gemv4-32x2g4",
             "gemvsg4-8x2g2", "gemvsg-32x4g8", "gemvsg4-64x1x4g2", "mm4-16x8",
-            "mm4-8x16", "mm-8x8", "mm4-8x16s4", "mm-8x8s3", "mm4-16x8s8"]
+            "mm4-8x16", "mm-8x8", "mm4-8x16s4", "mm-8x8s3", "mm4-16x8s8", "mm4-16x4", "mm4-4x16"]
 
 
 @pytest.mark.parametrize("lead,k,n", [((3,), 37, 5), ((1,), 1, 1), ((70,), 45, 33),

@@ -6,7 +6,8 @@ import pytest
 from pte_webgpu.errors import FormatError, UnsupportedError
 from pte_webgpu.ops import registry
 from pte_webgpu.ops.common import contiguous_strides, normalize_dim, normalize_dims, pow2_size
-from pte_webgpu.ops.matmul import linear_dims, threads_per_side, tile_counts
+from pte_webgpu.ops.matmul import _shape, linear_dims, threads_per_side, tile_counts
+from pte_webgpu.ops.matmul_choice import parse
 from pte_webgpu.ops.reduce import reduced_shape, reduction_layout
 from pte_webgpu.ops.unary import POW, SQUARE, pow_params
 from pte_webgpu.ops.view import permute_gather, squeeze_shape, unsqueeze_shape, view_shape
@@ -116,6 +117,16 @@ def test_matmul_threads_fit_the_adapter(limit, t):
                                            (1, 65, 32, (3, 3)), (100, 7, 16, (1, 7))])
 def test_tile_counts(m, n, tile, want):
     assert tile_counts(m, n, tile) == want
+
+
+@pytest.mark.parametrize("name,k,kernel", [
+    ("mm4-16x8", 64, "matmul_tile8_vec4_pf"), ("mm4-8x16", 64, "matmul_tile8_vec4_pf"),
+    ("mm4-16x4", 64, "matmul_tile8_vec4_pf"), ("mm4-8x16s4", 64, "matmul_tile8_vec4_pf_s4"),
+    ("mm4-4x16", 64, "matmul_tile8_vec4"), ("mm4-16x8", 63, "matmul_tile8")])
+def test_mm_tiles_prefetch_where_a_lanes_share_fits_its_registers(name, k, kernel):
+    # 2 TK / TW vec4s per lane and operand, up to 4 (mm4-4x16: 8, staged as it comes);
+    # tests/native/test_ops.py runs each of these variants against numpy
+    assert _shape(None, parse(name).for_k(k), 100, 100)[0].name == kernel
 
 
 def test_linear_dims_flatten_leading_dims():

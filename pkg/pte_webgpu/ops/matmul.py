@@ -34,6 +34,7 @@ from .fused_elementwise import GATED_MATH, chain_function
 from .matmul_choice import DECODE_ROWS, GEMV_MAX_ROWS, VARIANTS, Variant, row_forms
 from .registry import define
 
+PREFETCH_VEC4S = 4  # mm4 tiles: a lane's prefetched vec4s per operand (shaders/matmul_tile8.wgsl)
 MAX_THREADS_PER_SIDE = 8  # tiled: 8 x 8 invocations, 32 x 32 outputs per workgroup
 _PARTS = "matmul_parts"  # shaders/matmul_parts.wgsl
 
@@ -90,8 +91,9 @@ def _with_epilogue(name: str, epilogue: str, generated: str = "", norm: bool = F
 def kernel(form: str, epilogue: str = "", rows: int = 1, depth: int = 2,
            col_groups: int = 1, norm: bool = False, gate: tuple = (),
            merge: tuple = ()) -> Kernel:
-    """The shader of one form ("basic": tiled and dot; "tile8", "tile8_vec4", and with K
-    split in S spans "tile8_sS", "tile8_vec4_sS"; "gemv",
+    """The shader of one form ("basic": tiled and dot; "tile8", "tile8_vec4",
+    "tile8_vec4_pf" (prefetching: ``prefetches``), and with K split in S spans
+    "tile8_sS", "tile8_vec4_sS", "tile8_vec4_pf_sS"; "gemv",
     "gemvsg_browser", "gemvsg_native" with ``rows``, ``depth`` and ``col_groups``) and
     epilogue; with an input prologue (gemv forms, vec4 and packed entries): ``norm``,
     RMSNorm's (ops/norm_linear.py), or ``gate``, the steps of a two-input element-wise
@@ -113,9 +115,10 @@ def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int,
                               entries=(Entry("dot", "dot_item", "params.m * params.n"),))
     if form.startswith("tile8"):
         vec, split = "_vec4" in form, form.split("_s")[-1] if "_s" in form else ""
+        steps = sections(_PARTS)["tile8_prefetch"] if "_pf" in form else \
+            fill(_PARTS, "tile8_steps", form="vec4" if vec else "scalar")
         return _with_epilogue(form.replace("tile8", "matmul_tile8"), epilogue,
-                              fill(_PARTS, "stage", form="vec4" if vec else "scalar")
-                              + sections(_PARTS)["fma_8x8"]
+                              steps + sections(_PARTS)["fma_8x8"]
                               + (fill(_PARTS, "tile8_split", splits=split) if split
                                  else sections(_PARTS)["tile8_whole"]),
                               body="matmul_tile8", bindings=SPLIT_BINDINGS if split else (),
@@ -208,7 +211,7 @@ def _norm_body(form: str, reduce: str, subgroups: bool) -> str:
 
 
 KERNEL = kernel("basic")  # the plain shaders, declared at import (tests compose them)
-TILE8 = {vec: kernel("tile8_vec4" if vec else "tile8") for vec in (False, True)}
+TILE8 = {form: kernel(form) for form in ("tile8", "tile8_vec4", "tile8_vec4_pf")}
 GEMV = {rows: kernel("gemv", rows=rows) for rows in range(1, GEMV_MAX_ROWS + 1)}
 
 
@@ -227,6 +230,14 @@ def tile_counts(m: int, n: int, tile: int) -> tuple[int, int]:
     return tiles_n, tiles_n * -(-m // tile)
 
 
+def prefetches(v: Variant) -> bool:
+    """Whether mm variant ``v``'s vec4 form loads each step while the one before is
+    computed (matmul_parts.wgsl tile8_prefetch): where a lane's share of a step, 2 TK / TW
+    vec4s of each operand, fits the PREFETCH_VEC4S registers of matmul_tile8.wgsl's
+    Fetched (mm4-4x16 has 8 per lane: it stages each step as it comes)."""
+    return 2 * v.b <= PREFETCH_VEC4S * v.a
+
+
 def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = "", norm: bool = False,
            gate: tuple = (), merge: tuple = ()):
     """(kernel, constants, tiles_n, tiles, workgroups) of variant ``v``."""
@@ -239,7 +250,8 @@ def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = "", norm: bool = Fal
         return kernel("basic", epilogue), {"tw": t}, tiles_n, tiles, tiles
     if v.kind == "mm":
         tiles_n, tiles = tile_counts(m, n, 8 * v.a)
-        form = ("tile8_vec4" if v.vec4 else "tile8") + (f"_s{v.splits}" if v.splits > 1 else "")
+        form = ("tile8_vec4" + "_pf" * prefetches(v) if v.vec4 else "tile8") \
+            + (f"_s{v.splits}" if v.splits > 1 else "")
         return kernel(form, epilogue), {"tw": v.a, "tk": v.b}, tiles_n, tiles, tiles * v.splits
     # the browser's WGSL needs `enable subgroups;`, wgpu-native's naga rejects it
     form = "gemv" if v.kind == "gemv" else (

@@ -16,7 +16,7 @@ override tw: u32 = 16;  // invocations per side: tiles of 8 tw
 override tk: u32 = 8;   // K per step, a multiple of 4
 
 var<workgroup> a_s: array<vec4<f32>, 2u * tw * tk>;  // [tk][tile / 4] of weight rows
-var<workgroup> p_s: array<vec4<f32>, 2u * tw * tk>;  // [tk][tile / 4] of patch columns
+var<workgroup> w_s: array<vec4<f32>, 2u * tw * tk>;  // [tk][tile / 4] of patch columns (fma_step's name)
 
 fn put_a(r: u32, c: u32, v: f32) {
   a_s[c * 2u * tw + r / 4u][r % 4u] = v;
@@ -78,7 +78,7 @@ fn stage_p(base: i32, px: Pixel, k0: u32, k_end: u32, li: u32) {
         v = f32(x[u32(base + t.x)]);
       }
     }
-    p_s[kk * 2u * tw + px.col / 4u][px.col % 4u] = v;
+    w_s[kk * 2u * tw + px.col / 4u][px.col % 4u] = v;
   }
 }
 
@@ -108,14 +108,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
     stage_w(wb, m0, k0, k_end, li);
     stage_p(base, px, k0, k_end, li);
     workgroupBarrier();
-    for (var c = 0u; c < tk; c++) {
-      let base = c * 2u * tw;
-      let a_lo = a_s[base + lid.y];
-      let a_hi = a_s[base + tw + lid.y];
-      let w_lo = p_s[base + lid.x];
-      let w_hi = p_s[base + tw + lid.x];
-      fma_8x8(&acc, a_lo, a_hi, w_lo, w_hi);
-    }
+    fma_step(&acc, lid);
     workgroupBarrier();
   }
   let ob = (b * params.cout + g * params.cout_g) * params.oh * params.ow;

@@ -41,7 +41,7 @@ fn put(row: u32, col: u32, v: f32) {
   let at = col * params.m + row;
   out[at] = elem(clamp_f32(f32(resid[at]) + f32(elem(v)), bitcast<f32>(params.n0), bitcast<f32>(params.n1)));
 }
-// ==== fma_8x8  mm4 tiles (and conv_gemm.wgsl): one K step of a lane's 8 x 8 block; acc[2 i + h] is
+// ==== fma_8x8  mm4 tiles (and conv_gemm.wgsl): a lane's 8 x 8 block, by one k (fma_8x8) and one K step (fma_step); acc[2 i + h] is
 // row i (0-3: a_lo's, 4-7: a_hi's), column half h (w_lo, w_hi); constant indices only
 fn fma_8x8(acc: ptr<function, array<vec4<f32>, 16>>, a_lo: vec4<f32>, a_hi: vec4<f32>,
            w_lo: vec4<f32>, w_hi: vec4<f32>) {
@@ -61,6 +61,18 @@ fn fma_8x8(acc: ptr<function, array<vec4<f32>, 16>>, a_lo: vec4<f32>, a_hi: vec4
   (*acc)[13] += a_hi.z * w_hi;
   (*acc)[14] += a_hi.w * w_lo;
   (*acc)[15] += a_hi.w * w_hi;
+}
+// One K step's products from workgroup memory (a_s: the tile's rows, w_s: its columns,
+// [tk][tile / 4] each) into the lane's 8 x 8 block.
+fn fma_step(acc: ptr<function, array<vec4<f32>, 16>>, lid: vec3<u32>) {
+  for (var c = 0u; c < tk; c++) {
+    let base = c * 2u * tw;
+    let a_lo = a_s[base + lid.y];
+    let a_hi = a_s[base + tw + lid.y];
+    let w_lo = w_s[base + lid.x];
+    let w_hi = w_s[base + tw + lid.x];
+    fma_8x8(acc, a_lo, a_hi, w_lo, w_hi);
+  }
 }
 // ==== tile8_whole  mm4 tiles, K whole: a lane's four outputs stored (bias added)
 const splits = 1u;

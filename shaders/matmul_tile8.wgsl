@@ -111,18 +111,6 @@ fn put_fetched(f: Fetched, li: u32) {
   if (li + 3u * lanes < count) { put4(li + 3u * lanes, f.q3); }
 }
 
-// One step's products from workgroup memory into the lane's 8 x 8 block.
-fn fma_step(acc: ptr<function, array<vec4<f32>, 16>>, lid: vec3<u32>) {
-  for (var c = 0u; c < tk; c++) {
-    let base = c * 2u * tw;
-    let a_lo = a_s[base + lid.y];
-    let a_hi = a_s[base + tw + lid.y];
-    let w_lo = w_s[base + lid.x];
-    let w_hi = w_s[base + tw + lid.x];
-    fma_8x8(acc, a_lo, a_hi, w_lo, w_hi);
-  }
-}
-
 @compute @workgroup_size(tw, tw)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>,

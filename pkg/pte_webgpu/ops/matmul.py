@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from functools import cache
 from math import prod
 
@@ -114,7 +115,7 @@ def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int,
         return _with_epilogue("matmul", epilogue,
                               entries=(Entry("dot", "dot_item", "params.m * params.n"),))
     if form.startswith("tile8"):
-        vec, split = "_vec4" in form, form.split("_s")[-1] if "_s" in form else ""
+        vec, split = "_vec4" in form, form.rpartition("_s")[2] if re.search(r"_s\d+$", form) else ""
         steps = sections(_PARTS)["tile8_prefetch"] if "_pf" in form else \
             fill(_PARTS, "tile8_steps", form="vec4" if vec else "scalar")
         return _with_epilogue(form.replace("tile8", "matmul_tile8"), epilogue,

@@ -39,6 +39,8 @@ from pathlib import Path
 
 rows = defaultdict(list)  # (program, setting, phase, context) -> (tok/s, cost) of each round
 for f in sorted(Path(sys.argv[1]).glob("*.json")):
+    if f.name.endswith(".profile.json"):  # --profile's per-op rows, beside each record file
+        continue
     program, setting, _ = f.stem.rsplit("-", 2)
     for r in json.loads(f.read_text()):
         if r.get("impl") == "ours":

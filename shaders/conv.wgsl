@@ -116,9 +116,5 @@ fn transposed_item(i: u32) {
 
 // Split K: the partial sums of the implicit GEMM's splits added in order, then finished.
 fn split_item(i: u32) {
-  var acc = 0.0;
-  for (var s = 0u; s < params.splits; s++) {
-    acc += part[s * params.numel + i];
-  }
-  finish(i, out_at(i).co, acc);
+  finish(i, out_at(i).co, split_k_sum(i, params.splits, params.numel));
 }

@@ -21,5 +21,5 @@ fn put(at: u32, s: u32, co: u32, v: f32) {
 }
 // ==== put_part  split K: split s's raw partial sum (conv.wgsl split_item finishes it)
 fn put(at: u32, s: u32, co: u32, v: f32) {
-  part[s + at] = v;
+  kparts[s + at] = v;
 }

@@ -75,13 +75,10 @@ fn fma_step(acc: ptr<function, array<vec4<f32>, 16>>, lid: vec3<u32>) {
   }
 }
 // ==== tile8_whole  mm4 tiles, K whole: a lane's four outputs stored (bias added)
-const splits = 1u;
-
 fn keep4(row: u32, col: u32, v: vec4<f32>, part: u32) {
   store4(row, col, v);
 }
-// ==== tile8_split  mm4 tiles, K split: span `part`'s sums to kparts [splits, M, N]; sum_parts adds the spans in order, the bias, and stores
-const splits = ${splits}u;
+// ==== tile8_split  mm4 tiles, K split (ops/split_k.py): span `part`'s sums to kparts [splits, M, N]; sum_parts adds the spans in order, the bias, and stores
 override wg_size: u32 = 64;  // sum_parts'
 
 fn keep4(row: u32, col: u32, v: vec4<f32>, part: u32) {
@@ -95,10 +92,7 @@ fn keep4(row: u32, col: u32, v: vec4<f32>, part: u32) {
 
 fn sum_item(i: u32) {
   let col = i % params.n;
-  var s = 0.0;
-  for (var p = 0u; p < splits; p++) {
-    s += kparts[p * params.m * params.n + i];
-  }
+  var s = split_k_sum(i, params.splits, params.m * params.n);
   if (params.has_bias == 1u) {
     s += f32(bias[col]);
   }

@@ -11,11 +11,10 @@
 // stage_vec4 (K % 4 == 0; one entry point must use one view of each binding), or, in
 // the vec4 form where a lane's share fits `Fetched`, loading step k0 + tk into registers
 // while step k0 is computed (nothing else hides global latency with few workgroups per
-// SM, as on an H100). With `splits` > 1 (split K: few tiles, as at 1024
-// rows of a narrow N, leave most of the GPU idle while each runs the whole K loop) a
-// workgroup takes one tile and one of `splits` spans of K (a const, generated: naga 29
-// panics on it as an override), and `keep4` (matmul_parts.wgsl tile8_split) stores its
-// partial sums for the entry sum_parts.
+// SM, as on an H100). With params.splits > 1 (split K, ops/split_k.py: few tiles, as at
+// 1024 rows of a narrow N, leave most of the GPU idle while each runs the whole K loop)
+// a workgroup takes one tile and one span of params.k_span of K, and `keep4`
+// (matmul_parts.wgsl tile8_split) stores its partial sums for the entry sum_parts.
 // Prelude (Params, bindings, `put`: where output (row, col) goes): shaders/compose.py
 // from ops/matmul.py.
 
@@ -116,20 +115,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
         @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {
   let flat = wid.x + wid.y * groups.x;  // (tile, span) on a grid folded into 2-D
-  if (flat >= params.tiles * splits) {
+  if (flat >= params.tiles * params.splits) {
     return;  // uniform for the whole workgroup
   }
-  let at = flat / splits;  // the first tiles' workgroups come first: a dynamic M's prefix
-  let part = flat % splits;
+  let at = flat / params.splits;  // the first tiles' workgroups come first: a dynamic M's prefix
+  let part = flat % params.splits;
   let tile = 8u * tw;
   let m0 = (at / params.tiles_n) * tile;
   let n0 = (at % params.tiles_n) * tile;
-  let span = (params.k + splits * tk - 1u) / (splits * tk) * tk;  // whole steps of K
-  let k_end = min(params.k, (part + 1u) * span);
+  let k_begin = part * params.k_span;  // whole steps of K (ops/split_k.py spans)
+  let k_end = min(params.k, k_begin + params.k_span);
   // acc[2 i + h]: row i of the lane's 8 (0-3 low half, 4-7 high), column half h.
   // Indexed by constants only: indexed in a loop, NVIDIA's driver keeps it in local memory.
   var acc: array<vec4<f32>, 16>;
-  k_steps(&acc, m0, n0, part * span, k_end, lid, li);
+  k_steps(&acc, m0, n0, k_begin, k_end, lid, li);
   let r_lo = m0 + lid.y * 4u;
   let r_hi = r_lo + 4u * tw;
   let c_lo = n0 + lid.x * 4u;

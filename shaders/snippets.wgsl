@@ -363,3 +363,13 @@ fn merged4(j: u32) -> vec4<f32> {
   let e = 4u * j;
   return vec4<f32>(merge_row[e], merge_row[e + 1u], merge_row[e + 2u], merge_row[e + 3u]);
 }
+// ==== split_k_sum
+// Split K (ops/split_k.py): element i's partial sums over the spans, added in span order;
+// `kparts` holds them [spans, stride].
+fn split_k_sum(i: u32, spans: u32, stride: u32) -> f32 {
+  var s = 0.0;
+  for (var p = 0u; p < spans; p++) {
+    s += kparts[p * stride + i];
+  }
+  return s;
+}

@@ -121,7 +121,7 @@ def test_tile_counts(m, n, tile, want):
 
 @pytest.mark.parametrize("name,k,kernel", [
     ("mm4-16x8", 64, "matmul_tile8_vec4_pf"), ("mm4-8x16", 64, "matmul_tile8_vec4_pf"),
-    ("mm4-16x4", 64, "matmul_tile8_vec4_pf"), ("mm4-8x16s4", 64, "matmul_tile8_vec4_pf_s4"),
+    ("mm4-16x4", 64, "matmul_tile8_vec4_pf"), ("mm4-8x16s4", 64, "matmul_tile8_vec4_pf_split"),
     ("mm4-4x16", 64, "matmul_tile8_vec4"), ("mm4-16x8", 63, "matmul_tile8")])
 def test_mm_tiles_prefetch_where_a_lanes_share_fits_its_registers(name, k, kernel):
     # 2 TK / TW vec4s per lane and operand, up to 4 (mm4-4x16: 8, staged as it comes);

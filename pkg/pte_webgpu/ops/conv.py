@@ -25,7 +25,7 @@ from ..model.f32 import to_f32
 from ..model.graph import Null
 from ..model import dtypes
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill, sections
-from . import matmul, matmul_choice
+from . import matmul, matmul_choice, split_k
 from .args import bool_arg, int_arg, int_list, int_list_arg, scalar_value
 from .common import elementwise_workgroup
 from .conv_choice import VARIANTS, Variant
@@ -41,12 +41,12 @@ PARAMS = Uniform(
     ("groups", "u32"), ("tiles_n", "u32"), ("tiles", "u32"),  # gemm: tiles per item, group
     ("splits", "u32"), ("k_span", "u32"),  # gemm: K splits and the K of each
     ("has_resid", "u32"))  # pte_webgpu.conv_residual: out = clamp(resid + conv)
-# Binding 5: split K's partial sums (f32); 6: the gemm's taps (k's offset, dy ky, dx kx);
+# Binding 5: split K's partial sums (f32, ops/split_k.py); 6: the gemm's taps (k's offset, dy ky, dx kx);
 # 7: the residual added before the clamp (every store through conv_parts' `finish`).
 _BINDINGS = (Binding(0, "x"), Binding(1, "weight"), Binding(2, "out", "read_write"),
-             Binding(3, "bias"), Binding(5, "part", "read_write", "f32"), Binding(7, "resid"))
+             Binding(3, "bias"), Binding(5, "kparts", "read_write", "f32"), Binding(7, "resid"))
 _CLAMP = ("bits", "nan_minmax")  # clamp_f32: on the bits, as GPUs' max/min drop NaN
-DIRECT = Kernel("conv", _BINDINGS, PARAMS, uniform_binding=4, snippets=_CLAMP,
+DIRECT = Kernel("conv", _BINDINGS, PARAMS, uniform_binding=4, snippets=_CLAMP + ("split_k_sum",),
                 generated=sections("conv_parts")["finish"],
                 entries=(Entry("direct", "direct_item", "params.numel"),
                          Entry("transposed", "transposed_item", "params.numel"),
@@ -232,9 +232,7 @@ async def record(ctx, op, v: Variant, c: Conv, ids: dict, has_bias: bool, lo: fl
     tile = 8 * v.tw
     tiles_n = -(-pixels // tile)
     tiles = tiles_n * -(-rows // tile)
-    splits = max(1, min(v.splits, -(-k // v.tk)))
-    span = -(-k // (splits * v.tk)) * v.tk  # K per split, whole steps
-    splits = -(-k // span)
+    splits, span = split_k.spans(k, v.splits, v.tk)
     split = splits > 1
     pipeline = await ctx.pipeline(GEMM[v.vec4, split], {"tw": v.tw, "tk": v.tk}, "main", half)
     uniform = ctx.uniform(c.params(lo, hi, has_bias, tiles_n=tiles_n, tiles=tiles,
@@ -245,7 +243,7 @@ async def record(ctx, op, v: Variant, c: Conv, ids: dict, has_bias: bool, lo: fl
     if not split:
         ctx.dispatch(op, pipeline, bindings + [(4, uniform), (6, taps)], grid)
         return
-    part = ctx.resources.buffer(4 * splits * numel, f"{ctx.where(op)} split sums")
+    part = ctx.resources.scratch(split_k.SCRATCH, 4 * splits * numel)
     ctx.dispatch(op, pipeline, bindings[:2] + [(4, uniform), (5, part), (6, taps)], grid)
     # the sums are finished (bias, residual, clamp) where they are added up
     pipeline = await ctx.pipeline(DIRECT, {"wg_size": wg}, "split_sum", half)

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..errors import UnsupportedError
-from .common import floor_pow2
+from . import split_k
 from .variants import declare, traits_of
 
 _GEMM = re.compile(r"^gemm(4?)-(\d+)x(\d+)(?:k(\d+))?$")
@@ -36,11 +36,14 @@ MAX_SPLITS = 64
 GPU_WORKGROUPS = 128  # fewer 128-wide tiles than this: 64-wide ones (H200: 132 SMs)
 # K splits: on the H200 (docs/bench/conv_h200.json) ResNet-18's 3x3 and 1x1 stride-2 convs ran
 # fastest with 16 splits of as few as 2 K steps each (64x56x56: 44 us at k16, 69 at the k4 an
-# 8-step minimum gave), so the lanes counted are 64 x 1024 and a split runs at least 2 steps;
+# 8-step minimum gave), so the splits' lanes go to about 64 x 1024 and a split runs at least
+# 2 steps;
 # the 7x7 layers still halved their time from k8 to k16 (512x7x7: 216 -> 117 us), so up to
 # 64 (63 us), and the 1x1 stride-2 ones ran fastest at one K step a split (64x56x56 -> 128:
 # 21.7 us at 4 splits of 1 step, 28.5 at 2 of 2; docs/bench/conv_h200_s9.json).
-GPU_LANES = 65536  # fewer lanes in all than this leave the large GPU idle
+# Splits double while the lanes are fewer than GPU_LANES (ops/split_k.py count): the
+# fewest reaching 32768 lanes, so at most 64 x 1024.
+GPU_LANES = 32768
 MIN_SPLIT_STEPS = 1  # K steps each split runs at least
 # A 1x1 conv with fewer out channels than this takes the gemm tiles, not the matmul family:
 # as [HW, Cin] x [Cout, Cin] its N is too narrow (MobileNetV2's 144 -> 24 at 56x56: matmul
@@ -124,7 +127,8 @@ def choose(adapter, cin: int, cout: int, groups: int, k: int, pixels: int, batch
     when that gives at least GPU_WORKGROUPS workgroups, else 64, K in steps of 16 (8 where
     workgroup storage is short); when the tiles' lanes are fewer than GPU_LANES (ResNet's
     layers after the stem: 49 to 8 tiles of 64 lanes), K is split across up to MAX_SPLITS
-    workgroups each, a power of two, each split at least MIN_SPLIT_STEPS steps."""
+    workgroups each, a power of two, each split at least MIN_SPLIT_STEPS steps
+    (ops/split_k.py ``count``)."""
     traits = traits_of(adapter)
     shape = dict(cin=cin, cout=cout, groups=groups, batch=batch, pointwise=pointwise,
                  transposed=transposed)
@@ -146,8 +150,8 @@ def choose(adapter, cin: int, cout: int, groups: int, k: int, pixels: int, batch
         v = Variant("gemm", True, t, step)
         if supported(v, traits, **shape) is None:
             small = -(-rows // (8 * t)) * -(-pixels // (8 * t)) * batch * groups
-            splits = min(MAX_SPLITS, floor_pow2(max(1, GPU_LANES // (t * t * small))),
-                         floor_pow2(max(1, total // (MIN_SPLIT_STEPS * step))))
+            splits = split_k.count(t * t * small, total, goal=GPU_LANES,
+                                   min_span=MIN_SPLIT_STEPS * step, most=MAX_SPLITS)
             return replace(v, splits=splits).for_k(total)
     return Variant("direct")
 

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import math
 import operator
-import re
+from dataclasses import replace
 from functools import cache
 from math import prod
 
 from ..errors import FormatError
 from ..model.graph import Null, TensorValue
 from ..shaders.compose import Binding, Entry, Kernel, Uniform, fill, sections
-from . import matmul_choice, sizes
+from . import matmul_choice, sizes, split_k
 from .common import elementwise_workgroup, merge_consts
 from .exec_ints import follow_actual_size
 from .fused_elementwise import GATED_MATH, chain_function
@@ -43,7 +43,8 @@ PARAMS = Uniform(("m", "u32"), ("n", "u32"), ("k", "u32"), ("has_bias", "u32"),
                  ("tiles_n", "u32"),  # workgroups across N
                  ("tiles", "u32"),  # workgroups in all
                  ("n0", "u32"), ("n1", "u32"),  # split epilogues: where out1, out2 begin
-                 ("eps", "f32"))  # the norm prologue's (ops/norm_linear.py)
+                 ("eps", "f32"),  # the norm prologue's (ops/norm_linear.py)
+                 ("splits", "u32"), ("k_span", "u32"))  # mm tiles: spans of K (ops/split_k.py)
 # Bindings 0-2 in two views each (entry points main: scalars, main_vec4: vec4s).
 # Without a bias the weight stands in for binding 4; the shader never reads it.
 _BINDINGS = (Binding(0, "input"), Binding(1, "weight"), Binding(2, "out", "read_write"),
@@ -94,7 +95,7 @@ def kernel(form: str, epilogue: str = "", rows: int = 1, depth: int = 2,
            merge: tuple = ()) -> Kernel:
     """The shader of one form ("basic": tiled and dot; "tile8", "tile8_vec4",
     "tile8_vec4_pf" (prefetching: ``prefetches``), and with K split in S spans
-    "tile8_sS", "tile8_vec4_sS", "tile8_vec4_pf_sS"; "gemv",
+    "tile8_split", "tile8_vec4_split", "tile8_vec4_pf_split"; "gemv",
     "gemvsg_browser", "gemvsg_native" with ``rows``, ``depth`` and ``col_groups``) and
     epilogue; with an input prologue (gemv forms, vec4 and packed entries): ``norm``,
     RMSNorm's (ops/norm_linear.py), or ``gate``, the steps of a two-input element-wise
@@ -115,14 +116,14 @@ def _kernel(form: str, epilogue: str, rows: int, depth: int, col_groups: int,
         return _with_epilogue("matmul", epilogue,
                               entries=(Entry("dot", "dot_item", "params.m * params.n"),))
     if form.startswith("tile8"):
-        vec, split = "_vec4" in form, form.rpartition("_s")[2] if re.search(r"_s\d+$", form) else ""
+        vec, split = "_vec4" in form, form.endswith("_split")
         steps = sections(_PARTS)["tile8_prefetch"] if "_pf" in form else \
             fill(_PARTS, "tile8_steps", form="vec4" if vec else "scalar")
         return _with_epilogue(form.replace("tile8", "matmul_tile8"), epilogue,
                               steps + sections(_PARTS)["fma_8x8"]
-                              + (fill(_PARTS, "tile8_split", splits=split) if split
-                                 else sections(_PARTS)["tile8_whole"]),
+                              + sections(_PARTS)["tile8_split" if split else "tile8_whole"],
                               body="matmul_tile8", bindings=SPLIT_BINDINGS if split else (),
+                              snippets=("split_k_sum",) if split else (),
                               entries=(Entry("sum_parts", "sum_item", "params.m * params.n"),)
                               if split else ())
     subgroups = form != "gemv"
@@ -212,7 +213,8 @@ def _norm_body(form: str, reduce: str, subgroups: bool) -> str:
 
 
 KERNEL = kernel("basic")  # the plain shaders, declared at import (tests compose them)
-TILE8 = {form: kernel(form) for form in ("tile8", "tile8_vec4", "tile8_vec4_pf")}
+TILE8 = {form + split: kernel(form + split) for form in ("tile8", "tile8_vec4", "tile8_vec4_pf")
+         for split in ("", "_split")}
 GEMV = {rows: kernel("gemv", rows=rows) for rows in range(1, GEMV_MAX_ROWS + 1)}
 
 
@@ -252,7 +254,7 @@ def _shape(ctx, v: Variant, m: int, n: int, epilogue: str = "", norm: bool = Fal
     if v.kind == "mm":
         tiles_n, tiles = tile_counts(m, n, 8 * v.a)
         form = ("tile8_vec4" + "_pf" * prefetches(v) if v.vec4 else "tile8") \
-            + (f"_s{v.splits}" if v.splits > 1 else "")
+            + ("_split" if v.splits > 1 else "")
         return kernel(form, epilogue), {"tw": v.a, "tk": v.b}, tiles_n, tiles, tiles * v.splits
     # the browser's WGSL needs `enable subgroups;`, wgpu-native's naga rejects it
     form = "gemv" if v.kind == "gemv" else (
@@ -286,12 +288,16 @@ async def record(ctx, op, v: Variant, bindings, m: int, n: int, k: int, has_bias
     Returns, for each dispatch recorded, fn(rows) -> its workgroups for the output's first
     rows (a dynamic M: ``product``)."""
     v = v.for_dtype(half)
+    span = k
+    if v.splits > 1:  # spans of whole K steps, none empty: maybe fewer than named
+        splits, span = split_k.spans(k, v.splits, v.b)
+        v = replace(v, splits=splits)
     shader, constants, tiles_n, tiles, groups = _shape(ctx, v, m, n, epilogue, eps is not None,
                                                        gate, merge)
     entry = {"dot": "dot", "tiled": "main", "mm": "main"}.get(v.kind, v.entry)
     pipeline = await ctx.pipeline(shader, constants, entry, half)
     params = PARAMS.pack(m=m, n=n, k=k, has_bias=int(has_bias), tiles_n=tiles_n, tiles=tiles,
-                         n0=n0, n1=n1, eps=eps or 0.0)
+                         n0=n0, n1=n1, eps=eps or 0.0, splits=v.splits, k_span=span)
     bindings = list(bindings) + [(3, ctx.uniform(params, f"{op.name} params"))]
     grids = [lambda rows: _shape(ctx, v, rows, n)[4]]
     if v.splits == 1:
@@ -299,7 +305,7 @@ async def record(ctx, op, v: Variant, bindings, m: int, n: int, k: int, has_bias
         return grids
     # the spans' partial sums (the tiles read the operands), then their sum through the
     # epilogue (which writes the outputs): each entry binds what it uses
-    bindings.append((8, ctx.resources.scratch("matmul K spans", 4 * v.splits * m * n)))
+    bindings.append((8, ctx.resources.scratch(split_k.SCRATCH, 4 * v.splits * m * n)))
     ctx.dispatch(op, pipeline, [b for b in bindings if b[0] in (0, 1, 3, 8)], ctx.grid(groups))
     wg = elementwise_workgroup(ctx)
     pipeline = await ctx.pipeline(shader, {"wg_size": wg}, "sum_parts", half)  # its own only

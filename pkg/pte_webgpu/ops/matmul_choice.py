@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..errors import UnsupportedError
+from . import split_k
 from .common import floor_pow2, is_pow2
 from .variants import declare, traits_of
 
@@ -188,11 +189,8 @@ def k_splits(m: int, n: int, k: int, v: Variant) -> int:
     576-column product 144 workgroups of 64 lanes, about one per SM of an H100, each
     running the whole K loop; 256 x 1536 x 576 took 240 µs so on the H200, torch 39.)"""
     tiles = -(-m // (8 * v.a)) * -(-n // (8 * v.a))
-    s = 1
-    while s < MAX_SPLITS and tiles * s * v.a * v.a < SPLIT_LANES \
-            and k // (2 * s) >= MIN_SPAN_K and 8 * s * m * n <= SPLIT_BYTES:
-        s *= 2
-    return s
+    return split_k.count(tiles * v.a * v.a, k, goal=SPLIT_LANES, min_span=MIN_SPAN_K,
+                         most=MAX_SPLITS, bytes_per_span=4 * m * n, max_bytes=SPLIT_BYTES)
 
 
 def _choose_cpu(traits, m: int, k: int) -> Variant:

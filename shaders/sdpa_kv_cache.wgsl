@@ -14,9 +14,8 @@
 // flash-decoding pair `attend_split` (one workgroup per (s, h, part): the visible rows cut
 // into params.parts spans of MIN_SPAN rows or more, each reduced to a partial max, sum and
 // weighted v) and
-// `combine` (a workgroup per (s, h) merges its parts), and `attend_tiles`
-// (prefill: a workgroup per tile of query rows and head, K/V tiles shared in workgroup
-// memory, flash attention). Entry `update`
+// `combine` (a workgroup per (s, h) merges its parts); `attend_tiles` (prefill, flash
+// attention) is shaders/sdpa_tiles.wgsl, composed with this file. Entry `update`
 // (llama's update_cache alone): value rows [0, S) into k_cache rows [start, start + S),
 // through the bindings k and k_cache.
 //
@@ -434,143 +433,6 @@ fn combine(@builtin(workgroup_id) wid: vec3<u32>,
       acc += factor[p] * parts[(first + p) * stride + 2u + d];
     }
     out[g * D + d] = elem(acc / sum);
-  }
-}
-
-// attend_tiles (prefill, flash attention): a workgroup of 64 lanes takes tq = TILE_Q / D
-// query rows of one head (64 at most), holds their q rows in workgroup memory, and walks the cache rows
-// the tile sees tk at a time: the K tile into workgroup memory, the tq x tk scores, then
-// the V tile where the K tile was. Every K/V row is loaded once per tile of query rows,
-// not once per query row (as attend_rows). Each lane keeps `own` (OWN at most) outputs of
-// one query row (64 / tq lanes a row) and the row's running max and sum: the online softmax of
-// attend_span (max_nan; exp(inf - inf) = NaN reaches the output as torch's softmax).
-// The head dim is a power of two up to 256 (ops/attention.py checks).
-const TILE_Q: u32 = 1024u;  // tq x D
-const TILE_KV: u32 = 2048u;  // tk x D at most
-const TILE_S: u32 = 512u;  // tq x tk at most
-const OWN: u32 = 16u;  // outputs per lane at most: tq x D / 64
-var<workgroup> q_tile: array<f32, TILE_Q>;
-var<workgroup> kv_tile: array<f32, TILE_KV>;
-var<workgroup> s_tile: array<f32, TILE_S>;
-
-// Cache row j's element e of the KV head at head_at: below start from the cache, from
-// start on from this call's k (which = 0) or v (which = 1).
-fn kv_elem(which: u32, j: u32, start: u32, head_at: u32, e: u32) -> f32 {
-  if (which == 0u) {
-    if (j < start) {
-      return f32(k_cache[j * row_len() + head_at + e]);
-    }
-    return k_load((j - start) * row_len() + head_at + e);
-  }
-  return value(j, start, head_at + e);
-}
-
-// Rows c0 .. c0 + tk of K (which = 0) or V into kv_tile (zeros from hi on).
-fn load_kv_tile(which: u32, c0: u32, tk: u32, hi: u32, start: u32, head_at: u32, lane: u32) {
-  let D = params.head_dim;
-  for (var i = lane; i < tk * D; i += wg_size) {
-    let j = c0 + i / D;
-    var x = 0.0;
-    if (j < hi) {
-      x = kv_elem(which, j, start, head_at, i % D);
-    }
-    kv_tile[i] = x;
-  }
-}
-
-@compute @workgroup_size(wg_size)
-fn attend_tiles(@builtin(workgroup_id) wid: vec3<u32>,
-                @builtin(num_workgroups) groups: vec3<u32>,
-                @builtin(local_invocation_index) lane: u32) {
-  let D = params.head_dim;
-  let H = params.heads;
-  let tq = min(TILE_Q / D, wg_size);
-  let own = tq * D / wg_size;
-  let tk = min(TILE_KV / D, TILE_S / tq);
-  let g = group_index(wid, groups);
-  let h = g % H;
-  let s0 = (g / H) * tq;
-  let head_at = (h / (H / params.kv_heads)) * D;
-  let start = u32(max(ints[params.start_slot], 0));
-  if (lane == 0u) {  // the most cache rows a row of the tile sees (uniform for barriers)
-    var most = 0u;
-    for (var r = 0u; r < tq; r++) {
-      most = max(most, visible(s0 + r));
-    }
-    uniform_rows = most;
-  }
-  let hi = workgroupUniformLoad(&uniform_rows);
-  if (hi == 0u) {
-    return;
-  }
-  for (var i = lane; i < tq * D; i += wg_size) {
-    let s = s0 + i / D;
-    var x = 0.0;
-    if (visible(s) > 0u) {
-      x = q_load((s * H + h) * D + i % D);
-    }
-    q_tile[i] = x;
-  }
-  let per_row = wg_size / tq;  // lanes per query row
-  let r = lane / per_row;
-  let d0 = (lane % per_row) * own;
-  let mine = visible(s0 + r);
-  var top = -3.0e38;
-  var sum = 0.0;
-  var acc = array<f32, OWN>();
-  for (var c0 = 0u; c0 < hi; c0 += tk) {
-    workgroupBarrier();  // q_tile written; the last tile's V no longer read
-    load_kv_tile(0u, c0, tk, hi, start, head_at, lane);
-    workgroupBarrier();
-    for (var i = lane; i < tq * tk; i += wg_size) {
-      let qa = (i / tk) * D;
-      let ka = (i % tk) * D;
-      var dot = 0.0;
-      for (var e = 0u; e < D; e++) {
-        dot += q_tile[qa + e] * kv_tile[ka + e];
-      }
-      s_tile[i] = dot * params.scale;
-    }
-    workgroupBarrier();
-    load_kv_tile(1u, c0, tk, hi, start, head_at, lane);
-    workgroupBarrier();
-    let m = min(tk, mine - min(mine, c0));  // the rows of this tile that row r sees
-    if (m > 0u) {
-      var tile_top = -3.0e38;
-      for (var c = 0u; c < m; c++) {
-        tile_top = max_nan(tile_top, s_tile[r * tk + c]);
-      }
-      let new_max = max_nan(top, tile_top);
-      let fix = exp(top - new_max);
-      var part_sum = 0.0;
-      var part = array<f32, OWN>();  // zeros at every tile (a bare var may not be, naga)
-      for (var c = 0u; c < m; c++) {
-        let w = exp(s_tile[r * tk + c] - new_max);
-        part_sum += w;
-        for (var o = 0u; o < OWN; o++) {
-          if (o == own) {
-            break;
-          }
-          part[o] += w * kv_tile[c * D + d0 + o];
-        }
-      }
-      sum = sum * fix + part_sum;
-      for (var o = 0u; o < OWN; o++) {
-        acc[o] = acc[o] * fix + part[o];  // zeros past own
-      }
-      top = new_max;
-    }
-  }
-  if (mine > 0u) {
-    let at = ((s0 + r) * H + h) * D + d0;
-    for (var o = 0u; o < own; o++) {
-      out[at + o] = elem(acc[o] / sum);
-    }
-  }
-  for (var i = lane; i < tq * D; i += wg_size) {  // the tile's own rows into the caches
-    if (visible(s0 + i / D) > 0u) {
-      keep(s0 + i / D, h, head_at + i % D);
-    }
   }
 }
 

@@ -9,6 +9,7 @@ import pytest
 from pte_webgpu.errors import UnsupportedError
 from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import ListValue, TensorValue
+from pte_webgpu.ops import attention
 from pte_webgpu.runtime.dynamic import DynamicEnv
 
 from tests.support.gpu_thread import native_device, run_sync
@@ -85,9 +86,11 @@ SDPA_CASES = {  # name: (query rows, query heads, KV heads, head dim, cache rows
     # one row over 251 visible rows: split cuts them into 10 parts of 26 (the last 17)
     "decode at a long context": (1, 9, 3, 64, 300, 250),
     "decode at position 0": (1, 4, 4, 32, 100, 0),
-    # tiles: 16 query rows a tile at head dim 64, K/V tiles of 32 rows; the last of each
-    # partial, the causal edge inside a tile
+    # tiles: 32 query rows a tile, K/V tiles of 32 rows; the last of each partial, the
+    # causal edge inside a tile (each row's own keys), and a tile every row sees whole
     "long prefill at a start position": (37, 6, 2, 64, 80, 21),
+    # tiles at head dim 32: two output rows a lane (weights read one by one); 4 query tiles
+    "long prefill at head dim 32": (100, 3, 1, 32, 140, 30),
     "prefill at head dim 128": (10, 2, 1, 128, 40, 7),
     "prefill at head dim 16": (70, 2, 2, 16, 90, 3),
     "prefill at head dim 8": (70, 4, 2, 8, 75, 5),  # 64 rows a tile, 8 outputs a lane
@@ -115,8 +118,9 @@ def test_sdpa_with_kv_cache_after_earlier_rows(device, monkeypatch, form, case):
     out = g.tensor(q.shape)
     g.op("sdpa_with_kv_cache.default", qi, ki, vi, kci, vci, g.int(start), g.int(1), g.null(),
          g.int(0), g.bool(True), g.null(), out)
-    if form == "tiles" and d & (d - 1):
-        with pytest.raises(UnsupportedError, match="head dim 80"):
+    if form == "tiles" and (d & (d - 1) or d < 8
+                            or attention.tiles_storage(d) > device.info.traits.workgroup_storage):
+        with pytest.raises(UnsupportedError, match=f"head dim {d}"):
             g.run(device, out)
         return
     (got,) = g.run(device, out)
@@ -130,6 +134,30 @@ def test_sdpa_with_kv_cache_after_earlier_rows(device, monkeypatch, form, case):
             w = np.exp(scores - scores.max())
             want[0, i, head] = (w / w.sum()) @ vals
     np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.parametrize("form", ["rows", "split", "tiles"])
+def test_sdpa_masked_keys_inf_values_stay_out(device, monkeypatch, form):
+    """Values a row does not see are never weighed (0 x inf would be NaN): the last new
+    row's v is inf, the last key of each 32-row K/V tile NaN where only later rows see
+    it; rows before see finite values only, rows after get what torch's softmax gives."""
+    monkeypatch.setenv("PTE_WEBGPU_SDPA", form)
+    g = DG()
+    s, h, hkv, d, t, start = 70, 2, 1, 32, 96, 5
+    q, k, v = rand(1, s, h, d), rand(1, s, hkv, d), rand(1, s, hkv, d)
+    v[0, s - 1, 0, 3] = np.inf
+    v[0, 31 - start, 0, 0] = np.nan  # cache row 31, seen from query row 26 on
+    kc, vc = np.zeros((1, t, hkv, d), np.float32), np.zeros((1, t, hkv, d), np.float32)
+    kc[:, :start], vc[:, :start] = rand(1, start, hkv, d), rand(1, start, hkv, d)
+    out = g.tensor(q.shape)
+    g.op("sdpa_with_kv_cache.default", g.input(q), g.input(k), g.input(v), g.state_const(kc),
+         g.state_const(vc), g.int(start), g.int(1), g.null(), g.int(0), g.bool(True),
+         g.null(), out)
+    (got,) = g.run(device, out)
+    assert np.isfinite(got[0, :31 - start]).all()
+    assert np.isnan(got[0, 31 - start:, :, 0]).all()
+    assert np.isfinite(got[0, 31 - start:s - 1, :, 1:]).all()
+    assert np.isinf(got[0, s - 1, :, 3]).all()
 
 
 def _attention(q, kc, vc, upto):

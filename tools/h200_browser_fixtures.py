@@ -350,6 +350,10 @@ ADAPTER_JS = """(async () => { const a = await navigator.gpu.requestAdapter();
   if (!a) return null; const i = a.info || {};
   return {vendor: i.vendor, architecture: i.architecture, device: i.device,
           description: i.description, features: [...a.features].sort(),
+          // chromium-experimental-subgroup-matrix's shapes and types (issue 20 item 4)
+          subgroupMatrixConfigs: [...(i.subgroupMatrixConfigs || [])].map(c => ({
+            component: c.componentType, result: c.resultComponentType,
+            M: Number(c.M), N: Number(c.N), K: Number(c.K)})),
           maxBufferSize: a.limits.maxBufferSize,
           maxStorageBufferBindingSize: a.limits.maxStorageBufferBindingSize,
           userAgent: navigator.userAgent}; })()"""

@@ -9,11 +9,11 @@ import pytest
 from pte_webgpu.errors import UnsupportedError
 from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import ListValue, TensorValue
-from pte_webgpu.ops import attention
+from pte_webgpu.ops import attention_tiles
 from pte_webgpu.runtime.dynamic import DynamicEnv
 
 from tests.support.gpu_thread import native_device, run_sync
-from tests.support.graph import G, rand
+from tests.support.graph import G, Limited, rand
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +92,8 @@ SDPA_CASES = {  # name: (query rows, query heads, KV heads, head dim, cache rows
     # tiles at head dim 32: two output rows a lane (weights read one by one); 4 query tiles
     "long prefill at head dim 32": (100, 3, 1, 32, 140, 30),
     "prefill at head dim 128": (10, 2, 1, 128, 40, 7),
+    # tiles at head dim 128 on 32 KB of workgroup memory: 16 query rows, V where K was
+    "long prefill at head dim 128": (45, 4, 2, 128, 100, 20),
     "prefill at head dim 16": (70, 2, 2, 16, 90, 3),
     "prefill at head dim 8": (70, 4, 2, 8, 75, 5),  # 64 rows a tile, 8 outputs a lane
     # scores by 16 lanes a row, 5 products each (the last of them masked); the rows form
@@ -108,6 +110,32 @@ def test_sdpa_with_kv_cache_after_earlier_rows(device, monkeypatch, form, case):
     """New rows at ``start`` of a cache whose first rows hold earlier keys, causal within
     the new rows, GQA; every kernel form against float64 numpy."""
     monkeypatch.setenv("PTE_WEBGPU_SDPA", form)
+    d = SDPA_CASES[case][3]
+    if form == "tiles" and attention_tiles.why_not(d, device.info.traits.workgroup_storage):
+        with pytest.raises(UnsupportedError, match=f"head dim {d}"):
+            _sdpa_case(device, case)
+        return
+    got, want = _sdpa_case(device, case)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.parametrize("case, storage, rows, shared", [
+    ("long prefill at a start position", 16384, 16, True),  # D = 64: 16 rows, 2 a lane
+    ("long prefill at a start position", 24576, 32, True),
+    ("long prefill at head dim 32", 12900, 16, False),  # 1 output row a lane
+])
+def test_sdpa_tiles_in_less_workgroup_memory(device, monkeypatch, case, storage, rows, shared):
+    """The tiles form's smaller plans (ops/attention_tiles.py), on the device with its
+    workgroup memory limit lowered: fewer query rows a tile, V staged where K was."""
+    monkeypatch.setenv("PTE_WEBGPU_SDPA", "tiles")
+    t = attention_tiles.plan(SDPA_CASES[case][3], storage)
+    assert (t.rows, t.shared) == (rows, shared)
+    got, want = _sdpa_case(Limited(device, maxComputeWorkgroupStorageSize=storage), case)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def _sdpa_case(device, case):
+    """(ours, float64 numpy) for one of SDPA_CASES."""
     g = DG()
     s, h, hkv, d, t, start = SDPA_CASES[case]
     q, k, v = rand(1, s, h, d), rand(1, s, hkv, d), rand(1, s, hkv, d)
@@ -118,11 +146,6 @@ def test_sdpa_with_kv_cache_after_earlier_rows(device, monkeypatch, form, case):
     out = g.tensor(q.shape)
     g.op("sdpa_with_kv_cache.default", qi, ki, vi, kci, vci, g.int(start), g.int(1), g.null(),
          g.int(0), g.bool(True), g.null(), out)
-    if form == "tiles" and (d & (d - 1) or d < 8
-                            or attention.tiles_storage(d) > device.info.traits.workgroup_storage):
-        with pytest.raises(UnsupportedError, match=f"head dim {d}"):
-            g.run(device, out)
-        return
     (got,) = g.run(device, out)
     kc[:, start:start + s], vc[:, start:start + s] = k, v
     want = np.zeros_like(q, dtype=np.float64)
@@ -133,7 +156,7 @@ def test_sdpa_with_kv_cache_after_earlier_rows(device, monkeypatch, form, case):
             scores = keys.astype(np.float64) @ q[0, i, head] / np.sqrt(d)
             w = np.exp(scores - scores.max())
             want[0, i, head] = (w / w.sum()) @ vals
-    np.testing.assert_allclose(got, want, atol=1e-5)
+    return got, want
 
 
 @pytest.mark.parametrize("form", ["rows", "split", "tiles"])

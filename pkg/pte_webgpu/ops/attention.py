@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
 from math import prod
 
 from ..errors import FormatError, InputError, UnsupportedError
 from ..model.graph import Null, Scalar
-from ..shaders.compose import Binding, Kernel, Uniform, fill
+from ..shaders.compose import Binding, Kernel, Uniform
+from . import attention_tiles
 from . import cpu_reference as cpu
 from . import sizes
 from .args import number, ref_int
@@ -170,13 +170,10 @@ def _supported(form: str, traits, dim: int) -> str | None:
         return f"needs {dim} lanes per workgroup (the head dim); this adapter gives {lanes}"
     if form in ("rows", "split", "tiles") and dim > Q_HELD:
         return f"holds a query row of at most {Q_HELD} elements (head dim {dim})"
-    if form == "tiles" and (dim & (dim - 1) or not 8 <= dim <= 512):
-        return f"tiles head dims that are powers of two from 8 to 512 (head dim {dim})"
-    if form == "tiles" and pow2_lanes(traits, TILE_LANES) < TILE_LANES:
-        return f"needs workgroups of {TILE_LANES} lanes"
-    if form == "tiles" and tiles_storage(dim) > traits.workgroup_storage:
-        return (f"needs {tiles_storage(dim)} bytes of workgroup memory at head dim {dim}; "
-                f"the adapter gives {traits.workgroup_storage}")
+    if form == "tiles" and pow2_lanes(traits, attention_tiles.LANES) < attention_tiles.LANES:
+        return f"needs workgroups of {attention_tiles.LANES} lanes"
+    if form == "tiles":
+        return attention_tiles.why_not(dim, traits.workgroup_storage)
     return None
 
 
@@ -186,8 +183,6 @@ VARIANTS = declare("sdpa", ("rows", "elements", "split", "tiles"),
                    "across workgroups, then combined; tiles: split, with a prefill's query "
                    "rows in tiles sharing K/V tiles in workgroup memory (flash attention)",
                    choose=_choose, supported=_supported)
-TILE_LANES = 64  # attend_tiles' workgroup (shaders/sdpa_tiles.wgsl)
-TILE_Q = 32  # query rows per attend_tiles workgroup (its TQ)
 SPAN_ROWS = 32  # cache rows per split part at full context: parts = cache_rows / SPAN_ROWS
 MAX_PARTS = 32  # combine holds 64 parts in workgroup memory (shaders/sdpa_kv_cache.wgsl)
 
@@ -459,68 +454,15 @@ async def _attend_rows(ctx, op, kernel, binds, out_id, s_bound, heads, dim, lane
 
 async def _attend_tiles(ctx, op, kernel, binds, out_id, s_bound, heads, dim, lanes, half,
                         when) -> None:
-    """attend_tiles (flash attention, shaders/sdpa_tiles.wgsl): a workgroup per TILE_Q
-    query rows and head; ``when`` as for _attend_rows. ``kernel``: the plain one (a
-    prefill turns q and k by the rope's own dispatch first)."""
-    attend = await ctx.pipeline(tiles_kernel(dim), {"wg_size": TILE_LANES}, "attend_tiles",
+    """attend_tiles (flash attention, ops/attention_tiles.py): a workgroup per tile of query
+    rows and head; ``when`` as for _attend_rows. ``kernel``: the plain one (a prefill
+    turns q and k by the rope's own dispatch first)."""
+    t = attention_tiles.plan(dim, ctx.device.info.traits.workgroup_storage)
+    shader = attention_tiles.kernel(kernel, t)
+    attend = await ctx.pipeline(shader, {"wg_size": attention_tiles.LANES}, "attend_tiles",
                                 half=half)
-    ctx.dispatch(op, attend, binds, ctx.grid(-(-s_bound // TILE_Q) * heads))
-    follow_actual_size(ctx, out_id, when(lambda n: -(-n // (heads * dim * TILE_Q)) * heads))
-
-
-def tiles_storage(dim: int) -> int:
-    """Workgroup bytes of attend_tiles at head dim ``dim`` (shaders/sdpa_tiles.wgsl: q,
-    padded K and V tiles, weights, row factors, one u32)."""
-    return 4 * (3 * TILE_Q * dim + 4 * dim + TILE_Q * TILE_Q + TILE_Q + 1)
-
-
-@cache
-def tiles_kernel(dim: int) -> Kernel:
-    """The plain kernel with attend_tiles for head dim ``dim``: its consts and its
-    per-lane steps unrolled (a register array indexed in a loop may go to local memory
-    on NVIDIA)."""
-    rows = max(1, TILE_Q * dim // (8 * TILE_LANES))  # output rows per lane, 8 columns each
-    return Kernel("sdpa_kv_cache", _BINDINGS, PARAMS, uniform_binding=7, snippets=_SNIPPETS,
-                  generated=_LOADS + fill("sdpa_tiles", "attend_tiles", dim=dim, rows=rows)
-                  + _tiles_steps(rows), name=f"sdpa_kv_cache_tiles_d{dim}")
-
-
-def _tiles_steps(rows: int) -> str:
-    """attend_tiles' ``weigh`` (a step's weighted V into the lane's rows, rescaled) and
-    ``store_rows``, unrolled over the lane's ``rows``."""
-    def weight(i: int) -> str:  # row base + i's weight of key c
-        if rows % 4 == 0:
-            return f"p{i // 4}.{'xyzw'[i % 4]}"
-        return f"p_s[c * (TQ / 4u) + (base + {i}u) / 4u][(base + {i}u) % 4u]"
-    loads = "".join(f"      let p{j} = p_s[c * (TQ / 4u) + base / 4u + {j}u];\n"
-                    for j in range(rows // 4))
-
-    def adds(guard: bool) -> str:
-        out = ""
-        for i in range(rows):
-            add = (f"part[{2 * i}] += {weight(i)} * v_lo; "
-                   f"part[{2 * i + 1}] += {weight(i)} * v_hi;")
-            out += f"      if (c < m{i}) {{ {add} }}\n" if guard else f"      {add}\n"
-        return out
-    loop = ("    for (var c = 0u; c < TK; c++) {\n"
-            "      let v_lo = v_s[c * (TD / 4u) + od];\n"
-            "      let v_hi = v_s[c * (TD / 4u) + DL + od];\n" + loads + "ADDS    }\n")
-    seen = "".join(f"    let m{i} = seen(s0 + base + {i}u, c0);\n" for i in range(rows))
-    rescale = "".join(
-        f"  (*acc)[{j}] = (*acc)[{j}] * row_fix[base + {j // 2}u] + part[{j}];\n"
-        for j in range(2 * rows))
-    stores = "".join(f"  store_row(s0 + base + {i}u, h, od, (*acc)[{2 * i}], "
-                     f"(*acc)[{2 * i + 1}], row_fix[base + {i}u]);\n" for i in range(rows))
-    acc = "acc: ptr<function, array<vec4<f32>, 2u * RO>>"
-    return (f"\nfn weigh({acc}, s0: u32, og: u32, od: u32, c0: u32, full: bool) {{\n"
-            "  let base = og * RO;\n"
-            "  if (base >= TQ) {\n    return;  // head dim 8: half the lanes\n  }\n"
-            "  var part = array<vec4<f32>, 2u * RO>();  // zeros at every step\n"
-            "  if (full) {\n" + loop.replace("ADDS", adds(False)) + "  } else {\n" + seen
-            + loop.replace("ADDS", adds(True)) + "  }\n" + rescale + "}\n"
-            f"\nfn store_rows({acc}, s0: u32, h: u32, og: u32, od: u32) {{\n"
-            "  let base = og * RO;\n"
-            "  if (base >= TQ) {\n    return;\n  }\n" + stores + "}\n")
+    ctx.dispatch(op, attend, binds, ctx.grid(-(-s_bound // t.rows) * heads))
+    follow_actual_size(ctx, out_id, when(lambda n: -(-n // (heads * dim * t.rows)) * heads))
 
 
 async def _turn_first(ctx, op, rope: Rope, q_id: int, k_id: int, out_id: int, row: int,

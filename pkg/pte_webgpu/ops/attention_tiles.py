@@ -1,0 +1,143 @@
+"""sdpa's ``tiles`` form for prefills (flash attention, shaders/sdpa_tiles.wgsl): a
+workgroup of 64 lanes per tile of query rows and head, K/V tiles of 32 cache rows staged
+in workgroup memory once for the whole tile. ``plan`` fits the tile to the head dim and
+the adapter's workgroup memory; ``kernel`` composes the shader for a plan, its per-lane
+steps unrolled here (a register array indexed in a loop may go to local memory on
+NVIDIA); ops/attention.py records it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cache
+
+from ..shaders.compose import Kernel, fill
+
+LANES = 64  # a workgroup: 8 x 8 lanes for the scores
+TK = 32  # cache rows per step
+KP = TK // 4 + 1  # a K tile row in vec4s, padded by one (sdpa_tiles.wgsl)
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """A tile plan: ``rows`` query rows per workgroup (TQ); ``shared``: V staged where K
+    was (one tile's workgroup memory for both, at large head dims)."""
+    dim: int
+    rows: int
+    shared: bool
+
+    @property
+    def score_rows(self) -> int:  # per lane: the scores' 8 lane rows cover TQ
+        return self.rows // 8
+
+    @property
+    def out_rows(self) -> int:  # per lane, 8 columns each: TD / 8 lanes across a row
+        return max(1, self.rows * self.dim // (8 * LANES))
+
+    @property
+    def v_at(self) -> int:  # vec4s before the V tile in kv_s
+        return 0 if self.shared else self.dim * KP
+
+    @property
+    def kv_vec4s(self) -> int:
+        return max(self.dim * KP, self.v_at + TK * self.dim // 4)
+
+    @property
+    def storage(self) -> int:
+        """Workgroup bytes: q, the K/V tile(s), the weights, row factors, one u32."""
+        return 4 * (self.rows * self.dim + 4 * self.kv_vec4s + TK * self.rows + self.rows + 1)
+
+
+def plan(dim: int, storage: int) -> Tiles | None:
+    """The tile for head dim ``dim`` within ``storage`` bytes of workgroup memory: 32 query
+    rows where they fit, else 16; K and V apart where they fit (their loads go out
+    together), else sharing (D = 128 on 32 KB adapters: 16 rows, shared, 28.5 KB)."""
+    for rows in (32, 16):
+        for shared in (False, True):
+            t = Tiles(dim, rows, shared)
+            if t.storage <= storage:
+                return t
+    return None
+
+
+def why_not(dim: int, storage: int) -> str | None:
+    """Why no tile plan serves head dim ``dim`` (None: one does)."""
+    if dim & (dim - 1) or not 8 <= dim <= 512:
+        return f"tiles head dims that are powers of two from 8 to 512 (head dim {dim})"
+    if plan(dim, storage) is None:
+        need = Tiles(dim, 16, True).storage
+        return (f"needs {need} bytes of workgroup memory at head dim {dim}; the adapter "
+                f"gives {storage}")
+    return None
+
+
+@cache
+def kernel(base: Kernel, t: Tiles) -> Kernel:
+    """``base`` (ops/attention.py's plain kernel) with attend_tiles for plan ``t``."""
+    consts = fill("sdpa_tiles", "attend_tiles", dim=t.dim, tq=t.rows, rs=t.score_rows,
+                  ro=t.out_rows, shared=str(t.shared).lower(), v_at=t.v_at,
+                  kv_size=t.kv_vec4s)
+    return replace(base, generated=base.generated + consts + _scores(t.score_rows)
+                   + _weigh(t.out_rows), name=f"{base.name}_tiles_d{t.dim}_q{t.rows}"
+                   + ("_shared" if t.shared else ""))
+
+
+_XYZW = "xyzw"
+
+
+def _scores(rs: int) -> str:
+    """``scores(ty, tx)``: the scaled scores of rows RS ty + i and keys 4 tx + j into
+    p_s [key][row], products added along the head dim in order (as score())."""
+    acc = "".join(f"  var s{i} = vec4<f32>(0.0);\n" for i in range(rs))
+    fma = "".join(f"    s{i} += q.{_XYZW[i]} * k4;\n" for i in range(rs))
+    stores = ""
+    for j in range(4):
+        at = f"(4u * tx + {j}u) * (TQ / 4u)"
+        if rs == 4:
+            row = ", ".join(f"s{i}.{_XYZW[j]}" for i in range(4))
+            stores += f"  p_s[{at} + ty] = vec4<f32>({row}) * sc;\n"
+        else:  # rs rows of a vec4 of four
+            stores += "".join(f"  p_s[{at} + (ty * {rs}u + {i}u) / 4u][(ty * {rs}u + {i}u) % 4u]"
+                              f" = s{i}.{_XYZW[j]} * sc;\n" for i in range(rs))
+    return ("\nfn scores(ty: u32, tx: u32) {\n" + acc
+            + "  for (var e = 0u; e < TD; e++) {\n"
+            "    let q = q_s[e * (TQ / RS) + ty];\n"
+            "    let k4 = kv_s[e * KP + tx];\n" + fma + "  }\n"
+            "  let sc = params.scale;\n" + stores + "}\n")
+
+
+def _weigh(rows: int) -> str:
+    """``weigh`` (a step's weighted V into the lane's ``rows`` output rows, rescaled) and
+    ``store_rows``, unrolled."""
+    def weight(i: int) -> str:  # row base + i's weight of key c
+        if rows % 4 == 0:
+            return f"p{i // 4}.{_XYZW[i % 4]}"
+        return f"p_s[c * (TQ / 4u) + (base + {i}u) / 4u][(base + {i}u) % 4u]"
+    loads = "".join(f"      let p{j} = p_s[c * (TQ / 4u) + base / 4u + {j}u];\n"
+                    for j in range(rows // 4))
+
+    def adds(guard: bool) -> str:
+        out = ""
+        for i in range(rows):
+            add = (f"part[{2 * i}] += {weight(i)} * v_lo; "
+                   f"part[{2 * i + 1}] += {weight(i)} * v_hi;")
+            out += f"      if (c < m{i}) {{ {add} }}\n" if guard else f"      {add}\n"
+        return out
+    loop = ("    for (var c = 0u; c < TK; c++) {\n"
+            "      let v_lo = kv_s[V_AT + c * (TD / 4u) + od];\n"
+            "      let v_hi = kv_s[V_AT + c * (TD / 4u) + DL + od];\n" + loads + "ADDS    }\n")
+    seen = "".join(f"    let m{i} = seen(s0 + base + {i}u, c0);\n" for i in range(rows))
+    rescale = "".join(
+        f"  (*acc)[{j}] = (*acc)[{j}] * row_fix[base + {j // 2}u] + part[{j}];\n"
+        for j in range(2 * rows))
+    stores = "".join(f"  store_row(s0 + base + {i}u, h, od, (*acc)[{2 * i}], "
+                     f"(*acc)[{2 * i + 1}], row_fix[base + {i}u]);\n" for i in range(rows))
+    acc = "acc: ptr<function, array<vec4<f32>, 2u * RO>>"
+    skip = "  if (base >= TQ) {\n    return;  // more lanes than rows x 8 columns\n  }\n"
+    return (f"\nfn weigh({acc}, s0: u32, og: u32, od: u32, c0: u32, full: bool) {{\n"
+            "  let base = og * RO;\n" + skip
+            + "  var part = array<vec4<f32>, 2u * RO>();  // zeros at every step\n"
+            "  if (full) {\n" + loop.replace("ADDS", adds(False)) + "  } else {\n" + seen
+            + loop.replace("ADDS", adds(True)) + "  }\n" + rescale + "}\n"
+            f"\nfn store_rows({acc}, s0: u32, h: u32, og: u32, od: u32) {{\n"
+            "  let base = og * RO;\n" + skip + stores + "}\n")

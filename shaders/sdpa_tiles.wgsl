@@ -103,7 +103,13 @@ fn attend_tiles(@builtin(workgroup_id) wid: vec3<u32>,
   let H = params.heads;
   let g = group_index(wid, groups);
   let h = g % H;
-  let s0 = (g / H) * TQ;
+  // The last query rows see the most cache rows: their tiles take the first workgroups,
+  // which start first, so the longest ones do not trail the rest.
+  let tiles = (min(u32(max(ints[params.len_slot], 0)), params.s_bound) + TQ - 1u) / TQ;
+  var s0 = params.s_bound;  // past the rows: nothing to do
+  if (g / H < tiles) {
+    s0 = (tiles - 1u - g / H) * TQ;
+  }
   let head_at = (h / (H / params.kv_heads)) * TD;
   let start = u32(max(ints[params.start_slot], 0));
   if (lane == 0u) {  // the most cache rows a row of the tile sees (uniform for barriers)

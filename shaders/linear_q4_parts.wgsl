@@ -1,11 +1,10 @@
 // The lane sums of shaders/linear_q4.wgsl's gemv form, one composed per kernel
 // (ops/linear_q4.py): a halving tree in workgroup memory, or subgroupAdd where the
 // adapter has subgroups (a module that names subgroupAdd does not compile without them).
-// ==== sum_tree  gemv without subgroups: the lanes' sums meet in a halving tree
+// ==== sum_part_tree  both gemv sums: `part`'s lanes added in a halving tree, lane 0 writes the total
 var<workgroup> part: array<vec4<f32>, wg_size>;
 
-fn gemv_item(g: u32, lane: u32) {
-  part[lane] = gemv_partial(g, lane);
+fn part_tree_write(g: u32, lane: u32) {
   workgroupBarrier();
   for (var stride = wg_size / 2u; stride > 0u; stride /= 2u) {
     if (lane < stride) {
@@ -17,9 +16,12 @@ fn gemv_item(g: u32, lane: u32) {
     gemv_write(g, part[0]);
   }
 }
+// ==== sum_tree  gemv without subgroups: the lanes' sums meet in the halving tree
+fn gemv_item(g: u32, lane: u32) {
+  part[lane] = gemv_partial(g, lane);
+  part_tree_write(g, lane);
+}
 // ==== sum_subgroups  gemv with subgroups: subgroupAdd, no barrier when one subgroup spans the workgroup
-var<workgroup> part: array<vec4<f32>, wg_size>;
-
 fn gemv_item_sg(g: u32, lane: u32, sg_size: u32, sg_lane: u32) {
   let t = subgroupAdd(gemv_partial(g, lane));
   if (sg_size >= wg_size) {
@@ -30,16 +32,7 @@ fn gemv_item_sg(g: u32, lane: u32, sg_size: u32, sg_lane: u32) {
   }
   // several subgroups: each one's first lane posts its total, the others zeros
   part[lane] = select(vec4<f32>(0.0), t, sg_lane == 0u);
-  workgroupBarrier();
-  for (var stride = wg_size / 2u; stride > 0u; stride /= 2u) {
-    if (lane < stride) {
-      part[lane] += part[lane + stride];
-    }
-    workgroupBarrier();
-  }
-  if (lane == 0u) {
-    gemv_write(g, part[0]);
-  }
+  part_tree_write(g, lane);
 }
 // ==== consts  per kernel: input rows per gemv workgroup (naga 29 panics on an override there); whether groups are whole words (group % 8 == 0: the other path compiled out, which lavapipe runs 3x faster); whether the groups have offsets
 const rows: u32 = ${rows}u;

@@ -115,7 +115,8 @@ _GATES: dict[tuple, int] = {}  # a gated prologue's steps -> its number in kerne
 def _kernel(kind: str, epilogue: str, scales_f32: bool, browser: bool, rows: int,
             whole: bool, offsets: bool, norm: bool, cols: tuple[int, int],
             gate: tuple = (), merge: tuple = ()) -> Kernel:
-    sums = {"gemv": ("sum_tree",), "gemvsg": ("sum_subgroups",), "wide": ("wide",),
+    sums = {"gemv": ("sum_part_tree", "sum_tree"),
+            "gemvsg": ("sum_part_tree", "sum_subgroups"), "wide": ("wide",),
             "keep": ("wide", "mantissa", "keep"), "cols": ("mantissa", "cols")}.get(kind, ())
     generated = fill("linear_q4_parts", "consts", rows=rows, whole=str(whole).lower(),
                      offsets=str(offsets).lower())

@@ -174,15 +174,20 @@ def dequantize_reference(read, values, args):
 
 
 
+def _args(ctx, op, count: int) -> tuple:
+    """(input, scale, zero point, qmin, qmax, out) of a per-tensor (de)quantize taking
+    ``count`` arguments, or one fewer."""
+    if len(op.args) not in (count - 1, count):
+        raise FormatError(f"{op.name} takes {count} arguments, found {len(op.args)}",
+                          field=ctx.where(op))
+    return (*op.args[:5], op.args[-1])
+
+
 @register("quantized_decomposed.quantize_per_tensor.default",
           "quantized_decomposed.quantize_per_tensor.tensor", reference=quantize_reference,
           sizes=sizes.same_as_first)
 async def build_quantize(ctx, op):
-    if len(op.args) not in (6, 7):
-        raise FormatError(f"{op.name} takes 7 arguments, found {len(op.args)}",
-                          field=ctx.where(op))
-    x_id, scale_id, zp_id, qmin_id, qmax_id = op.args[:5]
-    out_id = op.args[-1]
+    x_id, scale_id, zp_id, qmin_id, qmax_id, out_id = _args(ctx, op, 7)
     x = ctx.float_tensor(x_id, op)
     out = quant_tensor(ctx, out_id, op, "output")
     if tuple(out.shape) != tuple(x.shape) or ctx.half(x_id):
@@ -205,11 +210,7 @@ async def build_quantize(ctx, op):
           "quantized_decomposed.dequantize_per_tensor.tensor", reference=dequantize_reference,
           sizes=sizes.same_as_first)
 async def build_dequantize(ctx, op):
-    if len(op.args) not in (7, 8):
-        raise FormatError(f"{op.name} takes 8 arguments, found {len(op.args)}",
-                          field=ctx.where(op))
-    x_id, scale_id, zp_id, qmin_id, qmax_id = op.args[:5]
-    out_id = op.args[-1]
+    x_id, scale_id, zp_id, qmin_id, qmax_id, out_id = _args(ctx, op, 8)
     x = quant_tensor(ctx, x_id, op, "input")
     out = ctx.float_tensor(out_id, op)
     if tuple(out.shape) != tuple(x.shape) or ctx.half(out_id):

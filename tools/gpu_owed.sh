@@ -15,15 +15,15 @@ cd "$(dirname "$0")/.."
 source tools/h200_env.sh >/dev/null 2>&1
 MODELS=${MODELS:-build/gpullm32}
 DEST=$OUT
-OUT=$DEST/lane timeout "${LANE_S:-200}" bash tools/gpu_lane.sh -q -rfEsx -p no:cacheprovider \
+OUT=$DEST/lane timeout "${LANE_S:-170}" bash tools/gpu_lane.sh -q -rfEsx -p no:cacheprovider \
   -n 12 tests/native | tail -6 || echo "owed: the lane exited $?"
-timeout 120 python3 bench/coop_probe.py --output "$DEST/coop.json" | tail -60 \
+timeout 90 python3 bench/coop_probe.py --output "$DEST/coop.json" | tail -60 \
   || echo "owed: the probe exited $?"
 rm -rf /tmp/ab
-SETTINGS="split: tiles:PTE_WEBGPU_SDPA=tiles" OUT=/tmp/ab ROUNDS=1 timeout 240 \
+SETTINGS="split: tiles:PTE_WEBGPU_SDPA=tiles" OUT=/tmp/ab ROUNDS=1 timeout 200 \
   bash tools/llm_ab.sh "$MODELS" --contexts 256,1024 --steps 4 --profile | tail -12 \
   || echo "owed: the A/B exited $?"
 tar czf "$DEST/ab.tgz" -C /tmp/ab . 2>/dev/null
-timeout 150 python3 -m pte_webgpu bench --op linear --backend native --dtypes float32 \
+timeout 120 python3 -m pte_webgpu bench --op linear --backend native --dtypes float32 \
   --shapes 2048x2048x2048,1024x576x1536,1024x1536x576,1024x576x960 \
   --output "$DEST/linear.json" | tail -14 || echo "owed: the linear bench exited $?"

@@ -33,29 +33,54 @@ var<workgroup> p_s: array<vec4<f32>, TK * TQ / 4u>;  // [TK][TQ]: scores, then w
 var<workgroup> row_fix: array<f32, TQ>;  // per row: exp(old max - new max); at the end, the sum
 var<workgroup> tile_rows: u32;
 
-// Cache rows c0 .. c0 + TK of K, transposed, into kv_s; zeros from hi.
-fn stage_k(c0: u32, hi: u32, start: u32, head_at: u32, lane: u32) {
-  for (var i = lane; i < TK * TD; i += 64u) {
-    let c = i / TD;
-    let e = i % TD;
-    var x = 0.0;
-    if (c0 + c < hi) {
-      x = key(c0 + c, start, head_at, e);
+// K and V are read through their vec4 views alone (k4, v4, k_cache4, v_cache4: an entry
+// point may use one view of a binding), four elements a load: quad e4 of row j of the
+// KV head at head_at, below start from the cache, from start on from this call's rows.
+fn row4(j: u32, head_at: u32, e4: u32) -> u32 {
+  return (j * row_len() + head_at) / 4u + e4;
+}
+
+fn key4(j: u32, start: u32, head_at: u32, e4: u32) -> vec4<f32> {
+  if (j < start) {
+    return vec4<f32>(k_cache4[row4(j, head_at, e4)]);
+  }
+  return vec4<f32>(k4[row4(j - start, head_at, e4)]);
+}
+
+fn value4(j: u32, start: u32, head_at: u32, e4: u32) -> vec4<f32> {
+  if (j < start) {
+    return vec4<f32>(v_cache4[row4(j, head_at, e4)]);
+  }
+  return vec4<f32>(v4[row4(j - start, head_at, e4)]);
+}
+
+// The tile's own k and v rows into the caches, by each KV head's first query head (keep's
+// work, through the vec4 views).
+fn keep_rows(s0: u32, h: u32, head_at: u32, start: u32, lane: u32) {
+  if (h % (params.heads / params.kv_heads) != 0u) {
+    return;
+  }
+  for (var i = lane; i < TQ * TD / 4u; i += 64u) {
+    let s = s0 + i / (TD / 4u);
+    if (visible(s) > 0u && start + s < params.cache_rows) {
+      let e4 = i % (TD / 4u);
+      k_cache4[row4(start + s, head_at, e4)] = k4[row4(s, head_at, e4)];
+      v_cache4[row4(start + s, head_at, e4)] = v4[row4(s, head_at, e4)];
     }
-    kv_s[e * KP + c / 4u][c % 4u] = x;
   }
 }
 
-// The same rows of V into kv_s from V_AT, as they are; zeros from hi.
-fn stage_v(c0: u32, hi: u32, start: u32, head_at: u32, lane: u32) {
-  for (var i = lane; i < TK * TD; i += 64u) {
-    let j = c0 + i / TD;
-    var x = 0.0;
-    if (j < hi) {
-      x = value(j, start, head_at + i % TD);
-    }
-    kv_s[V_AT + i / 4u][i % 4u] = x;
+// How a step's rows are read (uniform: the staging's loads then go out together, no
+// test between them): 0 all this call's and below hi, 1 all the cache's and below hi,
+// 2 each row tested.
+fn step_kind(c0: u32, hi: u32, start: u32) -> u32 {
+  if (c0 >= start && c0 + TK <= hi) {
+    return 0u;
   }
+  if (c0 + TK <= min(start, hi)) {
+    return 1u;
+  }
+  return 2u;
 }
 
 // Keys of the step at c0 that query row s sees.
@@ -137,15 +162,16 @@ fn attend_tiles(@builtin(workgroup_id) wid: vec3<u32>,
   var acc: array<vec4<f32>, 2u * RO>;  // zeros; constant indices only (generated weigh)
   for (var c0 = 0u; c0 < hi; c0 += TK) {
     workgroupBarrier();  // q_s written; the last step's tiles read
-    stage_k(c0, hi, start, head_at, lane);
+    let kind = step_kind(c0, hi, start);
+    stage_k(c0, hi, start, head_at, lane, kind);
     if (!SHARED_KV) {
-      stage_v(c0, hi, start, head_at, lane);
+      stage_v(c0, hi, start, head_at, lane, kind);
     }
     workgroupBarrier();
     scores(lane / 8u, lane % 8u);
     workgroupBarrier();
     if (SHARED_KV) {
-      stage_v(c0, hi, start, head_at, lane);
+      stage_v(c0, hi, start, head_at, lane, kind);
     }
     if (lane < TQ) {
       run = softmax_step(lane, seen(s0 + lane, c0), run);
@@ -159,11 +185,7 @@ fn attend_tiles(@builtin(workgroup_id) wid: vec3<u32>,
   }
   workgroupBarrier();
   store_rows(&acc, s0, h, lane / DL, lane % DL);
-  for (var i = lane; i < TQ * TD; i += 64u) {  // the tile's own rows into the caches
-    if (visible(s0 + i / TD) > 0u) {
-      keep(s0 + i / TD, h, head_at + i % TD);
-    }
-  }
+  keep_rows(s0, h, head_at, start, lane);
 }
 
 // Output row s's columns 4 od .. + 3 and TD / 2 + 4 od .. + 3 (sum: its softmax's).

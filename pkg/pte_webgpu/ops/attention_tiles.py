@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cache
 
-from ..shaders.compose import Kernel, fill
+from ..shaders.compose import Binding, Kernel, fill
 
 LANES = 64  # a workgroup: 8 x 8 lanes for the scores
 TK = 32  # cache rows per step
@@ -77,9 +77,42 @@ def kernel(base: Kernel, t: Tiles) -> Kernel:
     consts = fill("sdpa_tiles", "attend_tiles", dim=t.dim, tq=t.rows, rs=t.score_rows,
                   ro=t.out_rows, shared=str(t.shared).lower(), v_at=t.v_at,
                   kv_size=t.kv_vec4s)
-    return replace(base, generated=base.generated + consts + _scores(t.score_rows)
-                   + _weigh(t.out_rows), name=f"{base.name}_tiles_d{t.dim}_q{t.rows}"
-                   + ("_shared" if t.shared else ""))
+    return replace(base, bindings=base.bindings + VEC4_VIEWS,
+                   generated=base.generated + consts + _stage(t.dim, "k") + _stage(t.dim, "v")
+                   + _scores(t.score_rows) + _weigh(t.out_rows),
+                   name=f"{base.name}_tiles_d{t.dim}_q{t.rows}" + ("_shared" if t.shared else ""))
+
+
+# attend_tiles reads k, v and the caches four elements a load, through these views alone
+VEC4_VIEWS = (Binding(1, "k4", type="elem4"), Binding(2, "v4", type="elem4"),
+              Binding(3, "k_cache4", "read_write", type="elem4"),
+              Binding(4, "v_cache4", "read_write", type="elem4"))
+
+
+def _stage(dim: int, which: str) -> str:
+    """``stage_k`` / ``stage_v``: a step's TK rows of K (stored transposed) or V into kv_s,
+    each lane's dim / 8 quads loaded before any is stored (unrolled: the loads go out
+    together), the step's kind (sdpa_tiles.wgsl step_kind) choosing the source once."""
+    quads = TK * dim // 4 // LANES
+    at = "".join(f"  let r{u} = (lane + {64 * u}u) / (TD / 4u);\n"
+                 f"  let e{u} = (lane + {64 * u}u) % (TD / 4u);\n"
+                 f"  var x{u} = vec4<f32>(0.0);\n" for u in range(quads))
+    fresh = "".join(f"    x{u} = vec4<f32>({which}4[row4(c0 + r{u} - start, head_at, e{u})]);\n"
+                    for u in range(quads))
+    cached = "".join(f"    x{u} = vec4<f32>({which}_cache4[row4(c0 + r{u}, head_at, e{u})]);\n"
+                     for u in range(quads))
+    getter = "key4" if which == "k" else "value4"
+    tested = "".join(f"    if (c0 + r{u} < hi) {{ x{u} = {getter}(c0 + r{u}, start, head_at, e{u}); }}\n"
+                     for u in range(quads))
+    if which == "k":  # transposed: [TD][TK + 4]
+        stores = "".join(f"  kv_s[(4u * e{u} + {q}u) * KP + r{u} / 4u][r{u} % 4u] = x{u}.{_XYZW[q]};\n"
+                         for u in range(quads) for q in range(4))
+    else:  # as it is: [TK][TD]
+        stores = "".join(f"  kv_s[V_AT + r{u} * (TD / 4u) + e{u}] = x{u};\n" for u in range(quads))
+    return (f"\nfn stage_{which}(c0: u32, hi: u32, start: u32, head_at: u32, lane: u32, "
+            "kind: u32) {\n" + at + "  if (kind == 0u) {\n" + fresh
+            + "  } else if (kind == 1u) {\n" + cached + "  } else {\n" + tested + "  }\n"
+            + stores + "}\n")
 
 
 _XYZW = "xyzw"

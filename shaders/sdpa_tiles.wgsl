@@ -94,30 +94,59 @@ struct Running {
   sum: f32,
 }
 
-// Row r's scores of the step turned into weights (0 past what it sees), its max and sum
-// carried, its rescale factor into row_fix.
-fn softmax_step(r: u32, m: u32, run: Running) -> Running {
+// The step's softmax, LPR = 64 / TQ lanes a row, each over TK / LPR keys: the row's
+// scores turned into weights in place, its max and sum carried (every lane of the row
+// holds them alike), its rescale factor into row_fix. Every lane calls it (barriers).
+const LPR: u32 = 64u / TQ;
+const KPL: u32 = TK / LPR;
+var<workgroup> red: array<f32, 64>;
+
+fn p_at(c: u32, r: u32) -> u32 {
+  return c * (TQ / 4u) + r / 4u;
+}
+
+fn softmax_step(lane: u32, s0: u32, c0: u32, run: Running) -> Running {
+  let r = lane / LPR;
+  let lo = (lane % LPR) * KPL;
+  let m = seen(s0 + r, c0);
+  var top = -3.0e38;
+  for (var c = lo; c < min(lo + KPL, m); c++) {
+    top = max_nan(top, p_s[p_at(c, r)][r % 4u]);
+  }
+  red[lane] = top;
+  workgroupBarrier();
+  var tile_top = -3.0e38;
+  for (var q = 0u; q < LPR; q++) {
+    tile_top = max_nan(tile_top, red[r * LPR + q]);
+  }
+  workgroupBarrier();  // red read: the sums go there next
   var next = run;
   var fix = 1.0;
   if (m > 0u) {
-    var tile_top = -3.0e38;
-    for (var c = 0u; c < m; c++) {
-      tile_top = max_nan(tile_top, p_s[c * (TQ / 4u) + r / 4u][r % 4u]);
-    }
     next.top = max_nan(run.top, tile_top);
     fix = exp(run.top - next.top);
-    var part = 0.0;
-    for (var c = 0u; c < m; c++) {
-      let w = exp(p_s[c * (TQ / 4u) + r / 4u][r % 4u] - next.top);
-      p_s[c * (TQ / 4u) + r / 4u][r % 4u] = w;
-      part += w;
+  }
+  var part = 0.0;
+  for (var c = lo; c < lo + KPL; c++) {
+    var w = 0.0;
+    if (c < m) {
+      w = exp(p_s[p_at(c, r)][r % 4u] - next.top);
     }
-    next.sum = run.sum * fix + part;
+    p_s[p_at(c, r)][r % 4u] = w;
+    part += w;
   }
-  for (var c = m; c < TK; c++) {
-    p_s[c * (TQ / 4u) + r / 4u][r % 4u] = 0.0;
+  red[lane] = part;
+  workgroupBarrier();
+  if (m > 0u) {
+    var total = 0.0;
+    for (var q = 0u; q < LPR; q++) {
+      total += red[r * LPR + q];
+    }
+    next.sum = run.sum * fix + total;
   }
-  row_fix[r] = fix;
+  if (lane % LPR == 0u) {
+    row_fix[r] = fix;
+  }
   return next;
 }
 
@@ -173,15 +202,13 @@ fn attend_tiles(@builtin(workgroup_id) wid: vec3<u32>,
     if (SHARED_KV) {
       stage_v(c0, hi, start, head_at, lane, kind);
     }
-    if (lane < TQ) {
-      run = softmax_step(lane, seen(s0 + lane, c0), run);
-    }
+    run = softmax_step(lane, s0, c0, run);
     workgroupBarrier();
     weigh(&acc, s0, lane / DL, lane % DL, c0, c0 + TK <= first);
   }
   workgroupBarrier();  // row_fix read
-  if (lane < TQ) {
-    row_fix[lane] = run.sum;
+  if (lane % LPR == 0u) {
+    row_fix[lane / LPR] = run.sum;
   }
   workgroupBarrier();
   store_rows(&acc, s0, h, lane / DL, lane % DL);

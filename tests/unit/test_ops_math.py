@@ -197,9 +197,10 @@ def _gpu(features=(), invocations=1024, storage=32768, backend="native"):
     (32, 576, 576, (), "gemv4-32x1"),  # prefill rows: matrix-vector up to 256 rows
     (64, 576, 1536, (), "gemv4-32x4"),
     (256, 1536, 576, (), "gemv4-32x4"),
-    (257, 576, 1536, (), "mm4-8x16s4"),  # few tiles: K split (k_splits), spans >= 128
-    (1024, 1536, 576, (), "mm4-8x16s8"),
-    (1024, 576, 3072, (), "mm4-16x16s2"),  # the partial sums' bytes cap it (SPLIT_BYTES)
+    (257, 576, 1536, (), "mm4-8x16"),  # few tiles, but K too short to split (MIN_SPAN_K)
+    (257, 1536, 576, (), "mm4-8x16s4"),  # few tiles: K split (k_splits), spans >= 384
+    (1024, 1536, 576, (), "mm4-8x16s4"),
+    (1024, 2048, 3072, (), "mm4-16x16s2"),  # 2 spans bring the lanes past SPLIT_LANES
     (2048, 2048, 2048, (), "mm4-16x16"),  # tiles enough
 ])
 def test_matmul_choice_on_a_gpu(m, k, n, features, want):
@@ -219,7 +220,7 @@ def test_matmul_choice_for_float16(m, k, n, want):
 
 
 @pytest.mark.parametrize("n,want", [
-    (576, [(1023, "mm4-8x16s4"), (256, "gemv4-32x4"), (8, "gemv4-32x1")]),  # decode: the same
+    (576, [(1023, "mm4-8x16"), (256, "gemv4-32x4"), (8, "gemv4-32x1")]),  # decode: the same
     (49152, [(1023, "mm4-16x16"), (256, "gemv4-32x4"), (1, "gemv4-32x4g2")]),
 ])
 def test_a_dynamic_linear_records_a_form_per_row_range(n, want):

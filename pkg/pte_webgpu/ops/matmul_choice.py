@@ -44,9 +44,12 @@ GPU_GEMV_ROWS = 256
 _NAME = re.compile(r"^(gemv|gemvsg|mm)([48]?)-(\d+)x(\d+)(?:x(\d+))?(?:g(\d+))?(?:s(\d+))?$")
 MAX_SPLITS = 8  # spans of K per tile
 # Split K until the tiles' lanes reach this many (~16 warps on each of an H100's 132 SMs;
-# WebGPU does not tell the count), each span keeping MIN_SPAN_K of K at least.
+# WebGPU does not tell the count), each span keeping MIN_SPAN_K of K at least: at 1024
+# rows (H100, session 26) K = 576 ran faster whole (576 x 1536: 99 us against 131 in 4
+# spans, prefetching) and K = 1536 in 4 spans (120 us) than in 8 (143); the 1020-token
+# prefill 41.7 -> 40.1 ms.
 SPLIT_LANES = 65536
-MIN_SPAN_K = 128
+MIN_SPAN_K = 384
 SPLIT_BYTES = 1 << 25  # the spans' partial sums at most (one scratch buffer)
 
 

@@ -9,9 +9,10 @@
 // memory once for all TQ rows (attend_rows reads them once per query row). Each step:
 // - scores: lane (ty, tx) computes rows RS ty .. RS ty + RS - 1 against keys 4 tx ..
 //   4 tx + 3 (RS = TQ / 8), two vector loads per 4 RS FMAs, into p_s [key][row];
-// - softmax: lane r < TQ owns row r's running max and sum (the online softmax of
-//   attend_span: max_nan; exp(inf - inf) = NaN reaches the output as torch's gives it),
-//   turning its scores into weights in place and its rescale factor into row_fix;
+// - softmax: LPR = 64 / TQ lanes a row carry its running max and sum (the online
+//   softmax of attend_span: max_nan; exp(inf - inf) = NaN reaches the output as torch's
+//   gives it), turning its scores into weights in place and its rescale factor into
+//   row_fix;
 // - weigh: lane (og, od) keeps RO rows x 8 columns of the output in registers (columns
 //   4 od and TD / 2 + 4 od: neighbouring lanes on neighbouring vec4s), rescaled, plus
 //   the tile's weighted V. Only keys a row sees are added (a masked key's V may be

@@ -11,13 +11,13 @@ from k and v). Kernels (``variants={"sdpa": NAME}`` or ``PTE_WEBGPU_SDPA``): ``r
 workgroup per query row and head, each score computed once (the default on CPU adapters
 where a workgroup holds head_dim lanes); ``elements``, one invocation per output element,
 which recomputes its row's scores (no workgroup memory or barriers; D times the work);
-``split`` (the default on GPUs), as ``rows`` except that an execute of one query row (a
+``split`` (on GPUs where no tile plan fits), as ``rows`` except that an execute of one query row (a
 decode step) cuts the visible cache rows into ``parts`` spans, a workgroup each, and a
 second dispatch merges their partial softmaxes (flash-decoding): one row's 9 heads would
 otherwise keep 9 workgroups busy over the whole context; ``tiles``, as ``split`` except
 that executes of many query rows (a prefill) take a workgroup per tile of query rows and
-head, which loads each K/V row once per tile into workgroup memory (flash attention)
-where ``rows`` loads it once per query row.
+head, which loads each K/V row once per tile into workgroup memory (flash attention,
+ops/attention_tiles.py) where ``rows`` loads it once per query row: the default on GPUs.
 
 ``update_cache.default [value, cache, start_pos: SymInt | Int, out]`` (llama's custom
 update_cache where no custom_sdpa joins it into sdpa_with_kv_cache): value ``[1, S, H, D]``

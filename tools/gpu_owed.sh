@@ -20,7 +20,7 @@ OUT=$DEST/lane timeout "${LANE_S:-170}" bash tools/gpu_lane.sh -q -rfEsx -p no:c
 timeout 90 python3 bench/coop_probe.py --output "$DEST/coop.json" | tail -60 \
   || echo "owed: the probe exited $?"
 rm -rf /tmp/ab
-SETTINGS="split: tiles:PTE_WEBGPU_SDPA=tiles" OUT=/tmp/ab ROUNDS=1 timeout 200 \
+SETTINGS="split:PTE_WEBGPU_SDPA=split tiles:PTE_WEBGPU_SDPA=tiles" OUT=/tmp/ab ROUNDS=1 timeout 200 \
   bash tools/llm_ab.sh "$MODELS" --contexts 256,1024 --steps 4 --profile | tail -12 \
   || echo "owed: the A/B exited $?"
 tar czf "$DEST/ab.tgz" -C /tmp/ab . 2>/dev/null

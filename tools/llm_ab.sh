@@ -4,7 +4,7 @@
 #   tools/llm_ab.sh MODELS_DIR [bench args...]
 # Every MODELS_DIR/NAME.pte.gz with its NAME.export.json (bench/llm_bench.py zero) runs
 # once per setting per round (ROUNDS, default 2). SETTINGS: space-separated LABEL:ENV,
-# default "base: merge:PTE_WEBGPU_FOLDS_ON=merge tiles:PTE_WEBGPU_SDPA=tiles".
+# default "base: merge:PTE_WEBGPU_FOLDS_ON=merge split:PTE_WEBGPU_SDPA=split".
 # Results: $OUT (or /tmp/llm-ab)/NAME-LABEL-ROUND.json, then a table of tok/s by context.
 # On a lent GPU only a few files come back from $OUT: write to a folder of its own and tar
 # the records into $OUT (OUT=/tmp/ab ... ; tar czf $OUT/ab.tgz -C /tmp/ab $(cd /tmp/ab && ls *.json)).
@@ -16,7 +16,7 @@ MODELS=${1:?usage: tools/llm_ab.sh MODELS_DIR [bench args...]}
 shift
 ARGS=("$@")
 [ ${#ARGS[@]} -gt 0 ] || ARGS=(--contexts 16,256,1024 --steps 32)
-SETTINGS=${SETTINGS:-"base: merge:PTE_WEBGPU_FOLDS_ON=merge tiles:PTE_WEBGPU_SDPA=tiles"}
+SETTINGS=${SETTINGS:-"base: merge:PTE_WEBGPU_FOLDS_ON=merge split:PTE_WEBGPU_SDPA=split"}
 DEST=${OUT:-/tmp/llm-ab}
 mkdir -p "$DEST"
 for round in $(seq 1 "${ROUNDS:-2}"); do

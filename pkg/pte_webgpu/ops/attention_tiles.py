@@ -127,12 +127,12 @@ def _scores(rs: int) -> str:
     fma = "".join(f"    s{i} += q.{_XYZW[i]} * k4;\n" for i in range(rs))
     stores = ""
     for j in range(4):
-        at = f"(4u * tx + {j}u) * (TQ / 4u)"
+        key = f"4u * tx + {j}u"
         if rs == 4:
             row = ", ".join(f"s{i}.{_XYZW[j]}" for i in range(4))
-            stores += f"  p_s[{at} + ty] = vec4<f32>({row}) * sc;\n"
+            stores += f"  p_s[p_at({key}, 4u * ty)] = vec4<f32>({row}) * sc;\n"
         else:  # rs rows of a vec4 of four
-            stores += "".join(f"  p_s[{at} + (ty * {rs}u + {i}u) / 4u][(ty * {rs}u + {i}u) % 4u]"
+            stores += "".join(f"  p_s[p_at({key}, ty * {rs}u + {i}u)][(ty * {rs}u + {i}u) % 4u]"
                               f" = s{i}.{_XYZW[j]} * sc;\n" for i in range(rs))
     return ("\nfn scores(ty: u32, tx: u32) {\n" + acc
             + "  for (var e = 0u; e < TD; e++) {\n"
@@ -147,8 +147,8 @@ def _weigh(rows: int) -> str:
     def weight(i: int) -> str:  # row base + i's weight of key c
         if rows % 4 == 0:
             return f"p{i // 4}.{_XYZW[i % 4]}"
-        return f"p_s[c * (TQ / 4u) + (base + {i}u) / 4u][(base + {i}u) % 4u]"
-    loads = "".join(f"      let p{j} = p_s[c * (TQ / 4u) + base / 4u + {j}u];\n"
+        return f"p_s[p_at(c, base + {i}u)][(base + {i}u) % 4u]"
+    loads = "".join(f"      let p{j} = p_s[p_at(c, base + {4 * j}u)];\n"
                     for j in range(rows // 4))
 
     def adds(guard: bool) -> str:

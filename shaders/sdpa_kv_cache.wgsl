@@ -391,7 +391,6 @@ fn scaled_add4(acc: f32, f: vec4<f32>, a: vec4<f32>) -> f32 {
 fn combine(@builtin(workgroup_id) wid: vec3<u32>,
            @builtin(num_workgroups) groups: vec3<u32>,
            @builtin(local_invocation_index) lane: u32) {
-  let D = params.head_dim;
   let g = group_index(wid, groups);  // (s, h)
   if (lane == 0u) {
     uniform_rows = visible(g / params.heads);
@@ -400,9 +399,15 @@ fn combine(@builtin(workgroup_id) wid: vec3<u32>,
   if (rows == 0u) {
     return;
   }
-  let first = g * params.parts;  // (s, h)'s part 0
   let per = span_rows(rows);
-  let P = (rows + per - 1u) / per;  // the parts that hold rows (the rest are empty)
+  // the parts that hold rows (the rest are empty)
+  merge_parts(g, g * params.parts, (rows + per - 1u) / per, lane);
+}
+
+// Output row-head g (out[g D ..]) from parts first .. first + P - 1 (max, sum, D weighted
+// v sums each). Every lane calls it (barriers).
+fn merge_parts(g: u32, first: u32, P: u32, lane: u32) {
+  let D = params.head_dim;
   let stride = D + 2u;
   var top = -3.0e38;
   for (var p = lane; p < P; p += wg_size) {

@@ -19,6 +19,11 @@
 //   inf); tiles whose keys every row sees skip the test.
 // - With SHARED_KV (large head dims: ops/attention_tiles.py plans the workgroup memory)
 //   the V tile is staged where the K tile was, after the scores, beside the softmax.
+// Key parts: a tile's keys are cut at multiples of span() into up to PARTS parts, a
+// workgroup each (a 1020-token prefill's 32 tiles a head would otherwise leave most of a
+// big GPU idle while the last tiles walk all their keys). A row that one part covers is
+// written whole; the others leave each part's max, sum and weighted V in `parts`, which
+// combine_tiles merges (as the split form's combine does a decode row's).
 const TQ: u32 = ${tq}u;  // query rows per workgroup
 const TK: u32 = 32u;  // cache rows per step
 const TD: u32 = ${dim}u;  // head dim
@@ -27,11 +32,14 @@ const RO: u32 = ${ro}u;  // output rows per lane
 const DL: u32 = TD / 8u;  // lanes across the head dim
 const KP: u32 = TK / 4u + 1u;  // a K row in vec4s, padded: the staging stores spread over banks
 const SHARED_KV: bool = ${shared};
+const PARTS: u32 = ${parts}u;  // key parts a tile's keys are cut into at most
+const MIN_STEPS: u32 = ${min_steps}u;  // a part's fewest steps of TK keys
 const V_AT: u32 = ${v_at}u;  // where the V tile starts in kv_s: after K's, or at 0 (shared)
 var<workgroup> q_s: array<vec${rs}<f32>, TD * TQ / RS>;  // [TD][TQ]
 var<workgroup> kv_s: array<vec4<f32>, ${kv_size}u>;  // K [TD][TK + 4], V [TK][TD] at V_AT
 var<workgroup> p_s: array<vec4<f32>, TK * TQ / 4u>;  // [TK][TQ]: scores, then weights
 var<workgroup> row_fix: array<f32, TQ>;  // per row: exp(old max - new max); at the end, the sum
+var<workgroup> row_top: array<f32, TQ>;  // at the end, per row: its max
 var<workgroup> tile_rows: u32;
 
 // K and V are read through their vec4 views alone (k4, v4, k_cache4, v_cache4: an entry
@@ -69,6 +77,21 @@ fn keep_rows(s0: u32, h: u32, head_at: u32, start: u32, lane: u32) {
       v_cache4[row4(start + s, head_at, e4)] = v4[row4(s, head_at, e4)];
     }
   }
+}
+
+// Keys per part: the most keys a row sees cut into PARTS spans of whole steps (at least
+// MIN_STEPS each), the same for every row, tile and head of the call.
+fn span() -> u32 {
+  let rows = min(u32(max(ints[params.len_slot], 0)), params.s_bound);
+  let keys = min(u32(max(ints[params.start_slot], 0)) + rows, params.cache_rows);
+  let steps = (keys + TK - 1u) / TK;
+  return TK * max(MIN_STEPS, (steps + PARTS - 1u) / PARTS);
+}
+
+// A workgroup's part: its index and the keys each part spans.
+struct Part {
+  p: u32,
+  span: u32,
 }
 
 // How a step's rows are read (uniform: the staging's loads then go out together, no
@@ -156,14 +179,16 @@ fn attend_tiles(@builtin(workgroup_id) wid: vec3<u32>,
                 @builtin(num_workgroups) groups: vec3<u32>,
                 @builtin(local_invocation_index) lane: u32) {
   let H = params.heads;
-  let g = group_index(wid, groups);
+  let g = group_index(wid, groups);  // (tile, part, head)
   let h = g % H;
+  let part = Part((g / H) % PARTS, span());
   // The last query rows see the most cache rows: their tiles take the first workgroups,
   // which start first, so the longest ones do not trail the rest.
   let tiles = (min(u32(max(ints[params.len_slot], 0)), params.s_bound) + TQ - 1u) / TQ;
+  let tile = g / (H * PARTS);
   var s0 = params.s_bound;  // past the rows: nothing to do
-  if (g / H < tiles) {
-    s0 = (tiles - 1u - g / H) * TQ;
+  if (tile < tiles) {
+    s0 = (tiles - 1u - tile) * TQ;
   }
   let head_at = (h / (H / params.kv_heads)) * TD;
   let start = u32(max(ints[params.start_slot], 0));
@@ -175,9 +200,11 @@ fn attend_tiles(@builtin(workgroup_id) wid: vec3<u32>,
     tile_rows = most;
   }
   let hi = workgroupUniformLoad(&tile_rows);
-  if (hi == 0u) {
-    return;
+  let lo = part.p * part.span;  // this part's keys: lo .. end - 1
+  if (lo >= hi) {
+    return;  // (also a tile past the rows: hi 0)
   }
+  let end = min(lo + part.span, hi);
   for (var i = lane; i < TQ * TD; i += 64u) {
     let r = i / TD;
     let e = i % TD;
@@ -190,7 +217,7 @@ fn attend_tiles(@builtin(workgroup_id) wid: vec3<u32>,
   let first = visible(s0);  // the fewest rows a row of the tile sees (the rows go up)
   var run = Running(-3.0e38, 0.0);
   var acc: array<vec4<f32>, 2u * RO>;  // zeros; constant indices only (generated weigh)
-  for (var c0 = 0u; c0 < hi; c0 += TK) {
+  for (var c0 = lo; c0 < end; c0 += TK) {
     workgroupBarrier();  // q_s written; the last step's tiles read
     let kind = step_kind(c0, hi, start);
     stage_k(c0, hi, start, head_at, lane, kind);
@@ -210,15 +237,39 @@ fn attend_tiles(@builtin(workgroup_id) wid: vec3<u32>,
   workgroupBarrier();  // row_fix read
   if (lane % LPR == 0u) {
     row_fix[lane / LPR] = run.sum;
+    row_top[lane / LPR] = run.top;
   }
   workgroupBarrier();
-  store_rows(&acc, s0, h, lane / DL, lane % DL);
-  keep_rows(s0, h, head_at, start, lane);
+  store_rows(&acc, s0, h, lane / DL, lane % DL, part);
+  if (part.p == 0u) {
+    keep_rows(s0, h, head_at, start, lane);
+  }
 }
 
-// Output row s's columns 4 od .. + 3 and TD / 2 + 4 od .. + 3 (sum: its softmax's).
-fn store_row(s: u32, h: u32, od: u32, lo: vec4<f32>, hi: vec4<f32>, sum: f32) {
-  if (visible(s) == 0u) {
+// Output row s's columns 4 od .. + 3 and TD / 2 + 4 od .. + 3 (sum, top: its softmax's
+// over the part's keys): the row itself where one part covers it, else the part's share
+// in `parts` ((s, h, part): max, sum, then TD weighted-V sums) for combine_tiles.
+fn store_row(s: u32, h: u32, od: u32, lo: vec4<f32>, hi: vec4<f32>, sum: f32, top: f32,
+             part: Part) {
+  let rows = visible(s);
+  if (rows <= part.p * part.span) {
+    return;  // no key of this part (or no row)
+  }
+  if (rows > part.span) {
+    let share = ((s * params.heads + h) * PARTS + part.p) * (TD + 2u);
+    if (od == 0u) {
+      parts[share] = top;
+      parts[share + 1u] = sum;
+    }
+    let col = share + 2u + 4u * od;
+    parts[col] = lo.x;
+    parts[col + 1u] = lo.y;
+    parts[col + 2u] = lo.z;
+    parts[col + 3u] = lo.w;
+    parts[col + TD / 2u] = hi.x;
+    parts[col + TD / 2u + 1u] = hi.y;
+    parts[col + TD / 2u + 2u] = hi.z;
+    parts[col + TD / 2u + 3u] = hi.w;
     return;
   }
   let at = (s * params.heads + h) * TD + 4u * od;
@@ -232,4 +283,22 @@ fn store_row(s: u32, h: u32, od: u32, lo: vec4<f32>, hi: vec4<f32>, sum: f32) {
   out[at + TD / 2u + 1u] = elem(b.y);
   out[at + TD / 2u + 2u] = elem(b.z);
   out[at + TD / 2u + 3u] = elem(b.w);
+}
+
+// combine_tiles: a workgroup per (s, h) whose row more than one part covers merges the
+// parts' shares (combine's merge).
+@compute @workgroup_size(wg_size)
+fn combine_tiles(@builtin(workgroup_id) wid: vec3<u32>,
+                 @builtin(num_workgroups) groups: vec3<u32>,
+                 @builtin(local_invocation_index) lane: u32) {
+  let g = group_index(wid, groups);  // (s, h)
+  if (lane == 0u) {
+    uniform_rows = visible(g / params.heads);
+  }
+  let rows = workgroupUniformLoad(&uniform_rows);
+  let per = span();
+  if (rows <= per) {
+    return;  // one part, written whole (or no row)
+  }
+  merge_parts(g, g * PARTS, (rows + per - 1u) / per, lane);
 }

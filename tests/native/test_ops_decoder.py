@@ -95,6 +95,9 @@ SDPA_CASES = {  # name: (query rows, query heads, KV heads, head dim, cache rows
     # tiles at head dim 128 on 32 KB of workgroup memory: 16 query rows, V where K was
     "long prefill at head dim 128": (45, 4, 2, 128, 100, 20),
     "prefill at head dim 16": (70, 2, 2, 16, 90, 3),
+    # tiles: 240 keys at most, cut into 4 parts of 64; the cache's last rows and the new
+    # ones meet inside part 1; rows past 64 keys merged by combine_tiles
+    "long prefill over four key parts": (150, 4, 2, 64, 300, 90),
     "prefill at head dim 8": (70, 4, 2, 8, 75, 5),  # 64 rows a tile, 8 outputs a lane
     # scores by 16 lanes a row, 5 products each (the last of them masked); the rows form
     # over 3 chunks of 256 rows, each scored 64 rows at a time
@@ -122,7 +125,7 @@ def test_sdpa_with_kv_cache_after_earlier_rows(device, monkeypatch, form, case):
 @pytest.mark.parametrize("case, storage, rows, shared", [
     ("long prefill at a start position", 16384, 16, True),  # D = 64: 16 rows, 2 a lane
     ("long prefill at a start position", 24576, 32, True),
-    ("long prefill at head dim 32", 13150, 16, False),  # 1 output row a lane
+    ("long prefill at head dim 32", 13200, 16, False),  # 1 output row a lane
 ])
 def test_sdpa_tiles_in_less_workgroup_memory(device, monkeypatch, case, storage, rows, shared):
     """The tiles form's smaller plans (ops/attention_tiles.py), on the device with its
@@ -131,6 +134,20 @@ def test_sdpa_tiles_in_less_workgroup_memory(device, monkeypatch, case, storage,
     t = attention_tiles.plan(SDPA_CASES[case][3], storage)
     assert (t.rows, t.shared) == (rows, shared)
     got, want = _sdpa_case(Limited(device, maxComputeWorkgroupStorageSize=storage), case)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.parametrize("limit, parts", [(400_000, 2), (200_000, 1)])
+def test_sdpa_tiles_with_fewer_key_parts(device, monkeypatch, limit, parts):
+    """Where the parts' shares of a long prefill would pass the adapter's binding limit
+    (4 parts: 634 KB here), the tiles form cuts the keys into fewer parts, down to one
+    (no shares, no merge)."""
+    monkeypatch.setenv("PTE_WEBGPU_SDPA", "tiles")
+    case = "long prefill over four key parts"
+    s, h, _, d, _, _ = SDPA_CASES[case]
+    assert attention_tiles.parts_scratch(s, h, d, 2 * parts) > limit
+    assert attention_tiles.parts_scratch(s, h, d, parts) <= limit
+    got, want = _sdpa_case(Limited(device, maxStorageBufferBindingSize=limit), case)
     np.testing.assert_allclose(got, want, atol=1e-5)
 
 

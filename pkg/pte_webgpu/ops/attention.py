@@ -462,11 +462,25 @@ async def _attend_tiles(ctx, op, kernel, binds, out_id, s_bound, heads, dim, lan
     rows and head; ``when`` as for _attend_rows. ``kernel``: the plain one (a prefill
     turns q and k by the rope's own dispatch first)."""
     t = attention_tiles.plan(dim, ctx.device.info.traits.workgroup_storage)
-    shader = attention_tiles.kernel(kernel, t)
+    # the parts' shares for the longest call, in one buffer for every layer; fewer parts
+    # where the adapter cannot bind that much (one: no shares, no merge)
+    limit = ctx.device.limit("maxStorageBufferBindingSize", 1 << 27)
+    parts = attention_tiles.PARTS
+    while parts > 1 and attention_tiles.parts_scratch(s_bound, heads, dim, parts) > limit:
+        parts //= 2
+    shares = ctx.resources.scratch(
+        "sdpa tiles parts", attention_tiles.parts_scratch(s_bound, heads, dim, parts))
+    shader = attention_tiles.kernel(kernel, t, parts)
     attend = await ctx.pipeline(shader, {"wg_size": attention_tiles.LANES}, "attend_tiles",
                                 half=half)
-    ctx.dispatch(op, attend, binds, ctx.grid(-(-s_bound // t.rows) * heads))
-    follow_actual_size(ctx, out_id, when(lambda n: -(-n // (heads * dim * t.rows)) * heads))
+    ctx.dispatch(op, attend, binds + [(8, shares)], ctx.grid(-(-s_bound // t.rows) * heads * parts))
+    follow_actual_size(ctx, out_id,
+                       when(lambda n: -(-n // (heads * dim * t.rows)) * heads * parts))
+    if parts > 1:  # the rows that several parts cover, merged
+        combine = await ctx.pipeline(shader, {"wg_size": lanes}, "combine_tiles", half=half)
+        ctx.dispatch(op, combine, [b for b in binds if b[0] in (5, 6, 7)] + [(8, shares)],
+                     ctx.grid(s_bound * heads))
+        follow_actual_size(ctx, out_id, when(lambda n: -(-n // dim)))
 
 
 async def _turn_first(ctx, op, rope: Rope, q_id: int, k_id: int, out_id: int, row: int,

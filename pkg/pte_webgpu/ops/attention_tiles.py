@@ -16,6 +16,10 @@ from ..shaders.compose import Binding, Kernel, fill
 LANES = 64  # a workgroup: 8 x 8 lanes for the scores
 TK = 32  # cache rows per step
 KP = TK // 4 + 1  # a K tile row in vec4s, padded by one (sdpa_tiles.wgsl)
+# A tile's keys cut into up to PARTS parts, a workgroup each, of MIN_STEPS steps or more
+# (sdpa_tiles.wgsl span()), merged by combine_tiles
+PARTS = 4
+MIN_STEPS = 2
 
 
 @dataclass(frozen=True)
@@ -44,9 +48,9 @@ class Tiles:
 
     @property
     def storage(self) -> int:
-        """Workgroup bytes: q, the K/V tile(s), the weights, row factors, the softmax's
-        per-lane partials, one u32."""
-        return 4 * (self.rows * self.dim + 4 * self.kv_vec4s + TK * self.rows + self.rows
+        """Workgroup bytes: q, the K/V tile(s), the weights, row factors and maxima, the
+        softmax's per-lane partials, one u32."""
+        return 4 * (self.rows * self.dim + 4 * self.kv_vec4s + TK * self.rows + 2 * self.rows
                     + LANES + 1)
 
 
@@ -73,16 +77,28 @@ def why_not(dim: int, storage: int) -> str | None:
     return None
 
 
+def parts_scratch(rows: int, heads: int, dim: int, parts: int) -> int:
+    """Bytes of the parts' shares for ``rows`` query rows: (row, head, part) x (max, sum,
+    ``dim`` weighted-V sums), float32."""
+    return 4 * rows * heads * parts * (dim + 2)
+
+
+def kernel(base: Kernel, t: Tiles, parts: int = PARTS) -> Kernel:
+    """``base`` (ops/attention.py's plain kernel) with attend_tiles and combine_tiles for
+    plan ``t``, a tile's keys cut into up to ``parts`` parts."""
+    return _kernel(base, t, parts)  # one cache key however parts is given
+
+
 @cache
-def kernel(base: Kernel, t: Tiles) -> Kernel:
-    """``base`` (ops/attention.py's plain kernel) with attend_tiles for plan ``t``."""
+def _kernel(base: Kernel, t: Tiles, parts: int) -> Kernel:
     consts = fill("sdpa_tiles", "attend_tiles", dim=t.dim, tq=t.rows, rs=t.score_rows,
                   ro=t.out_rows, shared=str(t.shared).lower(), v_at=t.v_at,
-                  kv_size=t.kv_vec4s)
+                  kv_size=t.kv_vec4s, parts=parts, min_steps=MIN_STEPS)
     return replace(base, bindings=base.bindings + VEC4_VIEWS,
                    generated=base.generated + consts + _stage(t.dim, "k") + _stage(t.dim, "v")
                    + _scores(t.score_rows) + _weigh(t.out_rows),
-                   name=f"{base.name}_tiles_d{t.dim}_q{t.rows}" + ("_shared" if t.shared else ""))
+                   name=f"{base.name}_tiles_d{t.dim}_q{t.rows}_p{parts}"
+                   + ("_shared" if t.shared else ""))
 
 
 # attend_tiles reads k, v and the caches four elements a load, through these views alone
@@ -166,7 +182,8 @@ def _weigh(rows: int) -> str:
         f"  (*acc)[{j}] = (*acc)[{j}] * row_fix[base + {j // 2}u] + part[{j}];\n"
         for j in range(2 * rows))
     stores = "".join(f"  store_row(s0 + base + {i}u, h, od, (*acc)[{2 * i}], "
-                     f"(*acc)[{2 * i + 1}], row_fix[base + {i}u]);\n" for i in range(rows))
+                     f"(*acc)[{2 * i + 1}], row_fix[base + {i}u], row_top[base + {i}u], part);\n"
+                     for i in range(rows))
     acc = "acc: ptr<function, array<vec4<f32>, 2u * RO>>"
     skip = "  if (base >= TQ) {\n    return;  // more lanes than rows x 8 columns\n  }\n"
     return (f"\nfn weigh({acc}, s0: u32, og: u32, od: u32, c0: u32, full: bool) {{\n"
@@ -174,5 +191,5 @@ def _weigh(rows: int) -> str:
             + "  var part = array<vec4<f32>, 2u * RO>();  // zeros at every step\n"
             "  if (full) {\n" + loop.replace("ADDS", adds(False)) + "  } else {\n" + seen
             + loop.replace("ADDS", adds(True)) + "  }\n" + rescale + "}\n"
-            f"\nfn store_rows({acc}, s0: u32, h: u32, og: u32, od: u32) {{\n"
+            f"\nfn store_rows({acc}, s0: u32, h: u32, og: u32, od: u32, part: Part) {{\n"
             "  let base = og * RO;\n" + skip + stores + "}\n")

@@ -110,7 +110,7 @@ def test_an_attention_merged_by_its_linear_equals_float64(device, case, linear, 
     from pte_webgpu.model import dtypes
     from pte_webgpu.runtime import fusion_merge
 
-    from tests.native.test_ops_decoder import DG
+    from tests.support.graph import DG
     from tests.support.graph import rand
     from tests.support.q4_graphs import Q4GSW, dequantized, pack_q4gsw, quantize, scales_rows
 

@@ -8,34 +8,15 @@ import numpy as np
 import pytest
 from pte_webgpu.errors import UnsupportedError
 from pte_webgpu.model import dtypes
-from pte_webgpu.model.graph import ListValue, TensorValue
 from pte_webgpu.ops import attention_tiles
-from pte_webgpu.runtime.dynamic import DynamicEnv
 
-from tests.support.gpu_thread import native_device, run_sync
-from tests.support.graph import G, Limited, rand
+from tests.support.gpu_thread import native_device
+from tests.support.graph import DG, Limited, rand
 
 
 @pytest.fixture(scope="module")
 def device():
     yield from native_device()
-
-
-class DG(G):
-    """G with the Method's execute-time integers attached (runtime/dynamic.py)."""
-
-    def values_list(self, items) -> int:
-        return self._add(ListValue("value_list", tuple(items)))
-
-    def state_const(self, array) -> int:
-        vid = self.const(array)
-        t = self.values[vid]
-        self.values[vid] = TensorValue(t.dtype, t.shape, constant_id=t.constant_id, mem_obj_id=0)
-        return vid
-
-    def run(self, gpu, *outputs):
-        self.outputs = list(outputs)
-        return run_sync(self._run(gpu, env=DynamicEnv(), as_f32=False))
 
 
 def _rope_interleaved(x, cos, sin):

@@ -1,6 +1,7 @@
 """G: a delegate graph built by hand, run on a bare native device (tests/native's
-``device`` fixture) through runtime.build.build_delegate; Limited: that device with some
-limits lowered; rand: float32 normals from one seeded generator."""
+``device`` fixture) through runtime.build.build_delegate; DG: G with a Method's
+execute-time integers; Limited: that device with some limits lowered; rand: float32
+normals from one seeded generator."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pte_webgpu.gpu.recording import Recording
 from pte_webgpu.model import dtypes
 from pte_webgpu.model.graph import ConstantRef, Graph, ListValue, Null, OpCall, Scalar, TensorValue
 from pte_webgpu.runtime.build import Resources, build_delegate, upload
+from pte_webgpu.runtime.dynamic import DynamicEnv
 from pte_webgpu.runtime.id_checks import FLAG_BYTES
 from pte_webgpu.runtime.storage import WIDE
 
@@ -129,6 +131,23 @@ class G:
             return [a.astype(np.float32) for a in arrays] if as_f32 else arrays
         finally:
             resources.release()
+
+
+class DG(G):
+    """G with the Method's execute-time integers attached (runtime/dynamic.py)."""
+
+    def values_list(self, items) -> int:
+        return self._add(ListValue("value_list", tuple(items)))
+
+    def state_const(self, array) -> int:
+        vid = self.const(array)
+        t = self.values[vid]
+        self.values[vid] = TensorValue(t.dtype, t.shape, constant_id=t.constant_id, mem_obj_id=0)
+        return vid
+
+    def run(self, gpu, *outputs):
+        self.outputs = list(outputs)
+        return run_sync(self._run(gpu, env=DynamicEnv(), as_f32=False))
 
 
 RNG = np.random.default_rng(7)

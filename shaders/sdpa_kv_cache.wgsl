@@ -134,6 +134,14 @@ const CHUNK: u32 = 256u;
 var<workgroup> weights: array<f32, CHUNK>;
 var<workgroup> uniform_rows: u32;
 
+// visible(s), read by lane 0 and made uniform for the barriers that follow.
+fn visible_uniform(s: u32, lane: u32) -> u32 {
+  if (lane == 0u) {
+    uniform_rows = visible(s);
+  }
+  return workgroupUniformLoad(&uniform_rows);
+}
+
 // Rows j .. j + 3 of v at head_d, and their weights from r: loaded together, so their
 // loads are in flight at once (a vec4, not an array a loop indexes: that may go to local
 // memory).
@@ -298,10 +306,7 @@ fn job(g: u32, parts: u32, lane: u32) -> Job {
   let D = params.head_dim;
   let s = g / (H * parts);
   let h = (g / parts) % H;
-  if (lane == 0u) {
-    uniform_rows = visible(s);
-  }
-  let rows = workgroupUniformLoad(&uniform_rows);
+  let rows = visible_uniform(s, lane);
   return Job(s, h, g % parts, (s * H + h) * D, (h / (H / params.kv_heads)) * D, rows);
 }
 
@@ -392,10 +397,7 @@ fn combine(@builtin(workgroup_id) wid: vec3<u32>,
            @builtin(num_workgroups) groups: vec3<u32>,
            @builtin(local_invocation_index) lane: u32) {
   let g = group_index(wid, groups);  // (s, h)
-  if (lane == 0u) {
-    uniform_rows = visible(g / params.heads);
-  }
-  let rows = workgroupUniformLoad(&uniform_rows);
+  let rows = visible_uniform(g / params.heads, lane);
   if (rows == 0u) {
     return;
   }

@@ -292,10 +292,7 @@ fn combine_tiles(@builtin(workgroup_id) wid: vec3<u32>,
                  @builtin(num_workgroups) groups: vec3<u32>,
                  @builtin(local_invocation_index) lane: u32) {
   let g = group_index(wid, groups);  // (s, h)
-  if (lane == 0u) {
-    uniform_rows = visible(g / params.heads);
-  }
-  let rows = workgroupUniformLoad(&uniform_rows);
+  let rows = visible_uniform(g / params.heads, lane);
   let per = span();
   if (rows <= per) {
     return;  // one part, written whole (or no row)

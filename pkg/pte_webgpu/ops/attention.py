@@ -464,7 +464,8 @@ async def _attend_tiles(ctx, op, kernel, binds, out_id, s_bound, heads, dim, lan
     t = attention_tiles.plan(dim, ctx.device.info.traits.workgroup_storage)
     # the parts' shares for the longest call, in one buffer for every layer; fewer parts
     # where the adapter cannot bind that much (one: no shares, no merge)
-    limit = ctx.device.limit("maxStorageBufferBindingSize", 1 << 27)
+    limit = min(ctx.device.limit("maxStorageBufferBindingSize", 1 << 27),
+                ctx.device.limit("maxBufferSize", 1 << 28))
     parts = attention_tiles.PARTS
     while parts > 1 and attention_tiles.parts_scratch(s_bound, heads, dim, parts) > limit:
         parts //= 2

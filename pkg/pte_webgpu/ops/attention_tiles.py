@@ -16,8 +16,12 @@ from ..shaders.compose import Binding, Kernel, fill
 LANES = 64  # a workgroup: 8 x 8 lanes for the scores
 TK = 32  # cache rows per step
 KP = TK // 4 + 1  # a K tile row in vec4s, padded by one (sdpa_tiles.wgsl)
-# A tile's keys cut into up to PARTS parts, a workgroup each, of MIN_STEPS steps or more
-# (sdpa_tiles.wgsl span()), merged by combine_tiles
+# Query rows a tile: 16, and a tile's keys cut into up to PARTS parts, a workgroup each,
+# of MIN_STEPS steps or more (sdpa_tiles.wgsl span()), merged by combine_tiles. H100,
+# SmolLM2-135M prefill, attention ms at 256 / 1020 tokens (docs/performance.md, session
+# 27): 32 rows 2.8 / 11.6; 32 rows in 4 parts 2.0 / 12.4 (8 parts 2.0 / 13.5); 16 rows in
+# 4 parts 1.5 / 10.3, each plus its merge (0.4 / 0.6)
+ROWS = 16
 PARTS = 4
 MIN_STEPS = 2
 
@@ -55,14 +59,13 @@ class Tiles:
 
 
 def plan(dim: int, storage: int) -> Tiles | None:
-    """The tile for head dim ``dim`` within ``storage`` bytes of workgroup memory: 32 query
-    rows where they fit, else 16; K and V apart where they fit (their loads go out
-    together), else sharing (D = 128 on 32 KB adapters: 16 rows, shared, 29.0 KB)."""
-    for rows in (32, 16):
-        for shared in (False, True):
-            t = Tiles(dim, rows, shared)
-            if t.storage <= storage:
-                return t
+    """The tile for head dim ``dim`` within ``storage`` bytes of workgroup memory: ROWS
+    query rows; K and V apart where they fit (their loads go out together), else sharing
+    (D = 128 on 32 KB adapters: shared, 29.0 KB)."""
+    for shared in (False, True):
+        t = Tiles(dim, ROWS, shared)
+        if t.storage <= storage:
+            return t
     return None
 
 

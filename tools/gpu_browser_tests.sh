@@ -12,6 +12,13 @@
 # libraries and the flags that get the NVIDIA adapter (tools/h200_chromium_env.sh), after
 # Playwright's own (the last of a repeated switch wins).
 # Extra arguments go to pytest (default: -n 8).
+# Call by call on one lease (the tree travels too, ~32 MB, within 64 MiB a call; carried
+# paths stay while the machine is held, 30 s between calls): .chromium-parts/p00, p01 and
+# p02 one a call, each copied to /tmp/parts; p03 + build/web + .fonts + .gl, then
+# `CHROMIUM_PARTS=/tmp/parts tools/gpu_browser_lane.sh`; build/parts/q00 (the playwright
+# wheel's first 30 MB, `split -b 30M`) copied to /tmp/pw; build/parts/q01 (the rest and
+# .whl-playwright's other wheels) + build/npm, the wheel put back together in
+# .whl-playwright, then this with CHROMIUM_PARTS=/tmp/parts (session 27: 102 s, -n 14).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/h200_chromium_env.sh || exit 2

@@ -20,10 +20,10 @@
 // - With SHARED_KV (large head dims: ops/attention_tiles.py plans the workgroup memory)
 //   the V tile is staged where the K tile was, after the scores, beside the softmax.
 // Key parts: a tile's keys are cut at multiples of span() into up to PARTS parts, a
-// workgroup each (a 1020-token prefill's 32 tiles a head would otherwise leave most of a
-// big GPU idle while the last tiles walk all their keys). A row that one part covers is
-// written whole; the others leave each part's max, sum and weighted V in `parts`, which
-// combine_tiles merges (as the split form's combine does a decode row's).
+// workgroup each (a short prefill's few tiles would otherwise leave most of a big GPU
+// idle: 256 tokens on an H100, 32-row tiles, 2.8 -> 2.0 ms). A row that one part covers
+// is written whole; the others leave each part's max, sum and weighted V in `parts`,
+// which combine_tiles merges (as the split form's combine does a decode row's).
 const TQ: u32 = ${tq}u;  // query rows per workgroup
 const TK: u32 = 32u;  // cache rows per step
 const TD: u32 = ${dim}u;  // head dim

@@ -110,7 +110,7 @@ def test_sdpa_with_kv_cache_after_earlier_rows(device, monkeypatch, form, case):
 ])
 def test_sdpa_tiles_in_less_workgroup_memory(device, monkeypatch, case, storage, rows, shared):
     """The tiles form's smaller plans (ops/attention_tiles.py), on the device with its
-    workgroup memory limit lowered: fewer query rows a tile, V staged where K was."""
+    workgroup memory limit lowered: V staged where K was."""
     monkeypatch.setenv("PTE_WEBGPU_SDPA", "tiles")
     t = attention_tiles.plan(SDPA_CASES[case][3], storage)
     assert (t.rows, t.shared) == (rows, shared)

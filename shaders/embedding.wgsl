@@ -17,11 +17,7 @@ fn item(i: u32) {
   if (index >= 0 && u32(index) < params.vocab) {
     value = f32(weight[u32(index) * params.dim + col]);
   } else if (col == 0u) {
-    atomicAdd(&flag[0], 1u);
-    if (atomicExchange(&flag[1], 1u) == 0u) {
-      atomicStore(&flag[2], row);
-      atomicStore(&flag[3], bitcast<u32>(index));
-    }
+    flag_bad_id(row, index);
   }
   out[i] = elem(value);
 }

@@ -20,11 +20,7 @@ fn item(i: u32) {
     let q = i32(select(byte & 0xfu, byte >> 4u, high)) - 8;
     value = f32(q) * f32(scales[v * params.scale_stride + col / params.gsize]);
   } else if (col == 0u) {
-    atomicAdd(&flag[0], 1u);
-    if (atomicExchange(&flag[1], 1u) == 0u) {
-      atomicStore(&flag[2], row);
-      atomicStore(&flag[3], bitcast<u32>(index));
-    }
+    flag_bad_id(row, index);
   }
   out[i] = elem(value);
 }

@@ -8,11 +8,7 @@ fn gather_item(i: u32) {
   let given = idx[i];
   let bad = given < 0 || u32(given) >= params.in_len;
   if (bad) {
-    atomicAdd(&flag[0], 1u);
-    if (atomicExchange(&flag[1], 1u) == 0u) {
-      atomicStore(&flag[2], i);
-      atomicStore(&flag[3], bitcast<u32>(given));
-    }
+    flag_bad_id(i, given);
     out[i] = word(0);
     return;
   }

@@ -25,11 +25,7 @@ fn take_item(i: u32) {
     row += i32(params.in_len);
   }
   if ((row < 0 || u32(row) >= params.in_len) && c == 0u && t < params.out_len) {
-    atomicAdd(&flag[0], 1u);  // counted once per index (first outer slice, column 0)
-    if (atomicExchange(&flag[1], 1u) == 0u) {
-      atomicStore(&flag[2], r);
-      atomicStore(&flag[3], bitcast<u32>(given));
-    }
+    flag_bad_id(r, given);  // counted once per index (first outer slice, column 0)
   }
   out[i] = read_at(t / params.out_len, row, c);
 }

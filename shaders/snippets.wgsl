@@ -373,3 +373,13 @@ fn split_k_sum(i: u32, spans: u32, stride: u32) -> f32 {
   }
   return s;
 }
+// ==== bad_id
+// An id outside its table (runtime/id_checks.py): counted in flag[0]; the first call to
+// claim flag[1] records its position and value, from which execute raises as torch does.
+fn flag_bad_id(at: u32, given: i32) {
+  atomicAdd(&flag[0], 1u);
+  if (atomicExchange(&flag[1], 1u) == 0u) {
+    atomicStore(&flag[2], at);
+    atomicStore(&flag[3], bitcast<u32>(given));
+  }
+}

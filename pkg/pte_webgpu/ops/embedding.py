@@ -23,7 +23,7 @@ KERNEL = Kernel("embedding", (Binding(0, "weight"), Binding(1, "indices", type="
                               Binding(2, "out", "read_write"),
                               # count, claimed, position, value (runtime/id_checks.py)
                               Binding(4, "flag", "read_write", "atomic<u32>")), PARAMS,
-                uniform_binding=3,
+                uniform_binding=3, snippets=("bad_id",),
                 entries=(Entry("main", "item", "params.numel"),))
 
 

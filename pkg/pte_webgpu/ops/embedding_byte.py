@@ -29,7 +29,8 @@ KERNEL = Kernel("embedding_byte", (Binding(0, "w", type="u32"), Binding(1, "scal
                                    Binding(3, "indices", type="i32"),
                                    Binding(4, "out", "read_write", "f32"),
                                    Binding(6, "flag", "read_write", "atomic<u32>")), PARAMS,
-                uniform_binding=5, half=False, entries=(Entry("main", "item", "params.numel"),))
+                uniform_binding=5, half=False, snippets=("bad_id",),
+                entries=(Entry("main", "item", "params.numel"),))
 
 
 def _groups(shape_w, shape_s, what, error=FormatError, field=None):

@@ -29,7 +29,8 @@ KERNEL = Kernel("embedding_q4", (Binding(0, "weights", type="u32"),
                                  Binding(3, "out", "read_write"),
                                  # count, claimed, position, value (runtime/id_checks.py)
                                  Binding(5, "flag", "read_write", "atomic<u32>")), PARAMS,
-                uniform_binding=4, entries=(Entry("main", "item", "params.numel"),))
+                uniform_binding=4, snippets=("bad_id",),
+                entries=(Entry("main", "item", "params.numel"),))
 
 
 def dims(values, args, where: str | None = None) -> dict:

@@ -78,7 +78,7 @@ _BINDINGS = (Binding(0, "src", type="word"), Binding(1, "idx", type="i32"),
 _ENTRIES = (Entry("take", "take_item", "params.numel"),
             Entry("strided", "strided_item", "params.numel"))
 KERNEL, WORDS = float_and_word_kernels("indexing", _BINDINGS, PARAMS, uniform_binding=4,
-                                       entries=_ENTRIES)
+                                       snippets=("bad_id",), entries=_ENTRIES)
 
 
 async def _gather(ctx, op, entry, src_id, idx_id, out_id, inner, out_len, in_len, step,
@@ -248,7 +248,7 @@ _GATHER_BINDINGS = (Binding(0, "src", type="word"), Binding(1, "idx", type="i32"
                     Binding(2, "out", "read_write", type="word"),
                     Binding(4, "flag", "read_write", type="atomic<u32>"))
 GATHER, GATHER_WORDS = float_and_word_kernels(
-    "gather", _GATHER_BINDINGS, GATHER_PARAMS, uniform_binding=3, snippets=("shape_index",),
+    "gather", _GATHER_BINDINGS, GATHER_PARAMS, uniform_binding=3, snippets=("shape_index", "bad_id"),
     entries=(Entry("main", "gather_item", "params.numel"),))
 
 

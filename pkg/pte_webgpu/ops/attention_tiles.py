@@ -20,7 +20,7 @@ KP = TK // 4 + 1  # a K tile row in vec4s, padded by one (sdpa_tiles.wgsl)
 # of MIN_STEPS steps or more (sdpa_tiles.wgsl span()), merged by combine_tiles. H100,
 # SmolLM2-135M prefill, attention ms at 256 / 1020 tokens (docs/performance.md, session
 # 27): 32 rows 2.8 / 11.6; 32 rows in 4 parts 2.0 / 12.4 (8 parts 2.0 / 13.5); 16 rows in
-# 4 parts 1.5 / 10.3, each plus its merge (0.4 / 0.6)
+# 4 parts 1.5 / 10.3; with parts, the merge adds 0.4 / 0.6
 ROWS = 16
 PARTS = 4
 MIN_STEPS = 2

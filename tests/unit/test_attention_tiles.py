@@ -34,7 +34,7 @@ def test_head_dims_it_cannot_tile_are_named():
 
 @pytest.mark.parametrize("t", [Tiles(64, 32, False), Tiles(128, 16, True), Tiles(16, 32, False)])
 def test_the_kernel_unrolls_each_lanes_rows(t):
-    src = attention_tiles.kernel(attention.KERNEL, t).source()
+    src = attention_tiles.kernel(attention.KERNEL, t, attention_tiles.PARTS).source()
     assert f"const TQ: u32 = {t.rows}u;" in src and f"const RO: u32 = {t.out_rows}u;" in src
     assert f"array<vec{t.score_rows}<f32>" in src  # q held as the scores read it
     for i in range(t.out_rows):  # every output row weighed, guarded, rescaled and stored

@@ -15,9 +15,10 @@ which recomputes its row's scores (no workgroup memory or barriers; D times the 
 decode step) cuts the visible cache rows into ``parts`` spans, a workgroup each, and a
 second dispatch merges their partial softmaxes (flash-decoding): one row's 9 heads would
 otherwise keep 9 workgroups busy over the whole context; ``tiles``, as ``split`` except
-that executes of many query rows (a prefill) take a workgroup per tile of query rows and
-head, which loads each K/V row once per tile into workgroup memory (flash attention,
-ops/attention_tiles.py) where ``rows`` loads it once per query row: the default on GPUs.
+that executes of many query rows (a prefill) take a workgroup per tile of query rows,
+part of its keys and head, which loads each K/V row once per tile into workgroup memory
+(flash attention, ops/attention_tiles.py) where ``rows`` loads it once per query row: the
+default on GPUs.
 
 ``update_cache.default [value, cache, start_pos: SymInt | Int, out]`` (llama's custom
 update_cache where no custom_sdpa joins it into sdpa_with_kv_cache): value ``[1, S, H, D]``
@@ -159,7 +160,7 @@ Q_HELD = 256  # head_dim at most, for the rows and split forms (shaders/sdpa_kv_
 def _choose(traits, dim: int) -> str:
     """A workgroup per query row and head where one holds head_dim lanes: on CPU
     adapters ``rows``; on GPUs ``tiles`` (decode: split's pair; a prefill of 1020 tokens
-    on an H100: attention 27.3 -> 11.6 ms, 22.4k -> 35.6k tok/s; 256 tokens alike) where
+    on an H100: attention 27.3 -> 10.3 ms, 22.4k -> 39.6k tok/s, sessions 26-27) where
     a tile plan fits the head dim, else ``split``; else ``elements``."""
     if pow2_lanes(traits, dim) < dim or dim > Q_HELD:
         return "elements"

@@ -86,14 +86,10 @@ def parts_scratch(rows: int, heads: int, dim: int, parts: int) -> int:
     return 4 * rows * heads * parts * (dim + 2)
 
 
-def kernel(base: Kernel, t: Tiles, parts: int = PARTS) -> Kernel:
+@cache
+def kernel(base: Kernel, t: Tiles, parts: int) -> Kernel:
     """``base`` (ops/attention.py's plain kernel) with attend_tiles and combine_tiles for
     plan ``t``, a tile's keys cut into up to ``parts`` parts."""
-    return _kernel(base, t, parts)  # one cache key however parts is given
-
-
-@cache
-def _kernel(base: Kernel, t: Tiles, parts: int) -> Kernel:
     consts = fill("sdpa_tiles", "attend_tiles", dim=t.dim, tq=t.rows, rs=t.score_rows,
                   ro=t.out_rows, shared=str(t.shared).lower(), v_at=t.v_at,
                   kv_size=t.kv_vec4s, parts=parts, min_steps=MIN_STEPS)
